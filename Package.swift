@@ -1,0 +1,57 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings every Swift target shares, applied in one place (the swift-subprocess pattern).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableExperimentalFeature("Lifetimes"),
+]
+
+var targets: [Target] = [
+    // C at the edge: one system-library target per C dependency, each with a shim header.
+    .systemLibrary(
+        name: "CX264",
+        pkgConfig: "x264",
+        providers: [.apt(["libx264-dev"])]
+    ),
+    .systemLibrary(
+        name: "CFFmpeg",
+        pkgConfig: "libavcodec",
+        providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswscale-dev"])]
+    ),
+
+    // Pure Swift layers, dependencies pointing one way.
+    .target(name: "H264Bitstream"),
+
+    // The command-line tool: one file per subcommand over the libraries.
+    .executableTarget(
+        name: "h264kit",
+        dependencies: [
+            "H264Bitstream",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]
+    ),
+
+    .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream"]),
+    .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
+    .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream"]),
+]
+
+for index in targets.indices where targets[index].type != .system {
+    targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + swiftSettings
+}
+
+let package = Package(
+    name: "H264Kit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "h264kit", targets: ["h264kit"]),
+        .library(name: "H264Bitstream", targets: ["H264Bitstream"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: targets
+)

@@ -1,0 +1,209 @@
+/// slice_type (ITU-T H.264 Table 7-6); values 5–9 say all slices of the picture share the type.
+public enum SliceType: Int, Hashable, Sendable, CustomStringConvertible {
+    case p = 0, b = 1, i = 2, sp = 3, si = 4
+
+    public var description: String {
+        switch self {
+        case .p: "P"
+        case .b: "B"
+        case .i: "I"
+        case .sp: "SP"
+        case .si: "SI"
+        }
+    }
+}
+
+/// dec_ref_pic_marking() (ITU-T H.264 §7.3.3.3).
+public struct DecodedReferencePictureMarking: Hashable, Sendable {
+    /// One memory_management_control_operation with its operands.
+    public struct Operation: Hashable, Sendable {
+        public var memoryManagementControlOperation: Int
+        public var differenceOfPicNumsMinus1: UInt32 = 0
+        public var longTermPicNum: UInt32 = 0
+        public var longTermFrameIdx: UInt32 = 0
+        public var maxLongTermFrameIdxPlus1: UInt32 = 0
+    }
+    public var noOutputOfPriorPicsFlag = false
+    public var longTermReferenceFlag = false
+    public var adaptiveRefPicMarkingModeFlag = false
+    public var operations: [Operation] = []
+
+    /// The longest operation list accepted: each MMCO except 5 and 6 acts on one of at most 32
+    /// reference fields, so a longer list is corrupt data rather than a legitimate stream.
+    public static let maximumOperations = 66
+
+    public init() {}
+
+    public init(parsing reader: inout BitReader, idrPicFlag: Bool) throws(BitstreamError) {
+        if idrPicFlag {
+            noOutputOfPriorPicsFlag = try reader.flag("no_output_of_prior_pics_flag")
+            longTermReferenceFlag = try reader.flag("long_term_reference_flag")
+            return
+        }
+        adaptiveRefPicMarkingModeFlag = try reader.flag("adaptive_ref_pic_marking_mode_flag")
+        guard adaptiveRefPicMarkingModeFlag else { return }
+        while true {
+            let mmco = try reader.ue("memory_management_control_operation", max: 6)
+            if mmco == 0 { break }
+            guard operations.count < Self.maximumOperations else {
+                throw BitstreamError(.valueOutOfRange, "more than \(Self.maximumOperations) memory management operations", bitOffset: reader.bitPosition)
+            }
+            var operation = Operation(memoryManagementControlOperation: mmco)
+            if mmco == 1 || mmco == 3 { operation.differenceOfPicNumsMinus1 = try reader.ue("difference_of_pic_nums_minus1") }
+            if mmco == 2 { operation.longTermPicNum = try reader.ue("long_term_pic_num") }
+            if mmco == 3 || mmco == 6 { operation.longTermFrameIdx = try reader.ue("long_term_frame_idx", max: 31).asUInt32 }
+            if mmco == 4 { operation.maxLongTermFrameIdxPlus1 = try reader.ue("max_long_term_frame_idx_plus1", max: 32).asUInt32 }
+            operations.append(operation)
+        }
+    }
+
+    /// Whether memory_management_control_operation 5 (all references unused, POC reset) is present.
+    public var hasMMCO5: Bool { operations.contains { $0.memoryManagementControlOperation == 5 } }
+}
+
+extension Int {
+    @usableFromInline var asUInt32: UInt32 { UInt32(truncatingIfNeeded: self) }
+}
+
+/// slice_header() (ITU-T H.264 §7.3.3), parsed through dec_ref_pic_marking(): everything that
+/// access-unit detection (§7.4.1.2.4) and picture order count (§8.2.1) need.
+public struct SliceHeader: Hashable, Sendable {
+    public var nalUnitHeader: NALUnitHeader
+    public var firstMbInSlice: Int
+    /// slice_type as coded (0–9).
+    public var sliceTypeRaw: Int
+    public var picParameterSetId: Int
+    public var colourPlaneId: Int = 0
+    public var frameNum: Int
+    public var fieldPicFlag = false
+    public var bottomFieldFlag = false
+    public var idrPicId: Int = 0
+    public var picOrderCntLsb: Int = 0
+    public var deltaPicOrderCntBottom: Int32 = 0
+    public var deltaPicOrderCnt: (Int32, Int32) = (0, 0)
+    public var redundantPicCnt: Int = 0
+    public var directSpatialMvPredFlag = false
+    public var numRefIdxL0ActiveMinus1: Int = 0
+    public var numRefIdxL1ActiveMinus1: Int = 0
+    public var decRefPicMarking: DecodedReferencePictureMarking?
+
+    public var sliceType: SliceType { SliceType(rawValue: sliceTypeRaw % 5)! }
+    /// IdrPicFlag.
+    public var idrPicFlag: Bool { nalUnitHeader.nalUnitType == .idrSlice }
+    public var hasMMCO5: Bool { decRefPicMarking?.hasMMCO5 ?? false }
+
+    public static func == (a: SliceHeader, b: SliceHeader) -> Bool {
+        a.nalUnitHeader == b.nalUnitHeader && a.firstMbInSlice == b.firstMbInSlice && a.sliceTypeRaw == b.sliceTypeRaw
+            && a.picParameterSetId == b.picParameterSetId && a.colourPlaneId == b.colourPlaneId && a.frameNum == b.frameNum
+            && a.fieldPicFlag == b.fieldPicFlag && a.bottomFieldFlag == b.bottomFieldFlag && a.idrPicId == b.idrPicId
+            && a.picOrderCntLsb == b.picOrderCntLsb && a.deltaPicOrderCntBottom == b.deltaPicOrderCntBottom
+            && a.deltaPicOrderCnt == b.deltaPicOrderCnt && a.redundantPicCnt == b.redundantPicCnt
+            && a.directSpatialMvPredFlag == b.directSpatialMvPredFlag && a.numRefIdxL0ActiveMinus1 == b.numRefIdxL0ActiveMinus1
+            && a.numRefIdxL1ActiveMinus1 == b.numRefIdxL1ActiveMinus1 && a.decRefPicMarking == b.decRefPicMarking
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(nalUnitHeader)
+        hasher.combine(firstMbInSlice)
+        hasher.combine(frameNum)
+        hasher.combine(picOrderCntLsb)
+    }
+
+    /// The longest ref_pic_list_modification() loop accepted (one entry per reference index
+    /// plus the terminating 3).
+    static let maximumModifications = 33
+
+    /// Parses a slice header; the reader is positioned after the NAL unit header.
+    ///
+    /// - Parameters:
+    ///   - nalUnitHeader: the slice's NAL header (types 1, 2 or 5).
+    ///   - pictureParameterSet / sequenceParameterSet: lookups by id; a missing one is an error.
+    public init(
+        parsing reader: inout BitReader,
+        nalUnitHeader: NALUnitHeader,
+        pictureParameterSet: (Int) -> PictureParameterSet?,
+        sequenceParameterSet: (Int) -> SequenceParameterSet?
+    ) throws(BitstreamError) {
+        self.nalUnitHeader = nalUnitHeader
+        firstMbInSlice = try reader.ue("first_mb_in_slice", max: UInt32(SequenceParameterSet.maximumDimensionInMbs * SequenceParameterSet.maximumDimensionInMbs))
+        sliceTypeRaw = try reader.ue("slice_type", max: 9)
+        picParameterSetId = try reader.ue("pic_parameter_set_id", max: 255)
+        guard let pps = pictureParameterSet(picParameterSetId) else {
+            throw BitstreamError(.missingParameterSet, "slice refers to PPS \(picParameterSetId), which has not been received", bitOffset: reader.bitPosition)
+        }
+        guard let sps = sequenceParameterSet(pps.seqParameterSetId) else {
+            throw BitstreamError(.missingParameterSet, "PPS \(picParameterSetId) refers to SPS \(pps.seqParameterSetId), which has not been received", bitOffset: reader.bitPosition)
+        }
+        if sps.separateColourPlaneFlag { colourPlaneId = Int(try reader.bits(2, "colour_plane_id")) }
+        frameNum = Int(try reader.bits(sps.log2MaxFrameNumMinus4 + 4, "frame_num"))
+        if !sps.frameMbsOnlyFlag {
+            fieldPicFlag = try reader.flag("field_pic_flag")
+            if fieldPicFlag { bottomFieldFlag = try reader.flag("bottom_field_flag") }
+        }
+        let idr = nalUnitHeader.nalUnitType == .idrSlice
+        if idr { idrPicId = try reader.ue("idr_pic_id", max: 65535) }
+        if sps.picOrderCntType == 0 {
+            picOrderCntLsb = Int(try reader.bits(sps.log2MaxPicOrderCntLsbMinus4 + 4, "pic_order_cnt_lsb"))
+            if pps.bottomFieldPicOrderInFramePresentFlag && !fieldPicFlag {
+                deltaPicOrderCntBottom = try reader.se("delta_pic_order_cnt_bottom")
+            }
+        }
+        if sps.picOrderCntType == 1 && !sps.deltaPicOrderAlwaysZeroFlag {
+            deltaPicOrderCnt.0 = try reader.se("delta_pic_order_cnt[0]")
+            if pps.bottomFieldPicOrderInFramePresentFlag && !fieldPicFlag {
+                deltaPicOrderCnt.1 = try reader.se("delta_pic_order_cnt[1]")
+            }
+        }
+        if pps.redundantPicCntPresentFlag { redundantPicCnt = try reader.ue("redundant_pic_cnt", max: 127) }
+        let type = SliceType(rawValue: sliceTypeRaw % 5)!
+        if type == .b { directSpatialMvPredFlag = try reader.flag("direct_spatial_mv_pred_flag") }
+        numRefIdxL0ActiveMinus1 = pps.numRefIdxL0DefaultActiveMinus1
+        numRefIdxL1ActiveMinus1 = pps.numRefIdxL1DefaultActiveMinus1
+        if type == .p || type == .sp || type == .b {
+            if try reader.flag("num_ref_idx_active_override_flag") {
+                numRefIdxL0ActiveMinus1 = try reader.ue("num_ref_idx_l0_active_minus1", max: 31)
+                if type == .b { numRefIdxL1ActiveMinus1 = try reader.ue("num_ref_idx_l1_active_minus1", max: 31) }
+            }
+        }
+        // ref_pic_list_modification() (§7.3.3.1); MVC's variant (types 20, 21) is not parsed here.
+        if type != .i && type != .si { try Self.skipRefPicListModification(&reader) }
+        if type == .b { try Self.skipRefPicListModification(&reader) }
+        if (pps.weightedPredFlag && (type == .p || type == .sp)) || (pps.weightedBipredIdc == 1 && type == .b) {
+            try Self.skipPredWeightTable(&reader, chromaArrayType: sps.chromaArrayType, type: type,
+                                         l0: numRefIdxL0ActiveMinus1, l1: numRefIdxL1ActiveMinus1)
+        }
+        if nalUnitHeader.nalRefIdc != 0 {
+            decRefPicMarking = try DecodedReferencePictureMarking(parsing: &reader, idrPicFlag: idr)
+        }
+    }
+
+    static func skipRefPicListModification(_ reader: inout BitReader) throws(BitstreamError) {
+        guard try reader.flag("ref_pic_list_modification_flag") else { return }
+        for _ in 0..<maximumModifications {
+            let idc = try reader.ue("modification_of_pic_nums_idc", max: 5)
+            switch idc {
+            case 3: return
+            case 0, 1, 2, 4, 5: _ = try reader.ue(idc == 2 ? "long_term_pic_num" : "abs_diff_pic_num_minus1")
+            default: break
+            }
+        }
+        throw BitstreamError(.valueOutOfRange, "ref_pic_list_modification has more than \(maximumModifications) entries", bitOffset: reader.bitPosition)
+    }
+
+    /// pred_weight_table() (§7.3.3.2), read and discarded.
+    static func skipPredWeightTable(_ reader: inout BitReader, chromaArrayType: Int, type: SliceType, l0: Int, l1: Int) throws(BitstreamError) {
+        _ = try reader.ue("luma_log2_weight_denom", max: 7)
+        if chromaArrayType != 0 { _ = try reader.ue("chroma_log2_weight_denom", max: 7) }
+        for list in 0..<(type == .b ? 2 : 1) {
+            for _ in 0...(list == 0 ? l0 : l1) {
+                if try reader.flag("luma_weight_flag") {
+                    _ = try reader.se("luma_weight")
+                    _ = try reader.se("luma_offset")
+                }
+                if chromaArrayType != 0, try reader.flag("chroma_weight_flag") {
+                    for _ in 0..<4 { _ = try reader.se("chroma_weight/offset") }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+import ArgumentParser
+import Foundation
+import H264Bitstream
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Summarise an H.264 Annex-B elementary stream.",
+        discussion: """
+            Reads a raw H.264 stream (.264/.h264/.jsv/...) or standard input ("-") and prints its profile, \
+            level, size, pixel format, frame rate and counts. Problems are reported with their byte offset; \
+            the exit code is non-zero when any NAL unit could not be parsed.
+            """
+    )
+
+    @Argument(help: "The stream to read, or - for standard input.")
+    var file: String
+
+    @Flag(help: "Print one JSON object instead of the summary.")
+    var json = false
+
+    @Flag(help: "List every NAL unit: offset, size, type, nal_ref_idc, and for slices the slice type, frame_num and POC.")
+    var nals = false
+
+    mutating func run() throws {
+        var parser = H264StreamParser()
+        var nalRecords: [NALRecord] = []
+        let printNALsLive = nals && !json
+        if printNALsLive { print("offset\tsize\ttype\tref_idc\tslice\tframe_num\tpoc") }
+
+        func handle(_ parsed: ParsedNALUnit) {
+            guard nals else { return }
+            let record = NALRecord(parsed)
+            if printNALsLive { print(record.line) } else { nalRecords.append(record) }
+        }
+
+        var totalBytes = 0
+        var garbage = 0
+        if file == "-" {
+            var splitter = AnnexBStreamSplitter()
+            try readChunks(fd: 0, name: "stdin") { chunk in
+                totalBytes += chunk.count
+                splitter.append(chunk) { location, bytes in
+                    handle(parser.consume(bytes.bindMemory(to: UInt8.self).span, at: location))
+                }
+                if splitter.isOverLimit {
+                    throw ToolError("stdin: byte \(splitter.currentNALUnitOffset): NAL unit larger than \(splitter.maximumNALUnitSize) bytes; is this an H.264 stream?")
+                }
+            }
+            splitter.finish { location, bytes in
+                handle(parser.consume(bytes.bindMemory(to: UInt8.self).span, at: location))
+            }
+            garbage = splitter.leadingGarbageCount
+            if totalBytes == 0 { throw ToolError("stdin: no data") }
+        } else {
+            let mapped = try MappedFile(path: file)
+            totalBytes = mapped.bytes.count
+            garbage = AnnexB.leadingGarbageCount(in: mapped.bytes)
+            let base = mapped.bytes.bindMemory(to: UInt8.self)
+            AnnexB.forEachNALUnit(in: mapped.bytes) { location in
+                let nal = UnsafeBufferPointer(rebasing: base[location.payload])
+                handle(parser.consume(nal.span, at: location))
+            }
+        }
+        parser.finish()
+
+        if garbage > 0 && parser.nalUnitCount > 0 {
+            parser.reportExternal(.warning, BitstreamError(.invalidStructure, "\(garbage) bytes before the first start code were skipped", byteOffset: 0))
+        }
+        if parser.nalUnitCount == 0 {
+            throw ToolError("\(file): no H.264 start code found in \(totalBytes) bytes; not an Annex-B H.264 stream")
+        }
+
+        let summary = StreamSummary(parser: parser, bytes: totalBytes, nalUnits: nals ? nalRecords : nil)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else {
+            print(summary.humanReadable(name: file))
+        }
+        for diagnostic in parser.diagnostics {
+            printError("\(file): \(diagnostic)")
+        }
+        if parser.diagnostics.count < parser.errorCount + parser.warningCount {
+            printError("\(file): \(parser.errorCount + parser.warningCount - parser.diagnostics.count) more problems not shown")
+        }
+        if parser.errorCount > 0 {
+            printError("\(file): \(parser.errorCount) NAL unit(s) could not be parsed; the summary covers the rest")
+            throw ExitCode(1)
+        }
+        if parser.pictureCount == 0 {
+            printError("\(file): no decodable picture (no slice with its SPS and PPS)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// One line of `--nals`.
+struct NALRecord: Codable {
+    var offset: Int
+    var size: Int
+    var type: Int
+    var typeName: String
+    var nalRefIdc: Int
+    var sliceType: String?
+    var frameNum: Int?
+    var poc: Int?
+    var accessUnit: Int
+
+    init(_ parsed: ParsedNALUnit) {
+        offset = parsed.location.startCodeOffset
+        size = parsed.size
+        type = Int(parsed.header.nalUnitType.rawValue)
+        typeName = parsed.header.nalUnitType.name
+        nalRefIdc = Int(parsed.header.nalRefIdc)
+        sliceType = parsed.slice.map { "\($0.sliceType)" }
+        frameNum = parsed.slice?.frameNum
+        poc = parsed.picOrderCnt
+        accessUnit = parsed.accessUnitIndex
+    }
+
+    var line: String {
+        "\(offset)\t\(size)\t\(typeName)\t\(nalRefIdc)\t\(sliceType ?? "-")\t\(frameNum.map(String.init) ?? "-")\t\(poc.map(String.init) ?? "-")"
+    }
+}
+
+struct SPSSummary: Codable {
+    var firstPicture: Int
+    var seqParameterSetId: Int
+    var profile: String
+    var level: Int
+    var width: Int
+    var height: Int
+    var pixelFormat: String
+    var frameRate: String?
+}
+
+/// What `inspect --json` prints.
+struct StreamSummary: Codable {
+    var format = "h264"
+    var bytes: Int
+    var profile: String?
+    var profileIdc: Int?
+    var constraintSetFlags: Int?
+    var level: Int?
+    var width: Int?
+    var height: Int?
+    var codedWidth: Int?
+    var codedHeight: Int?
+    var pixelFormat: String?
+    var chromaFormatIdc: Int?
+    var bitDepthLuma: Int?
+    var bitDepthChroma: Int?
+    var sampleAspectRatio: String?
+    var frameRate: String?
+    var interlaced: Bool?
+    var picOrderCntType: Int?
+    /// Pictures a decoder outputs (from the first IDR or recovery point on), as ffprobe counts.
+    var frameCount: Int
+    /// Every picture in the stream, field pairs counted once.
+    var pictureCount: Int
+    /// The SPS in force, each time it changed: the top-level fields describe the last.
+    var sequenceParameterSets: [SPSSummary]
+    var accessUnitCount: Int
+    var idrCount: Int
+    var fieldPairCount: Int
+    var distinctSPSCount: Int
+    var nalUnitCount: Int
+    var nalCounts: [String: Int]
+    var seiCounts: [String: Int]
+    var errors: Int
+    var warnings: Int
+    var diagnostics: [String]
+    var nalUnits: [NALRecord]?
+
+    init(parser: H264StreamParser, bytes: Int, nalUnits: [NALRecord]?) {
+        self.bytes = bytes
+        let sps = parser.firstPictureSPS
+        if let sps {
+            profile = sps.profileName
+            profileIdc = Int(sps.profileIdc)
+            constraintSetFlags = Int(sps.constraintSetFlags)
+            level = Int(sps.levelIdc)
+            width = sps.width
+            height = sps.height
+            codedWidth = sps.codedWidth
+            codedHeight = sps.codedHeight
+            pixelFormat = sps.pixelFormatName
+            chromaFormatIdc = sps.chromaFormatIdc
+            bitDepthLuma = sps.bitDepthLuma
+            bitDepthChroma = sps.bitDepthChroma
+            sampleAspectRatio = sps.vuiParameters?.sampleAspectRatio.map { "\($0.width):\($0.height)" }
+            frameRate = sps.frameRate?.description
+            interlaced = sps.isInterlaced
+            picOrderCntType = sps.picOrderCntType
+        }
+        frameCount = parser.outputPictureCount
+        pictureCount = parser.pictureCount
+        sequenceParameterSets = parser.pictureSPSChanges.map { change in
+            SPSSummary(firstPicture: change.firstPicture, seqParameterSetId: change.sps.seqParameterSetId, profile: change.sps.profileName,
+                       level: Int(change.sps.levelIdc), width: change.sps.width, height: change.sps.height,
+                       pixelFormat: change.sps.pixelFormatName, frameRate: change.sps.frameRate?.description)
+        }
+        accessUnitCount = parser.accessUnitCount
+        idrCount = parser.pictures.reduce(0) { $0 + ($1.isIDR ? 1 : 0) }
+        fieldPairCount = parser.pictures.reduce(0) { $0 + ($1.structure == .fieldPair ? 1 : 0) }
+        distinctSPSCount = parser.distinctSPSCount
+        nalUnitCount = parser.nalUnitCount
+        nalCounts = Dictionary(uniqueKeysWithValues: parser.nalCounts.map { ($0.key.name, $0.value) })
+        seiCounts = Dictionary(uniqueKeysWithValues: parser.seiCounts.map { (SEIMessage(payloadType: $0.key, payload: []).typeName, $0.value) })
+        errors = parser.errorCount
+        warnings = parser.warningCount
+        diagnostics = parser.diagnostics.map(\.description)
+        self.nalUnits = nalUnits
+    }
+
+    func humanReadable(name: String) -> String {
+        var lines = ["\(name): H.264 Annex-B elementary stream, \(bytes) bytes"]
+        func row(_ label: String, _ value: String) { lines.append("  " + label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
+        if let profile, let level, let profileIdc {
+            row("profile", "\(profile) (profile_idc \(profileIdc)), level \(level / 10).\(level % 10)")
+        }
+        if let width, let height, let codedWidth, let codedHeight {
+            var size = "\(width)x\(height)"
+            if width != codedWidth || height != codedHeight { size += " (coded \(codedWidth)x\(codedHeight))" }
+            if let sampleAspectRatio { size += ", SAR \(sampleAspectRatio)" }
+            row("size", size)
+        }
+        if let pixelFormat, let bitDepthLuma { row("pixel format", "\(pixelFormat) (\(bitDepthLuma)-bit)") }
+        if let frameRate {
+            let parts = frameRate.split(separator: "/").compactMap { Double($0) }
+            row("frame rate", parts.count == 2 ? "\(frameRate) (\(String(format: "%.3f", parts[0] / parts[1])) fps)" : frameRate)
+        } else if profile != nil {
+            row("frame rate", "not signalled (no VUI timing)")
+        }
+        if let interlaced { row("scan", interlaced ? "interlaced (field/MBAFF coding allowed)" : "progressive") }
+        if let picOrderCntType { row("POC type", "\(picOrderCntType)") }
+        var frames = "\(frameCount) decodable of \(pictureCount) (access units \(accessUnitCount), IDR \(idrCount)"
+        if fieldPairCount > 0 { frames += ", field pairs \(fieldPairCount)" }
+        row("frames", frames + ")")
+        if sequenceParameterSets.count > 1 {
+            for change in sequenceParameterSets {
+                row("SPS change", "from picture \(change.firstPicture): \(change.profile) level \(change.level), \(change.width)x\(change.height) \(change.pixelFormat)")
+            }
+        }
+        let nalText = nalCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        row("NAL units", "\(nalUnitCount): \(nalText)")
+        if !seiCounts.isEmpty {
+            row("SEI", seiCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
+        if errors + warnings > 0 { row("problems", "\(errors) errors, \(warnings) warnings (listed on stderr)") }
+        return lines.joined(separator: "\n")
+    }
+}
