@@ -85,6 +85,12 @@ public struct BitReader: ~Escapable {
         guard length <= bitsLeft else {
             throw error(.endOfData, "\(name()): Exp-Golomb code runs past the end of the data")
         }
+        if length > 56 {
+            // Longer than the 64-bit window holds after an unaligned start: read the suffix apart.
+            // The leading one and the suffix are at most 32 bits (leadingZeros ≤ 31).
+            position &+= leadingZeros
+            return try bits(leadingZeros &+ 1) &- 1
+        }
         position &+= length
         // The code sits in the top `length` bits of the word; its value is that number minus one.
         return UInt32(truncatingIfNeeded: (word >> UInt64(64 &- length)) &- 1)

@@ -310,3 +310,23 @@ extension BitstreamError {
         return copy
     }
 }
+
+extension H264StreamParser {
+    /// Parses a whole Annex-B stream held in memory.
+    public static func parse(annexB bytes: [UInt8]) -> H264StreamParser {
+        var parser = H264StreamParser()
+        bytes.withUnsafeBytes { raw in
+            let base = raw.bindMemory(to: UInt8.self)
+            AnnexB.forEachNALUnit(in: raw) { location in
+                parser.consume(UnsafeBufferPointer(rebasing: base[location.payload]).span, at: location)
+            }
+        }
+        parser.finish()
+        return parser
+    }
+
+    /// Decode indexes of the pictures in display order.
+    public var decodeIndexesInDisplayOrder: [Int] {
+        pictures.sorted { ($0.displayIndex ?? .max, $0.decodeIndex) < ($1.displayIndex ?? .max, $1.decodeIndex) }.map(\.decodeIndex)
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import H264Bitstream
+
+enum Fixtures {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    static func bytes(_ name: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: directory.appendingPathComponent(name)))
+    }
+
+    /// The corpus directory named by H264KIT_CORPUS, if set and present.
+    static var corpus: URL? {
+        guard let path = ProcessInfo.processInfo.environment["H264KIT_CORPUS"], !path.isEmpty else { return nil }
+        let url = URL(fileURLWithPath: path)
+        return FileManager.default.fileExists(atPath: url.appendingPathComponent("MANIFEST.tsv").path) ? url : nil
+    }
+}
+
+/// Runs a program and returns its standard output; nil if it is not installed.
+func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, stdout: Data, stderr: Data)? {
+    let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+    guard let executable = paths.map({ "\($0)/\(program)" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        return nil
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let out = Pipe()
+    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-stderr-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: errURL) }
+    let err = try FileHandle(forWritingTo: errURL)
+    process.standardOutput = out
+    process.standardError = err
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try err.close()
+    return (process.terminationStatus, outData, try Data(contentsOf: errURL))
+}
+
+/// Encodes a test pattern with the x264 CLI (through ffmpeg's lavfi source piped as y4m).
+/// Returns nil when ffmpeg or x264 is missing.
+func x264Stream(frames: Int, size: String = "176x144", arguments: [String]) throws -> [UInt8]? {
+    guard let source = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
+                                          "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", "-"]), source.status == 0 else { return nil }
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-test-\(UUID().uuidString).264")
+    defer { try? FileManager.default.removeItem(at: output) }
+    guard let encoded = try run("x264", ["--quiet", "--demuxer", "y4m", "-o", output.path] + arguments + ["-"], stdin: source.stdout) else { return nil }
+    guard encoded.status == 0 else { throw TestFailure("x264 failed: \(String(decoding: encoded.stderr, as: UTF8.self))") }
+    return [UInt8](try Data(contentsOf: output))
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// ffprobe's decode index for each output frame, in display order (coded_picture_number).
+func ffprobeDisplayOrder(_ bytes: [UInt8]) throws -> [Int]? {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-probe-\(UUID().uuidString).264")
+    try Data(bytes).write(to: url)
+    defer { try? FileManager.default.removeItem(at: url) }
+    guard let result = try run("ffprobe", ["-v", "error", "-threads", "1", "-f", "h264", "-show_entries", "frame=coded_picture_number", "-of", "csv=p=0", url.path]),
+          result.status == 0 else { return nil }
+    // A frame with side data prints "N," and an empty line: keep the first field of non-empty lines.
+    return String(decoding: result.stdout, as: UTF8.self).split(whereSeparator: \.isNewline)
+        .compactMap { Int($0.split(separator: ",").first?.trimmingCharacters(in: .whitespaces) ?? "") }
+}
+
+/// Builders of synthetic parameter sets and slice headers, for the syntax paths real streams
+/// in the fixtures do not cover (fields, POC type 1).
+enum Synthetic {
+    struct SPSOptions {
+        var profileIdc: UInt32 = 100
+        var picOrderCntType: UInt32 = 0
+        var frameMbsOnly = true
+        var offsetForRefFrame: [Int32] = [2]
+        var offsetForNonRefPic: Int32 = -1
+        var offsetForTopToBottomField: Int32 = 1
+        var crop: (UInt32, UInt32, UInt32, UInt32)? = nil
+        var widthInMbs: UInt32 = 11
+        var heightInMapUnits: UInt32 = 9
+        var pocCycleCountOverride: UInt32? = nil
+    }
+
+    static func nal(_ header: UInt8, _ writer: BitWriter) -> [UInt8] {
+        [header] + RBSP.escape(writer.bytes.span)
+    }
+
+    static func sps(_ o: SPSOptions) -> [UInt8] {
+        var w = BitWriter()
+        w.bits(o.profileIdc, 8); w.bits(0, 8); w.bits(30, 8); w.ue(0)
+        if o.profileIdc == 100 { w.ue(1); w.ue(0); w.ue(0); w.flag(false); w.flag(false) }
+        w.ue(0)  // log2_max_frame_num_minus4 → MaxFrameNum 16
+        w.ue(o.picOrderCntType)
+        if o.picOrderCntType == 0 { w.ue(2) }  // MaxPicOrderCntLsb 64
+        if o.picOrderCntType == 1 {
+            w.flag(false); w.se(o.offsetForNonRefPic); w.se(o.offsetForTopToBottomField)
+            w.ue(o.pocCycleCountOverride ?? UInt32(o.offsetForRefFrame.count))
+            for v in o.offsetForRefFrame { w.se(v) }
+        }
+        w.ue(4); w.flag(false)
+        w.ue(o.widthInMbs - 1); w.ue(o.heightInMapUnits - 1)
+        w.flag(o.frameMbsOnly)
+        if !o.frameMbsOnly { w.flag(false) }
+        w.flag(true)
+        if let crop = o.crop { w.flag(true); w.ue(crop.0); w.ue(crop.1); w.ue(crop.2); w.ue(crop.3) } else { w.flag(false) }
+        w.flag(false)
+        w.rbspTrailingBits()
+        return nal(0x67, w)
+    }
+
+    static func pps(bottomFieldPicOrder: Bool = false) -> [UInt8] {
+        var w = BitWriter()
+        w.ue(0); w.ue(0); w.flag(false); w.flag(bottomFieldPicOrder); w.ue(0)
+        w.ue(0); w.ue(0); w.flag(false); w.bits(0, 2); w.se(0); w.se(0); w.se(0)
+        w.flag(true); w.flag(false); w.flag(false)
+        w.rbspTrailingBits()
+        return nal(0x68, w)
+    }
+
+    struct Slice {
+        var idr = false
+        var refIdc: UInt8 = 2
+        var type: UInt32 = 0  // P
+        var frameNum: UInt32
+        var field: Bool? = nil  // nil: frame; true: bottom; false: top
+        var pocLsb: UInt32 = 0
+        var deltaPicOrderCnt0: Int32 = 0
+        var mmco5 = false
+    }
+
+    /// A slice NAL unit for an SPS made by ``sps(_:)`` (MaxFrameNum 16, MaxPicOrderCntLsb 64).
+    static func slice(_ s: Slice, sps o: SPSOptions) -> [UInt8] {
+        var w = BitWriter()
+        w.ue(0); w.ue(s.type); w.ue(0)
+        w.bits(s.frameNum, 4)
+        if !o.frameMbsOnly {
+            w.flag(s.field != nil)
+            if let bottom = s.field { w.flag(bottom) }
+        }
+        if s.idr { w.ue(0) }
+        if o.picOrderCntType == 0 { w.bits(s.pocLsb, 6) }
+        if o.picOrderCntType == 1 { w.se(s.deltaPicOrderCnt0) }
+        if s.type == 1 { w.flag(true) }
+        if s.type == 0 || s.type == 1 { w.flag(false) }  // num_ref_idx_active_override_flag
+        if s.type != 2 { w.flag(false) }  // ref_pic_list_modification_flag_l0
+        if s.type == 1 { w.flag(false) }
+        if s.refIdc != 0 {
+            if s.idr { w.flag(false); w.flag(false) } else if s.mmco5 { w.flag(true); w.ue(5); w.ue(0) } else { w.flag(false) }
+        }
+        w.se(0)  // slice_qp_delta (not parsed, but keeps the header realistic)
+        w.rbspTrailingBits()
+        return nal((s.refIdc << 5) | (s.idr ? 5 : 1), w)
+    }
+
+    static func annexB(_ nals: [[UInt8]]) -> [UInt8] {
+        var out: [UInt8] = []
+        for nal in nals { AnnexB.append(nalUnit: nal.span, to: &out) }
+        return out
+    }
+}
