@@ -135,25 +135,39 @@ struct SPSSummary: Codable {
     var frameRate: String?
 }
 
+/// An optional that JSON shows as `null` rather than leaving the key out.
+struct Nullable<Value: Codable>: Codable {
+    var value: Value?
+    init(_ value: Value?) { self.value = value }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        value = container.decodeNil() ? nil : try container.decode(Value.self)
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let value { try container.encode(value) } else { try container.encodeNil() }
+    }
+}
+
 /// What `inspect --json` prints.
 struct StreamSummary: Codable {
     var format = "h264"
     var bytes: Int
-    var profile: String?
+    var profile: Nullable<String> = Nullable(nil)
     var profileIdc: Int?
     var constraintSetFlags: Int?
-    var level: Int?
-    var width: Int?
-    var height: Int?
+    var level: Nullable<Int> = Nullable(nil)
+    var width: Nullable<Int> = Nullable(nil)
+    var height: Nullable<Int> = Nullable(nil)
     var codedWidth: Int?
     var codedHeight: Int?
-    var pixelFormat: String?
+    var pixelFormat: Nullable<String> = Nullable(nil)
     var chromaFormatIdc: Int?
     var bitDepthLuma: Int?
     var bitDepthChroma: Int?
     var sampleAspectRatio: String?
-    var frameRate: String?
-    var interlaced: Bool?
+    var frameRate: Nullable<String> = Nullable(nil)
+    var interlaced: Nullable<Bool> = Nullable(nil)
     var picOrderCntType: Int?
     /// Pictures a decoder outputs (from the first IDR or recovery point on), as ffprobe counts.
     var frameCount: Int
@@ -177,21 +191,21 @@ struct StreamSummary: Codable {
         self.bytes = bytes
         let sps = parser.firstPictureSPS
         if let sps {
-            profile = sps.profileName
+            profile = Nullable(sps.profileName)
             profileIdc = Int(sps.profileIdc)
             constraintSetFlags = Int(sps.constraintSetFlags)
-            level = Int(sps.levelIdc)
-            width = sps.width
-            height = sps.height
+            level = Nullable(Int(sps.levelIdc))
+            width = Nullable(sps.width)
+            height = Nullable(sps.height)
             codedWidth = sps.codedWidth
             codedHeight = sps.codedHeight
-            pixelFormat = sps.pixelFormatName
+            pixelFormat = Nullable(sps.pixelFormatName)
             chromaFormatIdc = sps.chromaFormatIdc
             bitDepthLuma = sps.bitDepthLuma
             bitDepthChroma = sps.bitDepthChroma
             sampleAspectRatio = sps.vuiParameters?.sampleAspectRatio.map { "\($0.width):\($0.height)" }
-            frameRate = sps.frameRate?.description
-            interlaced = sps.isInterlaced
+            frameRate = Nullable(sps.frameRate?.description)
+            interlaced = Nullable(sps.isInterlaced)
             picOrderCntType = sps.picOrderCntType
         }
         frameCount = parser.outputPictureCount
@@ -217,23 +231,23 @@ struct StreamSummary: Codable {
     func humanReadable(name: String) -> String {
         var lines = ["\(name): H.264 Annex-B elementary stream, \(bytes) bytes"]
         func row(_ label: String, _ value: String) { lines.append("  " + label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
-        if let profile, let level, let profileIdc {
+        if let profile = profile.value, let level = level.value, let profileIdc {
             row("profile", "\(profile) (profile_idc \(profileIdc)), level \(level / 10).\(level % 10)")
         }
-        if let width, let height, let codedWidth, let codedHeight {
+        if let width = width.value, let height = height.value, let codedWidth, let codedHeight {
             var size = "\(width)x\(height)"
             if width != codedWidth || height != codedHeight { size += " (coded \(codedWidth)x\(codedHeight))" }
             if let sampleAspectRatio { size += ", SAR \(sampleAspectRatio)" }
             row("size", size)
         }
-        if let pixelFormat, let bitDepthLuma { row("pixel format", "\(pixelFormat) (\(bitDepthLuma)-bit)") }
-        if let frameRate {
+        if let pixelFormat = pixelFormat.value, let bitDepthLuma { row("pixel format", "\(pixelFormat) (\(bitDepthLuma)-bit)") }
+        if let frameRate = frameRate.value {
             let parts = frameRate.split(separator: "/").compactMap { Double($0) }
             row("frame rate", parts.count == 2 ? "\(frameRate) (\(String(format: "%.3f", parts[0] / parts[1])) fps)" : frameRate)
-        } else if profile != nil {
+        } else if profile.value != nil {
             row("frame rate", "not signalled (no VUI timing)")
         }
-        if let interlaced { row("scan", interlaced ? "interlaced (field/MBAFF coding allowed)" : "progressive") }
+        if let interlaced = interlaced.value { row("scan", interlaced ? "interlaced (field/MBAFF coding allowed)" : "progressive") }
         if let picOrderCntType { row("POC type", "\(picOrderCntType)") }
         var frames = "\(frameCount) decodable of \(pictureCount) (access units \(accessUnitCount), IDR \(idrCount)"
         if fieldPairCount > 0 { frames += ", field pairs \(fieldPairCount)" }

@@ -1,0 +1,131 @@
+import Foundation
+import H264Bitstream
+import Testing
+
+/// Runs the built `h264kit` executable, which SwiftPM puts beside the test bundle.
+func h264kit(_ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    var directory = testBinary.deletingLastPathComponent()
+    while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("h264kit").path) && directory.path != "/" {
+        directory.deleteLastPathComponent()
+    }
+    let process = Process()
+    process.executableURL = directory.appendingPathComponent("h264kit")
+    process.arguments = arguments
+    let out = Pipe()
+    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-cli-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: errURL) }
+    let err = try FileHandle(forWritingTo: errURL)
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try err.close()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+}
+
+enum CLIFixtures {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    static func temporaryFile(_ bytes: [UInt8]) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-input-\(UUID().uuidString).264")
+        try Data(bytes).write(to: url)
+        return url.path
+    }
+}
+
+@Suite("h264kit inspect")
+struct InspectCommandTests {
+    @Test func jsonHasTheKeysALaterCheckReads() throws {
+        let result = try h264kit(["inspect", "--json", CLIFixtures.path("cisco-bframe-cabac.264")])
+        #expect(result.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(json["profile"] as? String == "Main")
+        #expect(json["level"] as? Int == 52)
+        #expect(json["width"] as? Int == 640)
+        #expect(json["height"] as? Int == 320)
+        #expect(json["pixelFormat"] as? String == "yuv420p")
+        #expect(json["frameRate"] is NSNull)
+        #expect(json["interlaced"] as? Bool == false)
+        #expect(json["frameCount"] as? Int == 9)
+        let counts = try #require(json["nalCounts"] as? [String: Int])
+        #expect(counts["IDR slice"] == 2)
+        #expect(counts["SPS"] == 1)
+    }
+
+    @Test func stdinGivesTheSameSummaryAsTheFile() throws {
+        let path = CLIFixtures.path("jcodec-fmo-explicit.264")
+        let fromFile = try h264kit(["inspect", "--json", path])
+        let fromPipe = try h264kit(["inspect", "--json", "-"], stdin: try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(fromFile.status == 0)
+        #expect(fromFile.stdout == fromPipe.stdout)
+    }
+
+    @Test func nalsListsEveryNALUnitWithSliceDetails() throws {
+        let result = try h264kit(["inspect", "--nals", CLIFixtures.path("jcodec-test_b_8x8.264")])
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.first == "offset\tsize\ttype\tref_idc\tslice\tframe_num\tpoc")
+        #expect(lines.contains { $0.hasPrefix("0\t") && $0.contains("SPS") })
+        #expect(lines.contains { $0.contains("non-IDR slice\t0\tB\t") })
+    }
+
+    @Test func missingFile() throws {
+        let result = try h264kit(["inspect", "/nonexistent/stream.264"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("/nonexistent/stream.264: cannot open: No such file or directory"))
+    }
+
+    @Test func emptyFile() throws {
+        let path = try CLIFixtures.temporaryFile([])
+        let result = try h264kit(["inspect", path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("\(path): the file is empty"))
+    }
+
+    @Test func randomBytes() throws {
+        var rng = SystemRandomNumberGenerator()
+        // Random bytes without any 00 00 01.
+        let bytes = (0..<4096).map { _ in UInt8.random(in: 2...255, using: &rng) }
+        let path = try CLIFixtures.temporaryFile(bytes)
+        let result = try h264kit(["inspect", path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("\(path): no H.264 start code found in 4096 bytes"))
+    }
+
+    @Test func truncatedNALUnit() throws {
+        // The fixture cut inside its first slice header: the SPS and PPS parse, the slice does not.
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: CLIFixtures.path("jcodec-test_b_8x8.264"))))
+        let nals = AnnexB.nalUnits(in: bytes)
+        let firstSlice = try #require(nals.first { NALUnitHeader(byte: bytes[$0.payload.lowerBound]).nalUnitType.isVCL })
+        let path = try CLIFixtures.temporaryFile(Array(bytes[..<(firstSlice.payload.lowerBound + 2)]))
+        let result = try h264kit(["inspect", path])
+        #expect(result.status != 0)
+        // The slice header's second byte, where the data ends.
+        #expect(result.stderr.contains("\(path): error: byte \(firstSlice.payload.lowerBound + 2), NAL #2"))
+        #expect(result.stderr.contains("end of data"))
+    }
+
+    @Test func absurdSPS() throws {
+        // An SPS whose num_ref_frames_in_pic_order_cnt_cycle is 300.
+        var w = BitWriter()
+        w.bits(66, 8); w.bits(0, 8); w.bits(30, 8); w.ue(0); w.ue(0); w.ue(1)
+        w.flag(false); w.se(0); w.se(0); w.ue(300)
+        w.rbspTrailingBits()
+        var stream: [UInt8] = []
+        AnnexB.append(nalUnit: ([0x67] + RBSP.escape(w.bytes.span)).span, to: &stream)
+        let path = try CLIFixtures.temporaryFile(stream)
+        let result = try h264kit(["inspect", path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("\(path): error: byte "))
+        #expect(result.stderr.contains("NAL #0"))
+        #expect(result.stderr.contains("num_ref_frames_in_pic_order_cnt_cycle = 300 exceeds 255"))
+    }
+}
