@@ -14,8 +14,7 @@ func errnoText(_ code: Int32 = errno) -> String { String(cString: strerror(code)
 
 /// A regular file mapped read-only into memory: zero-copy access for the scanners.
 ///
-/// Pages are populated up front (`MAP_POPULATE`) and read sequentially, which on Linux is
-/// faster than faulting them one at a time during the scan.
+/// Pages are faulted in as they are touched: a scan that reads only NAL headers touches few.
 final class MappedFile {
     let path: String
     let bytes: UnsafeRawBufferPointer
@@ -31,10 +30,9 @@ final class MappedFile {
         guard info.st_mode & S_IFMT == S_IFREG else { throw ToolError("\(path): not a regular file") }
         let size = Int(info.st_size)
         guard size > 0 else { throw ToolError("\(path): the file is empty") }
-        guard let pointer = mmap(nil, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0), pointer != MAP_FAILED else {
+        guard let pointer = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), pointer != MAP_FAILED else {
             throw ToolError("\(path): cannot map: \(errnoText())")
         }
-        madvise(pointer, size, MADV_SEQUENTIAL)
         mapping = pointer
         bytes = UnsafeRawBufferPointer(start: pointer, count: size)
     }

@@ -56,9 +56,16 @@ struct Inspect: ParsableCommand {
             totalBytes = mapped.bytes.count
             garbage = AnnexB.leadingGarbageCount(in: mapped.bytes)
             let base = mapped.bytes.bindMemory(to: UInt8.self)
-            AnnexB.forEachNALUnit(in: mapped.bytes) { location in
+            let consume = { (location: AnnexBNALUnit) in
                 let nal = UnsafeBufferPointer(rebasing: base[location.payload])
                 handle(parser.consume(nal.span, at: location))
+            }
+            if totalBytes >= 16 << 20 {
+                // Large files: find the start codes on every core, then walk the NAL units.
+                let prefixes = try startCodePrefixes(path: file, size: totalBytes, threads: ProcessInfo.processInfo.activeProcessorCount)
+                AnnexB.forEachNALUnit(in: mapped.bytes, prefixes: prefixes, consume)
+            } else {
+                AnnexB.forEachNALUnit(in: mapped.bytes, consume)
             }
         }
         parser.finish()
