@@ -82,10 +82,10 @@ public enum AnnexB {
     /// Calls `body` for every NAL unit of a complete Annex-B stream, in order. Zero-copy:
     /// the ranges index `bytes`. Bytes before the first start code are skipped (see
     /// ``leadingGarbageCount(in:)``); empty NAL units (two start codes in a row) are skipped.
-    public static func forEachNALUnit<E: Error>(
+    public static func forEachNALUnit(
         in bytes: UnsafeRawBufferPointer,
-        _ body: (AnnexBNALUnit) throws(E) -> Void
-    ) throws(E) {
+        _ body: (AnnexBNALUnit) throws -> Void
+    ) rethrows {
         guard var prefix = nextStartCodePrefix(in: bytes, from: 0) else { return }
         while true {
             let next = nextStartCodePrefix(in: bytes, from: prefix &+ 3)
@@ -98,11 +98,11 @@ public enum AnnexB {
     /// Like ``forEachNALUnit(in:_:)`` with the start-code prefixes already found (for example
     /// by several threads, each searching part of the buffer with
     /// ``nextStartCodePrefix(in:from:before:)``). `prefixes` must be every prefix, ascending.
-    public static func forEachNALUnit<E: Error>(
+    public static func forEachNALUnit(
         in bytes: UnsafeRawBufferPointer,
         prefixes: [Int],
-        _ body: (AnnexBNALUnit) throws(E) -> Void
-    ) throws(E) {
+        _ body: (AnnexBNALUnit) throws -> Void
+    ) rethrows {
         var index = 0
         while index < prefixes.count {
             // A prefix inside the previous one's bytes (00 00 01 00 00 01 has none) cannot

@@ -7,17 +7,35 @@ public struct ParameterSetRegistry: Sendable {
         public var nalUnit: [UInt8]
     }
 
-    public private(set) var sequenceParameterSets: [Int: Entry<SequenceParameterSet>] = [:]
-    public private(set) var pictureParameterSets: [Int: Entry<PictureParameterSet>] = [:]
+    /// Storage by id (SPS 0...31, PPS 0...255) in boxes, so the per-slice lookups of the hot
+    /// path read fields in place instead of copying whole parameter sets.
+    final class Box<Value: Sendable>: Sendable {
+        let entry: Entry<Value>
+        init(_ entry: Entry<Value>) { self.entry = entry }
+    }
+    private var spsStorage = [Box<SequenceParameterSet>?](repeating: nil, count: 32)
+    private var ppsStorage = [Box<PictureParameterSet>?](repeating: nil, count: 256)
 
     public init() {}
 
-    public func sps(_ id: Int) -> SequenceParameterSet? { sequenceParameterSets[id]?.value }
-    public func pps(_ id: Int) -> PictureParameterSet? { pictureParameterSets[id]?.value }
+    /// The SPS entries present, by id.
+    public var sequenceParameterSets: [Int: Entry<SequenceParameterSet>] {
+        Dictionary(uniqueKeysWithValues: spsStorage.enumerated().compactMap { i, box in box.map { (i, $0.entry) } })
+    }
+    /// The PPS entries present, by id.
+    public var pictureParameterSets: [Int: Entry<PictureParameterSet>] {
+        Dictionary(uniqueKeysWithValues: ppsStorage.enumerated().compactMap { i, box in box.map { (i, $0.entry) } })
+    }
+
+    public func sps(_ id: Int) -> SequenceParameterSet? { spsBox(id)?.entry.value }
+    public func pps(_ id: Int) -> PictureParameterSet? { ppsBox(id)?.entry.value }
+
+    @inline(__always) func spsBox(_ id: Int) -> Box<SequenceParameterSet>? { id >= 0 && id < 32 ? spsStorage[id] : nil }
+    @inline(__always) func ppsBox(_ id: Int) -> Box<PictureParameterSet>? { id >= 0 && id < 256 ? ppsStorage[id] : nil }
 
     /// The SPS a PPS refers to.
     public func sps(forPPS ppsId: Int) -> SequenceParameterSet? {
-        pps(ppsId).flatMap { sps($0.seqParameterSetId) }
+        ppsBox(ppsId).flatMap { spsBox($0.entry.value.seqParameterSetId)?.entry.value }
     }
 
     /// What adding a parameter set did.
@@ -31,8 +49,8 @@ public struct ParameterSetRegistry: Sendable {
         let sps = try SequenceParameterSet(nalUnit: nalUnit)
         let bytes = Array(nalUnit)
         let change: Change
-        if let old = sequenceParameterSets[sps.seqParameterSetId] { change = old.nalUnit == bytes ? .unchanged : .replaced } else { change = .added }
-        if change != .unchanged { sequenceParameterSets[sps.seqParameterSetId] = Entry(value: sps, nalUnit: bytes) }
+        if let old = spsBox(sps.seqParameterSetId) { change = old.entry.nalUnit == bytes ? .unchanged : .replaced } else { change = .added }
+        if change != .unchanged { spsStorage[sps.seqParameterSetId] = Box(Entry(value: sps, nalUnit: bytes)) }
         return (sps, change)
     }
 
@@ -43,8 +61,8 @@ public struct ParameterSetRegistry: Sendable {
         let pps = try PictureParameterSet(nalUnit: nalUnit, sequenceParameterSet: { registry.sps($0) })
         let bytes = Array(nalUnit)
         let change: Change
-        if let old = pictureParameterSets[pps.picParameterSetId] { change = old.nalUnit == bytes ? .unchanged : .replaced } else { change = .added }
-        if change != .unchanged { pictureParameterSets[pps.picParameterSetId] = Entry(value: pps, nalUnit: bytes) }
+        if let old = ppsBox(pps.picParameterSetId) { change = old.entry.nalUnit == bytes ? .unchanged : .replaced } else { change = .added }
+        if change != .unchanged { ppsStorage[pps.picParameterSetId] = Box(Entry(value: pps, nalUnit: bytes)) }
         return (pps, change)
     }
 }

@@ -117,48 +117,62 @@ public struct SliceHeader: Hashable, Sendable {
     ///
     /// - Parameters:
     ///   - nalUnitHeader: the slice's NAL header (types 1, 2 or 5).
-    ///   - pictureParameterSet / sequenceParameterSet: lookups by id; a missing one is an error.
+    ///   - parameterSets: where the slice's PPS and SPS are looked up; a missing one is an error.
+    ///     The fields needed are read in place, so no parameter set is copied per slice.
     public init(
         parsing reader: inout BitReader,
         nalUnitHeader: NALUnitHeader,
-        pictureParameterSet: (Int) -> PictureParameterSet?,
-        sequenceParameterSet: (Int) -> SequenceParameterSet?
+        parameterSets: ParameterSetRegistry
     ) throws(BitstreamError) {
         self.nalUnitHeader = nalUnitHeader
         firstMbInSlice = try reader.ue("first_mb_in_slice", max: UInt32(SequenceParameterSet.maximumDimensionInMbs * SequenceParameterSet.maximumDimensionInMbs))
         sliceTypeRaw = try reader.ue("slice_type", max: 9)
         picParameterSetId = try reader.ue("pic_parameter_set_id", max: 255)
-        guard let pps = pictureParameterSet(picParameterSetId) else {
+        guard let ppsBox = parameterSets.ppsBox(picParameterSetId) else {
             throw BitstreamError(.missingParameterSet, "slice refers to PPS \(picParameterSetId), which has not been received", bitOffset: reader.bitPosition)
         }
-        guard let sps = sequenceParameterSet(pps.seqParameterSetId) else {
-            throw BitstreamError(.missingParameterSet, "PPS \(picParameterSetId) refers to SPS \(pps.seqParameterSetId), which has not been received", bitOffset: reader.bitPosition)
+        let spsId = ppsBox.entry.value.seqParameterSetId
+        guard let spsBox = parameterSets.spsBox(spsId) else {
+            throw BitstreamError(.missingParameterSet, "PPS \(picParameterSetId) refers to SPS \(spsId), which has not been received", bitOffset: reader.bitPosition)
         }
-        if sps.separateColourPlaneFlag { colourPlaneId = Int(try reader.bits(2, "colour_plane_id")) }
-        frameNum = Int(try reader.bits(sps.log2MaxFrameNumMinus4 + 4, "frame_num"))
-        if !sps.frameMbsOnlyFlag {
+        // The syntax-driving fields, read once from the boxed sets.
+        let separateColourPlaneFlag = spsBox.entry.value.separateColourPlaneFlag
+        let log2MaxFrameNum = spsBox.entry.value.log2MaxFrameNumMinus4 + 4
+        let frameMbsOnlyFlag = spsBox.entry.value.frameMbsOnlyFlag
+        let picOrderCntType = spsBox.entry.value.picOrderCntType
+        let log2MaxPicOrderCntLsb = spsBox.entry.value.log2MaxPicOrderCntLsbMinus4 + 4
+        let deltaPicOrderAlwaysZeroFlag = spsBox.entry.value.deltaPicOrderAlwaysZeroFlag
+        let chromaArrayType = spsBox.entry.value.chromaArrayType
+        let bottomFieldPicOrderInFramePresentFlag = ppsBox.entry.value.bottomFieldPicOrderInFramePresentFlag
+        let redundantPicCntPresentFlag = ppsBox.entry.value.redundantPicCntPresentFlag
+        let weightedPredFlag = ppsBox.entry.value.weightedPredFlag
+        let weightedBipredIdc = ppsBox.entry.value.weightedBipredIdc
+        numRefIdxL0ActiveMinus1 = ppsBox.entry.value.numRefIdxL0DefaultActiveMinus1
+        numRefIdxL1ActiveMinus1 = ppsBox.entry.value.numRefIdxL1DefaultActiveMinus1
+
+        if separateColourPlaneFlag { colourPlaneId = Int(try reader.bits(2, "colour_plane_id")) }
+        frameNum = Int(try reader.bits(log2MaxFrameNum, "frame_num"))
+        if !frameMbsOnlyFlag {
             fieldPicFlag = try reader.flag("field_pic_flag")
             if fieldPicFlag { bottomFieldFlag = try reader.flag("bottom_field_flag") }
         }
         let idr = nalUnitHeader.nalUnitType == .idrSlice
         if idr { idrPicId = try reader.ue("idr_pic_id", max: 65535) }
-        if sps.picOrderCntType == 0 {
-            picOrderCntLsb = Int(try reader.bits(sps.log2MaxPicOrderCntLsbMinus4 + 4, "pic_order_cnt_lsb"))
-            if pps.bottomFieldPicOrderInFramePresentFlag && !fieldPicFlag {
+        if picOrderCntType == 0 {
+            picOrderCntLsb = Int(try reader.bits(log2MaxPicOrderCntLsb, "pic_order_cnt_lsb"))
+            if bottomFieldPicOrderInFramePresentFlag && !fieldPicFlag {
                 deltaPicOrderCntBottom = try reader.se("delta_pic_order_cnt_bottom")
             }
         }
-        if sps.picOrderCntType == 1 && !sps.deltaPicOrderAlwaysZeroFlag {
+        if picOrderCntType == 1 && !deltaPicOrderAlwaysZeroFlag {
             deltaPicOrderCnt.0 = try reader.se("delta_pic_order_cnt[0]")
-            if pps.bottomFieldPicOrderInFramePresentFlag && !fieldPicFlag {
+            if bottomFieldPicOrderInFramePresentFlag && !fieldPicFlag {
                 deltaPicOrderCnt.1 = try reader.se("delta_pic_order_cnt[1]")
             }
         }
-        if pps.redundantPicCntPresentFlag { redundantPicCnt = try reader.ue("redundant_pic_cnt", max: 127) }
+        if redundantPicCntPresentFlag { redundantPicCnt = try reader.ue("redundant_pic_cnt", max: 127) }
         let type = SliceType(rawValue: sliceTypeRaw % 5)!
         if type == .b { directSpatialMvPredFlag = try reader.flag("direct_spatial_mv_pred_flag") }
-        numRefIdxL0ActiveMinus1 = pps.numRefIdxL0DefaultActiveMinus1
-        numRefIdxL1ActiveMinus1 = pps.numRefIdxL1DefaultActiveMinus1
         if type == .p || type == .sp || type == .b {
             if try reader.flag("num_ref_idx_active_override_flag") {
                 numRefIdxL0ActiveMinus1 = try reader.ue("num_ref_idx_l0_active_minus1", max: 31)
@@ -168,8 +182,8 @@ public struct SliceHeader: Hashable, Sendable {
         // ref_pic_list_modification() (§7.3.3.1); MVC's variant (types 20, 21) is not parsed here.
         if type != .i && type != .si { try Self.skipRefPicListModification(&reader) }
         if type == .b { try Self.skipRefPicListModification(&reader) }
-        if (pps.weightedPredFlag && (type == .p || type == .sp)) || (pps.weightedBipredIdc == 1 && type == .b) {
-            try Self.skipPredWeightTable(&reader, chromaArrayType: sps.chromaArrayType, type: type,
+        if (weightedPredFlag && (type == .p || type == .sp)) || (weightedBipredIdc == 1 && type == .b) {
+            try Self.skipPredWeightTable(&reader, chromaArrayType: chromaArrayType, type: type,
                                          l0: numRefIdxL0ActiveMinus1, l1: numRefIdxL1ActiveMinus1)
         }
         if nalUnitHeader.nalRefIdc != 0 {

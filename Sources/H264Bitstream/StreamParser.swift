@@ -62,7 +62,12 @@ public struct StreamDiagnostic: Sendable, CustomStringConvertible {
 public struct H264StreamParser: Sendable {
     public private(set) var registry = ParameterSetRegistry()
     public private(set) var nalUnitCount = 0
-    public private(set) var nalCounts: [NALUnitType: Int] = [:]
+    /// NAL units seen, by nal_unit_type (0...31).
+    public private(set) var nalTypeCounts = [Int](repeating: 0, count: 32)
+    /// NAL units seen, by type, for the types present.
+    public var nalCounts: [NALUnitType: Int] {
+        Dictionary(uniqueKeysWithValues: nalTypeCounts.enumerated().compactMap { $1 > 0 ? (NALUnitType(rawValue: UInt8($0)), $1) : nil })
+    }
     public private(set) var seiCounts: [Int: Int] = [:]
     /// Number of access units started (a field of a PAFF pair is its own access unit).
     public private(set) var accessUnitCount = 0
@@ -122,7 +127,7 @@ public struct H264StreamParser: Sendable {
         nalUnitCount += 1
         lastByteOffset = location.payload.upperBound
         let header = NALUnitHeader(byte: bytes[0])
-        nalCounts[header.nalUnitType, default: 0] += 1
+        nalTypeCounts[Int(header.nalUnitType.rawValue)] += 1
         let at = location.payload.lowerBound
         func locate(_ error: BitstreamError) -> BitstreamError {
             var e = error.located(byteOffset: at, nalIndex: index)
@@ -164,7 +169,7 @@ public struct H264StreamParser: Sendable {
             break
         }
 
-        let pocType = slice.flatMap { registry.sps(forPPS: $0.picParameterSetId)?.picOrderCntType } ?? 0
+        let pocType = slice.flatMap { registry.ppsBox($0.picParameterSetId) }.flatMap { registry.spsBox($0.entry.value.seqParameterSetId)?.entry.value.picOrderCntType } ?? 0
         let startsAU = detector.startsNewAccessUnit(header, slice: slice, pictureOrderCountType: pocType)
         if startsAU {
             accessUnitCount += 1
@@ -248,21 +253,20 @@ public struct H264StreamParser: Sendable {
     }
 
     private mutating func parseSliceHeader(_ bytes: Span<UInt8>, header: NALUnitHeader) throws(BitstreamError) -> SliceHeader {
-        let registry = self.registry
         let prefixEnd = min(bytes.count, Self.sliceHeaderPrefix)
         let prefix = bytes.extracting(1..<prefixEnd)
         do {
             if !RBSP.containsEmulationPrevention(prefix) {
                 var reader = BitReader(prefix)
-                return try SliceHeader(parsing: &reader, nalUnitHeader: header, pictureParameterSet: { registry.pps($0) }, sequenceParameterSet: { registry.sps($0) })
+                return try SliceHeader(parsing: &reader, nalUnitHeader: header, parameterSets: registry)
             }
             let rbsp = RBSP.unescape(prefix)
             var reader = BitReader(rbsp.span)
-            return try SliceHeader(parsing: &reader, nalUnitHeader: header, pictureParameterSet: { registry.pps($0) }, sequenceParameterSet: { registry.sps($0) })
+            return try SliceHeader(parsing: &reader, nalUnitHeader: header, parameterSets: registry)
         } catch where error.code == .endOfData && prefixEnd < bytes.count {
             let rbsp = RBSP.unescape(bytes.extracting(1...))
             var reader = BitReader(rbsp.span)
-            return try SliceHeader(parsing: &reader, nalUnitHeader: header, pictureParameterSet: { registry.pps($0) }, sequenceParameterSet: { registry.sps($0) })
+            return try SliceHeader(parsing: &reader, nalUnitHeader: header, parameterSets: registry)
         }
     }
 

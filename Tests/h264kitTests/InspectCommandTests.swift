@@ -129,3 +129,24 @@ struct InspectCommandTests {
         #expect(result.stderr.contains("num_ref_frames_in_pic_order_cnt_cycle = 300 exceeds 255"))
     }
 }
+
+@Suite("h264kit inspect on large input")
+struct LargeInputTests {
+    /// Files of 16 MiB and more are scanned on several threads; the result must be the one the
+    /// sequential incremental path (stdin) gives.
+    @Test func parallelScanMatchesTheIncrementalPath() throws {
+        let sample = CLIFixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264")
+        let one = [UInt8](try Data(contentsOf: sample))
+        var big: [UInt8] = []
+        while big.count < 17 << 20 { big += one }
+        let path = try CLIFixtures.temporaryFile(big)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try h264kit(["inspect", "--json", path])
+        let fromPipe = try h264kit(["inspect", "--json", "-"], stdin: Data(big))
+        #expect(fromFile.status == 0)
+        #expect(fromFile.stdout == fromPipe.stdout)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(fromFile.stdout.utf8)) as? [String: Any])
+        #expect(json["frameCount"] as? Int == 90 * (big.count / one.count))
+    }
+}
