@@ -57,9 +57,12 @@ public enum AnnexB {
         }
         // Blocks whose every candidate has its two following bytes in the buffer: i + 33 < count.
         while i &+ 34 <= count && i &+ 32 <= limit {
-            let low = unsafeBitCast(pairFlags(i), to: SIMD2<UInt64>.self)
-            let highHalf = unsafeBitCast(pairFlags(i &+ 16), to: SIMD2<UInt64>.self)
-            if low[0] | low[1] | highHalf[0] | highHalf[1] != 0 {
+            let lowFlags = pairFlags(i)
+            let highFlags = pairFlags(i &+ 16)
+            let any = unsafeBitCast(lowFlags | highFlags, to: SIMD2<UInt64>.self)
+            if any[0] | any[1] != 0 {
+                let low = unsafeBitCast(lowFlags, to: SIMD2<UInt64>.self)
+                let highHalf = unsafeBitCast(highFlags, to: SIMD2<UInt64>.self)
                 // Visit each flagged pair (bit 7 of byte k marks a pair at start + k).
                 @inline(__always) func visit(_ word: UInt64, _ start: Int) -> Int? {
                     var bits = UInt64(littleEndian: word)

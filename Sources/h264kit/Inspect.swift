@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import H264Bitstream
 
 struct Inspect: ParsableCommand {
@@ -62,7 +62,7 @@ struct Inspect: ParsableCommand {
             }
             if totalBytes >= 16 << 20 {
                 // Large files: find the start codes on every core, then walk the NAL units.
-                let prefixes = try startCodePrefixes(path: file, size: totalBytes, threads: ProcessInfo.processInfo.activeProcessorCount)
+                let prefixes = startCodePrefixes(mapped: mapped.bytes, threads: ProcessInfo.processInfo.activeProcessorCount)
                 AnnexB.forEachNALUnit(in: mapped.bytes, prefixes: prefixes, consume)
             } else {
                 AnnexB.forEachNALUnit(in: mapped.bytes, consume)
@@ -237,7 +237,7 @@ struct StreamSummary: Codable {
 
     func humanReadable(name: String) -> String {
         var lines = ["\(name): H.264 Annex-B elementary stream, \(bytes) bytes"]
-        func row(_ label: String, _ value: String) { lines.append("  " + label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
+        func row(_ label: String, _ value: String) { lines.append("  " + label + String(repeating: " ", count: max(1, 14 - label.count)) + value) }
         if let profile = profile.value, let level = level.value, let profileIdc {
             row("profile", "\(profile) (profile_idc \(profileIdc)), level \(level / 10).\(level % 10)")
         }
@@ -250,7 +250,7 @@ struct StreamSummary: Codable {
         if let pixelFormat = pixelFormat.value, let bitDepthLuma { row("pixel format", "\(pixelFormat) (\(bitDepthLuma)-bit)") }
         if let frameRate = frameRate.value {
             let parts = frameRate.split(separator: "/").compactMap { Double($0) }
-            row("frame rate", parts.count == 2 ? "\(frameRate) (\(String(format: "%.3f", parts[0] / parts[1])) fps)" : frameRate)
+            row("frame rate", parts.count == 2 ? "\(frameRate) (\(fixed3(parts[0] / parts[1])) fps)" : frameRate)
         } else if profile.value != nil {
             row("frame rate", "not signalled (no VUI timing)")
         }
@@ -272,4 +272,11 @@ struct StreamSummary: Codable {
         if errors + warnings > 0 { row("problems", "\(errors) errors, \(warnings) warnings (listed on stderr)") }
         return lines.joined(separator: "\n")
     }
+}
+
+/// A number with three decimals ("29.970"), without Foundation's formatter.
+func fixed3(_ value: Double) -> String {
+    let thousandths = Int((value * 1000).rounded())
+    let fraction = String(thousandths % 1000)
+    return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
 }
