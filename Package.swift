@@ -34,9 +34,10 @@ var targets: [Target] = [
         ]
     ),
 
-    .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream"]),
+    .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
     .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
-    .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream"]),
+    .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
 
 for index in targets.indices where targets[index].type != .system {

@@ -4,17 +4,12 @@ import Testing
 
 /// One row of the corpus MANIFEST.tsv.
 struct CorpusEntry: Sendable, CustomTestStringConvertible {
-    var path: String
-    var profile: String
-    var level: Int
-    var width: Int
-    var height: Int
-    var pixelFormat: String
-    var frames: Int
+    var figures: FFprobeFigures
     var notes: String
+    var path: String { figures.file }
     var testDescription: String { path }
 
-    var ffmpegFailed: Bool { profile.isEmpty || notes.contains("FFMPEG FAILED") }
+    var ffmpegFailed: Bool { figures.profile.isEmpty || notes.contains("FFMPEG FAILED") }
     var isFuzz: Bool { notes.contains("fuzzer-generated") }
     var isFMO: Bool { notes.contains("FMO map_type") }
 
@@ -25,8 +20,9 @@ struct CorpusEntry: Sendable, CustomTestStringConvertible {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             guard f.count >= 12, !f[0].hasSuffix(".mp4"), !f[0].hasSuffix(".mov") else { return nil }
             let size = f[7].split(separator: "x").compactMap { Int($0) }
-            return CorpusEntry(path: f[0], profile: f[5], level: Int(f[6]) ?? -99, width: size.first ?? 0, height: size.last ?? 0,
-                               pixelFormat: f[8], frames: Int(f[9]) ?? 0, notes: f[11])
+            return CorpusEntry(figures: FFprobeFigures(file: f[0], profile: f[5], level: Int(f[6]) ?? -99, width: size.first ?? 0,
+                                                       height: size.last ?? 0, pixelFormat: f[8], frames: Int(f[9]) ?? 0),
+                               notes: f[11])
         }
     }
 }
@@ -67,20 +63,14 @@ struct CorpusTests {
             return
         }
         if knownCorpusMismatches[entry.path] != nil { return }
-        let sps = try #require(parser.firstPictureSPS, "no SPS")
-        #expect(sps.profileName == entry.profile)
-        #expect(Int(sps.levelIdc) == entry.level)
-        #expect(sps.width == entry.width)
-        #expect(sps.height == entry.height)
-        #expect(sps.pixelFormatName == entry.pixelFormat)
-        #expect(parser.outputPictureCount == entry.frames)
+        try entry.figures.check(parser)
         if !entry.isFuzz {
             #expect(parser.errorCount == 0, "\(parser.diagnostics.prefix(3))")
         }
     }
 
     /// Display order against ffprobe's coded_picture_number, where ffprobe is installed.
-    @Test(arguments: entries.filter { !$0.ffmpegFailed && !$0.isFuzz && $0.frames > 0 && !$0.notes.contains("DERIVED") && !$0.path.contains("_LOST") })
+    @Test(arguments: entries.filter { !$0.ffmpegFailed && !$0.isFuzz && $0.figures.frames > 0 && !$0.notes.contains("DERIVED") && !$0.path.contains("_LOST") })
     func displayOrderMatchesFFprobe(_ entry: CorpusEntry) throws {
         let corpus = try #require(Fixtures.corpus)
         let bytes = [UInt8](try Data(contentsOf: corpus.appendingPathComponent(entry.path)))

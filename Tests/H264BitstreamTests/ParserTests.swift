@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import H264Bitstream
 
-/// ffprobe's figures for a committed fixture (ffmpeg 5.1, from the corpus MANIFEST).
-struct FixtureExpectation: Sendable, CustomTestStringConvertible {
+/// ffprobe's figures for a stream (ffmpeg 5.1, as the corpus MANIFEST records them).
+struct FFprobeFigures: Sendable, CustomTestStringConvertible {
     var file: String
     var profile: String
     var level: Int
@@ -12,11 +12,22 @@ struct FixtureExpectation: Sendable, CustomTestStringConvertible {
     var pixelFormat: String
     var frames: Int
     var testDescription: String { file }
+
+    /// Checks a parsed stream against the figures.
+    func check(_ parser: H264StreamParser, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let sps = try #require(parser.firstPictureSPS, "no SPS", sourceLocation: sourceLocation)
+        #expect(sps.profileName == profile, sourceLocation: sourceLocation)
+        #expect(Int(sps.levelIdc) == level, sourceLocation: sourceLocation)
+        #expect(sps.width == width, sourceLocation: sourceLocation)
+        #expect(sps.height == height, sourceLocation: sourceLocation)
+        #expect(sps.pixelFormatName == pixelFormat, sourceLocation: sourceLocation)
+        #expect(parser.outputPictureCount == frames, sourceLocation: sourceLocation)
+    }
 }
 
 @Suite("Stream parser on fixtures")
 struct FixtureTests {
-    static let expectations: [FixtureExpectation] = [
+    static let expectations: [FFprobeFigures] = [
         .init(file: "jcodec-test_b_8x8.264", profile: "Main", level: 40, width: 32, height: 32, pixelFormat: "yuv420p", frames: 3),
         .init(file: "jcodec-random_1.264", profile: "Main", level: 21, width: 480, height: 270, pixelFormat: "yuv420p", frames: 1),
         .init(file: "jcodec-i8x8-high.264", profile: "High", level: 40, width: 64, height: 64, pixelFormat: "yuv420p", frames: 1),
@@ -24,15 +35,9 @@ struct FixtureTests {
     ]
 
     @Test(arguments: expectations)
-    func matchesFFprobe(_ e: FixtureExpectation) throws {
+    func matchesFFprobe(_ e: FFprobeFigures) throws {
         let parser = H264StreamParser.parse(annexB: try Fixtures.bytes(e.file))
-        let sps = try #require(parser.firstPictureSPS)
-        #expect(sps.profileName == e.profile)
-        #expect(Int(sps.levelIdc) == e.level)
-        #expect(sps.width == e.width)
-        #expect(sps.height == e.height)
-        #expect(sps.pixelFormatName == e.pixelFormat)
-        #expect(parser.outputPictureCount == e.frames)
+        try e.check(parser)
         #expect(parser.errorCount == 0)
         // Display order is a permutation of decode order.
         #expect(parser.decodeIndexesInDisplayOrder.sorted() == Array(0..<parser.pictureCount))

@@ -1,12 +1,9 @@
 import Foundation
 import H264Bitstream
+import TestSupport
 
 enum Fixtures {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
-
-    static func bytes(_ name: String) throws -> [UInt8] {
-        [UInt8](try Data(contentsOf: directory.appendingPathComponent(name)))
-    }
+    static func bytes(_ name: String) throws -> [UInt8] { try Checkout.fixture(name) }
 
     /// The corpus directory named by H264KIT_CORPUS, if set and present.
     static var corpus: URL? {
@@ -16,31 +13,10 @@ enum Fixtures {
     }
 }
 
-/// Runs a program and returns its standard output; nil if it is not installed.
-func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, stdout: Data, stderr: Data)? {
-    let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-    guard let executable = paths.map({ "\($0)/\(program)" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        return nil
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-stderr-\(UUID().uuidString)")
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: errURL) }
-    let err = try FileHandle(forWritingTo: errURL)
-    process.standardOutput = out
-    process.standardError = err
-    let input = Pipe()
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try err.close()
-    return (process.terminationStatus, outData, try Data(contentsOf: errURL))
+/// Runs a program found on PATH; nil if it is not installed.
+func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult? {
+    guard let executable = which(program) else { return nil }
+    return try runProcess(executable, arguments, stdin: stdin)
 }
 
 /// Encodes a test pattern with the x264 CLI (through ffmpeg's lavfi source piped as y4m).
@@ -51,7 +27,7 @@ func x264Stream(frames: Int, size: String = "176x144", arguments: [String]) thro
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-test-\(UUID().uuidString).264")
     defer { try? FileManager.default.removeItem(at: output) }
     guard let encoded = try run("x264", ["--quiet", "--demuxer", "y4m", "-o", output.path] + arguments + ["-"], stdin: source.stdout) else { return nil }
-    guard encoded.status == 0 else { throw TestFailure("x264 failed: \(String(decoding: encoded.stderr, as: UTF8.self))") }
+    guard encoded.status == 0 else { throw TestFailure("x264 failed: \(encoded.stderrText)") }
     return [UInt8](try Data(contentsOf: output))
 }
 
@@ -62,13 +38,12 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// ffprobe's decode index for each output frame, in display order (coded_picture_number).
 func ffprobeDisplayOrder(_ bytes: [UInt8]) throws -> [Int]? {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-probe-\(UUID().uuidString).264")
-    try Data(bytes).write(to: url)
-    defer { try? FileManager.default.removeItem(at: url) }
-    guard let result = try run("ffprobe", ["-v", "error", "-threads", "1", "-f", "h264", "-show_entries", "frame=coded_picture_number", "-of", "csv=p=0", url.path]),
+    let path = try Checkout.temporaryFile(bytes)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    guard let result = try run("ffprobe", ["-v", "error", "-threads", "1", "-f", "h264", "-show_entries", "frame=coded_picture_number", "-of", "csv=p=0", path]),
           result.status == 0 else { return nil }
     // A frame with side data prints "N," and an empty line: keep the first field of non-empty lines.
-    return String(decoding: result.stdout, as: UTF8.self).split(whereSeparator: \.isNewline)
+    return result.stdoutText.split(whereSeparator: \.isNewline)
         .compactMap { Int($0.split(separator: ",").first?.trimmingCharacters(in: .whitespaces) ?? "") }
 }
 

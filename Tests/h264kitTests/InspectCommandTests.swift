@@ -1,5 +1,6 @@
 import Foundation
 import H264Bitstream
+import TestSupport
 import Testing
 
 /// Runs the built `h264kit` executable, which SwiftPM puts beside the test bundle.
@@ -9,36 +10,13 @@ func h264kit(_ arguments: [String], stdin: Data? = nil) throws -> (status: Int32
     while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("h264kit").path) && directory.path != "/" {
         directory.deleteLastPathComponent()
     }
-    let process = Process()
-    process.executableURL = directory.appendingPathComponent("h264kit")
-    process.arguments = arguments
-    let out = Pipe()
-    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-cli-\(UUID().uuidString)")
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: errURL) }
-    let err = try FileHandle(forWritingTo: errURL)
-    let input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try err.close()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    let result = try runProcess(directory.appendingPathComponent("h264kit"), arguments, stdin: stdin)
+    return (result.status, result.stdoutText, result.stderrText)
 }
 
 enum CLIFixtures {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
-    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-
-    static func temporaryFile(_ bytes: [UInt8]) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-input-\(UUID().uuidString).264")
-        try Data(bytes).write(to: url)
-        return url.path
-    }
+    static func path(_ name: String) -> String { Checkout.fixtures.appendingPathComponent(name).path }
+    static func temporaryFile(_ bytes: [UInt8]) throws -> String { try Checkout.temporaryFile(bytes) }
 }
 
 @Suite("h264kit inspect")
@@ -135,8 +113,7 @@ struct LargeInputTests {
     /// Files of 16 MiB and more are scanned on several threads; the result must be the one the
     /// sequential incremental path (stdin) gives.
     @Test func parallelScanMatchesTheIncrementalPath() throws {
-        let sample = CLIFixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264")
+        let sample = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264")
         let one = [UInt8](try Data(contentsOf: sample))
         var big: [UInt8] = []
         while big.count < 17 << 20 { big += one }

@@ -1,0 +1,57 @@
+public import Foundation
+
+/// What a finished child process left.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: Data
+    public var stderr: Data
+    public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+}
+
+/// Finds a program on PATH.
+public func which(_ program: String) -> URL? {
+    let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+    return paths.map { URL(fileURLWithPath: "\($0)/\(program)") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
+
+/// Runs a program to completion, feeding `stdin`; stderr goes through a file so neither pipe
+/// can fill up and stall the child.
+public func runProcess(_ executable: URL, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let out = Pipe()
+    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-stderr-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: errURL) }
+    let err = try FileHandle(forWritingTo: errURL)
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try err.close()
+    return ProcessResult(status: process.terminationStatus, stdout: output, stderr: try Data(contentsOf: errURL))
+}
+
+/// The committed fixtures and the sample media, found from this file's place in the checkout.
+public enum Checkout {
+    public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    public static let fixtures = root.appendingPathComponent("Tests/Fixtures")
+
+    public static func fixture(_ name: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: fixtures.appendingPathComponent(name)))
+    }
+
+    /// Writes bytes to a new temporary file and returns its path.
+    public static func temporaryFile(_ bytes: [UInt8], suffix: String = ".264") throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-\(UUID().uuidString)\(suffix)")
+        try Data(bytes).write(to: url)
+        return url.path
+    }
+}
