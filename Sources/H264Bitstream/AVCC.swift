@@ -1,10 +1,12 @@
 /// Length-prefixed NAL unit framing (ISO/IEC 14496-15 §5.3.3, "AVCC"): each NAL unit is
 /// preceded by its size as a big-endian integer of 1, 2 or 4 bytes (lengthSizeMinusOne + 1).
 public enum AVCC {
-    /// Checks a length size is one the format allows.
-    @inlinable
-    public static func validate(lengthSize: Int) {
-        precondition(lengthSize == 1 || lengthSize == 2 || lengthSize == 4, "NAL length size must be 1, 2 or 4")
+    /// Checks a length size is one the format allows (an avcC's lengthSizeMinusOne of 2 is
+    /// untrusted data, so this throws rather than traps).
+    public static func validate(lengthSize: Int) throws(BitstreamError) {
+        guard lengthSize == 1 || lengthSize == 2 || lengthSize == 4 else {
+            throw BitstreamError(.invalidLength, "NAL length size \(lengthSize) is not 1, 2 or 4")
+        }
     }
 
     /// Calls `body` with the range of each NAL unit in a length-prefixed buffer (a sample).
@@ -14,7 +16,7 @@ public enum AVCC {
         lengthSize: Int,
         _ body: (Range<Int>) throws(BitstreamError) -> Void
     ) throws(BitstreamError) {
-        validate(lengthSize: lengthSize)
+        try validate(lengthSize: lengthSize)
         var offset = 0
         while offset < bytes.count {
             guard bytes.count - offset >= lengthSize else {
@@ -41,7 +43,7 @@ public enum AVCC {
     /// Appends one NAL unit with its length prefix. A NAL unit too long for the prefix (over 255
     /// bytes with 1, over 65535 with 2) is an error, never a silently wrapped length.
     public static func append(nalUnit: Span<UInt8>, lengthSize: Int, to output: inout [UInt8]) throws(BitstreamError) {
-        validate(lengthSize: lengthSize)
+        try validate(lengthSize: lengthSize)
         let length = nalUnit.count
         guard lengthSize == 4 ? UInt64(length) <= UInt64(UInt32.max) : length < 1 << (8 * lengthSize) else {
             throw BitstreamError(.invalidLength, "a \(length)-byte NAL unit does not fit a \(lengthSize)-byte length prefix")

@@ -7,6 +7,11 @@ public struct AccessUnitDetector: Sendable {
     public private(set) var currentPictureSlice: SliceHeader?
     /// Whether the current access unit already has a slice of its primary picture.
     private var sawPrimaryVCL = false
+    /// After VCL, an SPS, PPS or NAL unit 13–18 starts a new access unit, but the spec allows
+    /// parameter sets inside one (§7.4.1.2.3 NOTE): the next slice is still compared with the
+    /// previous picture's (§7.4.1.2.4) before it counts as a new picture. An AUD, SEI or end of
+    /// sequence/stream in between settles it: the next slice is a new picture.
+    private var pictureBoundaryIsCertain = true
     private var sawAnything = false
     /// Whether the NAL unit last given was the first slice of a new primary coded picture.
     public private(set) var isFirstSliceOfPicture = false
@@ -49,6 +54,13 @@ public struct AccessUnitDetector: Sendable {
             if slice.redundantPicCnt > 0 { return !sawAnything }  // redundant coded picture: never first
             defer { sawPrimaryVCL = true }
             guard sawPrimaryVCL, let previous = currentPictureSlice else {
+                if !pictureBoundaryIsCertain, let previous = currentPictureSlice,
+                   !Self.isFirstSliceOfNewPicture(slice, after: previous, pictureOrderCountType: pictureOrderCountType) {
+                    // A parameter set between two slices of one picture.
+                    pictureBoundaryIsCertain = true
+                    return false
+                }
+                pictureBoundaryIsCertain = true
                 currentPictureSlice = slice
                 isFirstSliceOfPicture = true
                 return !sawAnything
@@ -61,10 +73,14 @@ public struct AccessUnitDetector: Sendable {
             return false
         case 6, 7, 8, 9, 14...18:
             // These begin a new access unit when they follow the last VCL NAL unit of a primary picture.
+            if type == 6 || type == 9 { pictureBoundaryIsCertain = true } else if sawPrimaryVCL { pictureBoundaryIsCertain = false }
             if sawPrimaryVCL {
                 sawPrimaryVCL = false
                 return true
             }
+            return !sawAnything
+        case 10, 11:
+            pictureBoundaryIsCertain = true
             return !sawAnything
         default:
             // Partitions B/C, end of sequence/stream, filler, SPS extension, auxiliary and
@@ -117,8 +133,8 @@ public struct PictureOrderCounter: Sendable {
             } else {
                 msb = prevPicOrderCntMsb
             }
-            if !isBottom { top = msb + lsb }
-            bottom = isField ? msb + lsb : top + Int(slice.deltaPicOrderCntBottom)
+            if !isBottom { top = msb &+ lsb }
+            bottom = isField ? msb &+ lsb : top &+ Int(slice.deltaPicOrderCntBottom)
             if isReference {
                 if slice.hasMMCO5 {
                     // After MMCO 5 the picture's POC is rebased to 0 (tempPicOrderCnt, §8.2.1).
@@ -143,22 +159,24 @@ public struct PictureOrderCounter: Sendable {
                 let cycleLength = sps.offsetForRefFrame.count
                 var absFrameNum = cycleLength != 0 ? frameNumOffset + slice.frameNum : 0
                 if !isReference && absFrameNum > 0 { absFrameNum -= 1 }
+                // A conforming stream keeps these within 32 bits; hostile values wrap rather than
+                // trap (a cycle of 2^31 − 1 offsets times a growing FrameNumOffset overflows Int).
                 var expected = 0
                 if absFrameNum > 0 {
-                    let expectedDeltaPerCycle = sps.offsetForRefFrame.reduce(0) { $0 + Int($1) }
+                    let expectedDeltaPerCycle = sps.offsetForRefFrame.reduce(0) { $0 &+ Int($1) }
                     let cycleCount = (absFrameNum - 1) / cycleLength
                     let frameNumInCycle = (absFrameNum - 1) % cycleLength
-                    expected = cycleCount * expectedDeltaPerCycle
-                    for i in 0...frameNumInCycle { expected += Int(sps.offsetForRefFrame[i]) }
+                    expected = cycleCount &* expectedDeltaPerCycle
+                    for i in 0...frameNumInCycle { expected &+= Int(sps.offsetForRefFrame[i]) }
                 }
-                if !isReference { expected += Int(sps.offsetForNonRefPic) }
+                if !isReference { expected &+= Int(sps.offsetForNonRefPic) }
                 if !isField {
-                    top = expected + Int(slice.deltaPicOrderCnt.0)
-                    bottom = top + Int(sps.offsetForTopToBottomField) + Int(slice.deltaPicOrderCnt.1)
+                    top = expected &+ Int(slice.deltaPicOrderCnt.0)
+                    bottom = top &+ Int(sps.offsetForTopToBottomField) &+ Int(slice.deltaPicOrderCnt.1)
                 } else if !isBottom {
-                    top = expected + Int(slice.deltaPicOrderCnt.0)
+                    top = expected &+ Int(slice.deltaPicOrderCnt.0)
                 } else {
-                    bottom = expected + Int(sps.offsetForTopToBottomField) + Int(slice.deltaPicOrderCnt.0)
+                    bottom = expected &+ Int(sps.offsetForTopToBottomField) &+ Int(slice.deltaPicOrderCnt.0)
                 }
             } else {
                 let temp = slice.idrPicFlag ? 0 : (isReference ? 2 * (frameNumOffset + slice.frameNum) : 2 * (frameNumOffset + slice.frameNum) - 1)

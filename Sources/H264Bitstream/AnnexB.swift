@@ -270,7 +270,9 @@ public struct AnnexBStreamSplitter: Sendable {
             pendingOffset += consumed
             searchFrom = max(0, searchFrom - consumed)
         }
-        if final { inNALUnit = false }
+        // After a failure the unit that failed is consumed and the rest kept: a caller that
+        // carries on gets the following units on its next call.
         if let failure { throw failure }
+        if final { inNALUnit = false }
     }
 }

@@ -101,6 +101,8 @@ public struct H264StreamParser: Sendable {
     private var currentPOC: Int?
     private var pendingRecoveryPoint = false
     private var pendingRecoveryFrameCount: Int?
+    /// Pic timing SEI payloads of the current access unit, with their NAL unit's offset.
+    private var pendingPicTimings: [(payload: [UInt8], nalStart: Int)] = []
     private var currentAccessUnitStart = 0
     /// Whether the last picture is still open (may receive a second field).
     private var lastPictureOpen = false
@@ -158,7 +160,7 @@ public struct H264StreamParser: Sendable {
         case .pps:
             do { try registry.add(ppsNALUnit: bytes) } catch { report(.error, locate(error).prefixed("PPS")) }
         case .sei:
-            parseSEI(bytes, locate: locate)
+            parseSEI(bytes, nalStart: at, nalIndex: index, locate: locate)
         case .nonIDRSlice, .idrSlice, .sliceDataPartitionA:
             do {
                 slice = try parseSliceHeader(bytes, header: header)
@@ -172,6 +174,7 @@ public struct H264StreamParser: Sendable {
         let pocType = slice.flatMap { registry.ppsBox($0.picParameterSetId) }.flatMap { registry.spsBox($0.entry.value.seqParameterSetId)?.entry.value.picOrderCntType } ?? 0
         let startsAU = detector.startsNewAccessUnit(header, slice: slice, pictureOrderCountType: pocType)
         if startsAU {
+            if header.nalUnitType != .sei { pendingPicTimings.removeAll() }
             accessUnitCount += 1
             currentAccessUnitStart = location.startCodeOffset
         }
@@ -186,6 +189,12 @@ public struct H264StreamParser: Sendable {
     }
 
     private mutating func beginPicture(_ slice: SliceHeader, sps: SequenceParameterSet, location: AnnexBNALUnit) {
+        for timing in pendingPicTimings {
+            do { _ = try PicTiming(payload: timing.payload, activeSequenceParameterSet: sps) } catch {
+                report(.warning, BitstreamError(error.code, "SEI pic timing: \(error.reason)", byteOffset: timing.nalStart))
+            }
+        }
+        pendingPicTimings.removeAll()
         let poc = counter.compute(for: slice, sequenceParameterSet: sps)
         currentPOC = poc.picOrderCnt
         activeSPS = sps
@@ -270,7 +279,7 @@ public struct H264StreamParser: Sendable {
         }
     }
 
-    private mutating func parseSEI(_ bytes: Span<UInt8>, locate: (BitstreamError) -> BitstreamError) {
+    private mutating func parseSEI(_ bytes: Span<UInt8>, nalStart: Int, nalIndex: Int, locate: (BitstreamError) -> BitstreamError) {
         let messages: [SEIMessage]
         do { messages = try SEIMessage.messages(inNALUnit: bytes) } catch {
             report(.warning, locate(error).prefixed("SEI")); return
@@ -281,7 +290,10 @@ public struct H264StreamParser: Sendable {
             do {
                 switch message.payloadType {
                 case 0: _ = try BufferingPeriod(payload: message.payload, sequenceParameterSet: { registry.sps($0) })
-                case 1: if let sps = activeSPS { _ = try PicTiming(payload: message.payload, activeSequenceParameterSet: sps) }
+                case 1:
+                    // Its syntax depends on the SPS the access unit's slices activate, which is
+                    // known only at the first slice: parse it then.
+                    pendingPicTimings.append((message.payload, nalStart))
                 case 5: _ = try UserDataUnregistered(payload: message.payload)
                 case 6:
                     let recovery = try RecoveryPoint(payload: message.payload)

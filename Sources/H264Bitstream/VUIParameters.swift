@@ -25,8 +25,9 @@ public struct FrameRate: Hashable, Sendable, CustomStringConvertible, Codable {
             guard pieces.count == 2, pieces[1].count <= 9, let whole = UInt64(pieces[0]), let fraction = UInt64(pieces[1]) else { return nil }
             var scale: UInt64 = 1
             for _ in 0..<pieces[1].count { scale *= 10 }
-            guard whole * scale + fraction > 0 else { return nil }
-            self.init(whole * scale + fraction, scale)
+            let (scaled, overflow) = whole.multipliedReportingOverflow(by: scale)
+            guard !overflow, scaled <= UInt64.max - fraction, scaled + fraction > 0 else { return nil }
+            self.init(scaled + fraction, scale)
         }
     }
 

@@ -60,9 +60,9 @@ struct Inspect: ParsableCommand {
                 let nal = UnsafeBufferPointer(rebasing: base[location.payload])
                 handle(parser.consume(nal.span, at: location))
             }
-            if totalBytes >= 16 << 20 {
+            if totalBytes >= 16 << 20,
+               let prefixes = startCodePrefixes(mapped: mapped.bytes, threads: ProcessInfo.processInfo.activeProcessorCount) {
                 // Large files: find the start codes on every core, then walk the NAL units.
-                let prefixes = startCodePrefixes(mapped: mapped.bytes, threads: ProcessInfo.processInfo.activeProcessorCount)
                 AnnexB.forEachNALUnit(in: mapped.bytes, prefixes: prefixes, consume)
             } else {
                 AnnexB.forEachNALUnit(in: mapped.bytes, consume)

@@ -260,3 +260,38 @@ struct OracleTests {
         #expect(parser.seiCounts[5] == 1)  // x264's settings in user data unregistered
     }
 }
+
+@Suite("Review regressions")
+struct ReviewRegressionTests {
+    @Test func aParameterSetBetweenSlicesDoesNotSplitThePicture() {
+        let o = Synthetic.SPSOptions()
+        let pps = Synthetic.pps()
+        let idr = Synthetic.slice(.init(idr: true, refIdc: 3, type: 2, frameNum: 0), sps: o)
+        let parser = H264StreamParser.parse(annexB: Synthetic.annexB([Synthetic.sps(o), pps, idr, pps, idr,
+                                                                      Synthetic.slice(.init(frameNum: 1, pocLsb: 2), sps: o)]))
+        #expect(parser.errorCount == 0)
+        #expect(parser.pictureCount == 2)
+    }
+
+    @Test func hostilePOCType1OffsetsWrapInsteadOfTrapping() {
+        var o = Synthetic.SPSOptions()
+        o.picOrderCntType = 1
+        o.offsetForRefFrame = [Int32.max]
+        o.log2MaxFrameNumMinus4 = 12
+        var nals = [Synthetic.sps(o), Synthetic.pps(), Synthetic.slice(.init(idr: true, refIdc: 3, type: 2, frameNum: 0), sps: o)]
+        // frame_num counting down makes FrameNumOffset grow by MaxFrameNum (65536) every
+        // picture: past 65536 pictures, absFrameNum × (2^31 − 1) exceeds Int.max.
+        let pictures = 65_600
+        for k in 0..<pictures { nals.append(Synthetic.slice(.init(frameNum: UInt32(65_535 - k % 65_536)), sps: o)) }
+        let parser = H264StreamParser.parse(annexB: Synthetic.annexB(nals))
+        #expect(parser.pictureCount == pictures + 1)
+    }
+
+    @Test func avccRejectsALengthSizeOfThree() {
+        let bytes: [UInt8] = [0, 0, 1, 0x65]
+        #expect(throws: BitstreamError.self) { try AVCC.nalUnitRanges(in: bytes.span, lengthSize: 3) }
+        #expect(FrameRate(parsing: "18446744073709551615.5") == nil)
+        #expect(FrameRate(parsing: "29.97") == FrameRate(2997, 100))
+        #expect(FrameRate(parsing: "30000/1001") == FrameRate(30000, 1001))
+    }
+}

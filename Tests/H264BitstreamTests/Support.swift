@@ -61,6 +61,7 @@ enum Synthetic {
         var widthInMbs: UInt32 = 11
         var heightInMapUnits: UInt32 = 9
         var pocCycleCountOverride: UInt32? = nil
+        var log2MaxFrameNumMinus4: UInt32 = 0
     }
 
     static func nal(_ header: UInt8, _ writer: BitWriter) -> [UInt8] {
@@ -71,7 +72,7 @@ enum Synthetic {
         var w = BitWriter()
         w.bits(o.profileIdc, 8); w.bits(0, 8); w.bits(30, 8); w.ue(0)
         if o.profileIdc == 100 { w.ue(1); w.ue(0); w.ue(0); w.flag(false); w.flag(false) }
-        w.ue(0)  // log2_max_frame_num_minus4 → MaxFrameNum 16
+        w.ue(o.log2MaxFrameNumMinus4)  // MaxFrameNum 16 by default
         w.ue(o.picOrderCntType)
         if o.picOrderCntType == 0 { w.ue(2) }  // MaxPicOrderCntLsb 64
         if o.picOrderCntType == 1 {
@@ -114,7 +115,7 @@ enum Synthetic {
     static func slice(_ s: Slice, sps o: SPSOptions) -> [UInt8] {
         var w = BitWriter()
         w.ue(0); w.ue(s.type); w.ue(0)
-        w.bits(s.frameNum, 4)
+        w.bits(s.frameNum, Int(o.log2MaxFrameNumMinus4) + 4)
         if !o.frameMbsOnly {
             w.flag(s.field != nil)
             if let bottom = s.field { w.flag(bottom) }
