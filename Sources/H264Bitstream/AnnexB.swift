@@ -106,22 +106,18 @@ public enum AnnexB {
         prefixes: [Int],
         _ body: (AnnexBNALUnit) throws -> Void
     ) rethrows {
-        var index = 0
-        while index < prefixes.count {
-            // A prefix inside the previous one's bytes (00 00 01 00 00 01 has none) cannot
-            // occur; prefixes closer than 3 bytes are skipped as the sequential scan does.
-            var nextIndex = index + 1
-            while nextIndex < prefixes.count && prefixes[nextIndex] < prefixes[index] + 3 { nextIndex += 1 }
-            let next = nextIndex < prefixes.count ? prefixes[nextIndex] : nil
-            if let nal = nalUnit(in: bytes, prefix: prefixes[index], nextPrefix: next) { try body(nal) }
-            index = nextIndex
+        // Two prefixes are at least 3 bytes apart (`00 00 01` cannot overlap itself), so each
+        // one ends the unit before it.
+        for (index, prefix) in prefixes.enumerated() {
+            let next = index + 1 < prefixes.count ? prefixes[index + 1] : nil
+            if let nal = nalUnit(in: bytes, prefix: prefix, nextPrefix: next) { try body(nal) }
         }
     }
 
     /// The NAL unit after the prefix at `prefix`, ending before `nextPrefix` (or the end)
     /// without its trailing zero bytes; nil when that leaves it empty.
     @inline(__always)
-    static func nalUnit(in bytes: UnsafeRawBufferPointer, prefix: Int, nextPrefix: Int?) -> AnnexBNALUnit? {
+    public static func nalUnit(in bytes: UnsafeRawBufferPointer, prefix: Int, nextPrefix: Int?) -> AnnexBNALUnit? {
         let payloadStart = prefix &+ 3
         let startCodeOffset = prefix > 0 && bytes[prefix &- 1] == 0 ? prefix &- 1 : prefix
         var end = nextPrefix ?? bytes.count

@@ -60,13 +60,12 @@ struct Inspect: ParsableCommand {
                 let nal = UnsafeBufferPointer(rebasing: base[location.payload])
                 handle(parser.consume(nal.span, at: location))
             }
-            if totalBytes >= 16 << 20,
-               let prefixes = startCodePrefixes(mapped: mapped.bytes, threads: ProcessInfo.processInfo.activeProcessorCount) {
-                // Large files: find the start codes on every core, then walk the NAL units.
-                AnnexB.forEachNALUnit(in: mapped.bytes, prefixes: prefixes, consume)
-            } else {
-                AnnexB.forEachNALUnit(in: mapped.bytes, consume)
+            // Large files: a second thread searches ahead while this one parses.
+            var scannedAhead = false
+            if totalBytes >= 16 << 20 && ProcessInfo.processInfo.activeProcessorCount > 1 {
+                scannedAhead = forEachNALUnitScanningAhead(in: mapped.bytes, consume)
             }
+            if !scannedAhead { AnnexB.forEachNALUnit(in: mapped.bytes, consume) }
         }
         parser.finish()
 

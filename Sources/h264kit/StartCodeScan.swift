@@ -4,45 +4,66 @@ import H264Bitstream
 import Glibc
 #endif
 
-/// Finds every Annex-B start-code prefix of a mapped file on several threads.
+/// Walks the NAL units of a large mapped Annex-B file while a second thread searches ahead.
 ///
-/// Each thread prefaults its part of the mapping in one call (`MADV_POPULATE_READ`, far cheaper
-/// than a page fault every few pages during the search) and searches it in place; the parts
-/// are disjoint and a prefix belongs to the part it starts in, so the concatenated results are
-/// every prefix in file order. Measured here against `pread` into per-thread buffers: about
-/// 10% faster, as the kernel copy costs more than mapping the page cache. Returns nil when the
-/// start codes are too dense for this to pay (the caller then scans in order).
-func startCodePrefixes(mapped bytes: UnsafeRawBufferPointer, threads: Int) -> [Int]? {
-    let threads = max(1, threads)
+/// The file is split in two at about 47%. A helper thread prefaults the second part of the
+/// mapping in one call (`MADV_POPULATE_READ`, far cheaper than a page fault every few pages)
+/// and finds its start codes; meanwhile this thread does the same for the first part and
+/// hands its NAL units to `body`, then goes on with the helper's. A prefix belongs to the part
+/// it starts in, so together the parts give every NAL unit once, in order, exactly as
+/// ``AnnexB/forEachNALUnit(in:_:)`` does. Measured here against `pread` into per-thread buffers
+/// and against one thread: the mapping is about 10% faster than the kernel copy, and the
+/// overlap of parsing with the second search saves the rest.
+///
+/// Returns false, having called `body` for nothing, when start codes are too dense for this to
+/// pay (NAL units under 256 bytes on average): the caller then scans in order.
+func forEachNALUnitScanningAhead(in bytes: UnsafeRawBufferPointer, _ body: (AnnexBNALUnit) -> Void) -> Bool {
     let size = bytes.count
-    let part = ((size + threads - 1) / threads + 4095) & ~4095
-    // Dense start codes (NAL units under 256 bytes on average) gain nothing from a parallel
-    // search and would make the offset lists large: past this many the caller scans in order.
-    let limit = part / 256 + 16
-    let results = UnsafeMutableBufferPointer<[Int]?>.allocate(capacity: threads)
-    results.initialize(repeating: nil)
-    defer { results.deinitialize(); results.deallocate() }
-    nonisolated(unsafe) let shared = results
-    nonisolated(unsafe) let bytes = bytes
-    DispatchQueue.concurrentPerform(iterations: threads) { thread in
-        let start = min(size, thread * part)
-        let end = min(size, start + part)
-        guard start < end else { shared[thread] = []; return }
-        _ = madvise(UnsafeMutableRawPointer(mutating: bytes.baseAddress! + start), end - start, 22 /* MADV_POPULATE_READ */)
-        var found: [Int] = []
-        var i = start
-        while let p = AnnexB.nextStartCodePrefix(in: bytes, from: i, before: end) {
-            found.append(p)
-            if found.count > limit { return }
-            i = p + 1
+    let split = (size * 47 / 100 + 4095) & ~4095
+    guard split > 0 && split < size else { return false }
+    final class Part: @unchecked Sendable {
+        var prefixes: [Int]?
+        let done = DispatchSemaphore(value: 0)
+    }
+    let second = Part()
+    nonisolated(unsafe) let shared = bytes
+    DispatchQueue.global().async {
+        second.prefixes = startCodePrefixes(in: shared, split..<size)
+        second.done.signal()
+    }
+    guard let first = startCodePrefixes(in: bytes, 0..<split) else { second.done.wait(); return false }
+    // Every unit of the first part but its last, whose end is the second part's first prefix.
+    for index in first.indices.dropLast() {
+        if let nal = AnnexB.nalUnit(in: bytes, prefix: first[index], nextPrefix: first[index + 1]) { body(nal) }
+    }
+    second.done.wait()
+    guard let rest = second.prefixes else {
+        // Too dense further on: finish in order from the first part's last prefix.
+        guard let last = first.last else { return false }
+        var prefix = last
+        while true {
+            let next = AnnexB.nextStartCodePrefix(in: bytes, from: prefix + 3)
+            if let nal = AnnexB.nalUnit(in: bytes, prefix: prefix, nextPrefix: next) { body(nal) }
+            guard let next else { return true }
+            prefix = next
         }
-        shared[thread] = found
     }
-    var all: [Int] = []
-    all.reserveCapacity(results.reduce(0) { $0 + ($1?.count ?? 0) })
-    for part in results {
-        guard let part else { return nil }
-        all.append(contentsOf: part)
+    let tail = (first.last.map { [$0] } ?? []) + rest
+    AnnexB.forEachNALUnit(in: bytes, prefixes: tail, body)
+    return true
+}
+
+/// The start-code prefixes that begin in `range` of a mapping, after prefaulting that range;
+/// nil past one prefix per 256 bytes (see ``forEachNALUnitScanningAhead(in:_:)``).
+private func startCodePrefixes(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> [Int]? {
+    _ = madvise(UnsafeMutableRawPointer(mutating: bytes.baseAddress! + range.lowerBound), range.count, 22 /* MADV_POPULATE_READ */)
+    let limit = range.count / 256 + 16
+    var found: [Int] = []
+    var i = range.lowerBound
+    while let p = AnnexB.nextStartCodePrefix(in: bytes, from: i, before: range.upperBound) {
+        found.append(p)
+        if found.count > limit { return nil }
+        i = p + 1
     }
-    return all
+    return found
 }

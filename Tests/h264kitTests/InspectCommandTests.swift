@@ -126,4 +126,19 @@ struct LargeInputTests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(fromFile.stdout.utf8)) as? [String: Any])
         #expect(json["frameCount"] as? Int == 90 * (big.count / one.count))
     }
+
+    /// A first half with no start code at all (junk before the stream): the search-ahead path
+    /// must still find every NAL unit and count the junk.
+    @Test func junkFirstHalfMatchesTheIncrementalPath() throws {
+        let one = [UInt8](try Data(contentsOf: Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264")))
+        var big = [UInt8](repeating: 0xA5, count: 10 << 20)
+        while big.count < 18 << 20 { big += one }
+        let path = try CLIFixtures.temporaryFile(big)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try h264kit(["inspect", "--json", path])
+        let fromPipe = try h264kit(["inspect", "--json", "-"], stdin: Data(big))
+        #expect(fromFile.stdout == fromPipe.stdout)
+        #expect(fromFile.stderr.contains("\(10 << 20) bytes before the first start code were skipped"))
+    }
 }
+
