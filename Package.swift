@@ -24,6 +24,7 @@ var targets: [Target] = [
 
     // Pure Swift layers, dependencies pointing one way.
     .target(name: "H264Bitstream"),
+    .target(name: "MediaCore", dependencies: ["H264Bitstream"]),
 
     // The command-line tool: one file per subcommand over the libraries.
     .executableTarget(
@@ -36,6 +37,7 @@ var targets: [Target] = [
 
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
+    .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
     .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
@@ -50,6 +52,7 @@ let package = Package(
     products: [
         .executable(name: "h264kit", targets: ["h264kit"]),
         .library(name: "H264Bitstream", targets: ["H264Bitstream"]),
+        .library(name: "MediaCore", targets: ["MediaCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
