@@ -37,7 +37,7 @@ var targets: [Target] = [
 
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
-    .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
+    .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
     .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]

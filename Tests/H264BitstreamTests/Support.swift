@@ -13,29 +13,6 @@ enum Fixtures {
     }
 }
 
-/// Runs a program found on PATH; nil if it is not installed.
-func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult? {
-    guard let executable = which(program) else { return nil }
-    return try runProcess(executable, arguments, stdin: stdin)
-}
-
-/// Encodes a test pattern with the x264 CLI (through ffmpeg's lavfi source piped as y4m).
-/// Returns nil when ffmpeg or x264 is missing.
-func x264Stream(frames: Int, size: String = "176x144", arguments: [String]) throws -> [UInt8]? {
-    guard let source = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
-                                          "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", "-"]), source.status == 0 else { return nil }
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-test-\(UUID().uuidString).264")
-    defer { try? FileManager.default.removeItem(at: output) }
-    guard let encoded = try run("x264", ["--quiet", "--demuxer", "y4m", "-o", output.path] + arguments + ["-"], stdin: source.stdout) else { return nil }
-    guard encoded.status == 0 else { throw TestFailure("x264 failed: \(encoded.stderrText)") }
-    return [UInt8](try Data(contentsOf: output))
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// ffprobe's decode index for each output frame, in display order (coded_picture_number).
 func ffprobeDisplayOrder(_ bytes: [UInt8]) throws -> [Int]? {
     let path = try Checkout.temporaryFile(bytes)

@@ -55,3 +55,27 @@ public enum Checkout {
         return url.path
     }
 }
+
+/// Runs a program found on PATH; nil if it is not installed.
+public func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult? {
+    guard let executable = which(program) else { return nil }
+    return try runProcess(executable, arguments, stdin: stdin)
+}
+
+/// Encodes a test pattern with the x264 CLI (through ffmpeg's lavfi source piped as y4m).
+/// Returns nil when ffmpeg or x264 is missing.
+public func x264Stream(frames: Int, size: String = "176x144", sourcePixelFormat: String = "yuv420p", arguments: [String]) throws -> [UInt8]? {
+    guard let source = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
+                                          "-pix_fmt", sourcePixelFormat, "-strict", "-1", "-f", "yuv4mpegpipe", "-"]), source.status == 0 else { return nil }
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-test-\(UUID().uuidString).264")
+    defer { try? FileManager.default.removeItem(at: output) }
+    guard let encoded = try run("x264", ["--quiet", "--demuxer", "y4m", "-o", output.path] + arguments + ["-"], stdin: source.stdout) else { return nil }
+    guard encoded.status == 0 else { throw TestFailure("x264 failed: \(encoded.stderrText)") }
+    return [UInt8](try Data(contentsOf: output))
+}
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+

@@ -1,0 +1,230 @@
+public import H264Bitstream
+
+/// A four-character code ("avc1", "avc3").
+public struct FourCharCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public init(stringLiteral text: String) {
+        let bytes = Array(text.utf8)
+        precondition(bytes.count == 4, "a four-character code has four bytes")
+        rawValue = bytes.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    public var description: String {
+        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * $0)) }, as: UTF8.self)
+    }
+}
+
+/// The format of H.264 video samples (`CMVideoFormatDescription` for `avc1`): the parameter
+/// sets that decode them, the NAL unit length size of their framing, and what the first SPS
+/// says about the pictures.
+///
+/// Built from SPS and PPS NAL units (several of each), or parsed from an avcC record
+/// (ISO/IEC 14496-15 §5.3.3.1), whose High-profile extension (chroma_format, bit depths, SPS
+/// extensions) is written from the SPS itself, so 4:2:2 and 10-bit streams are described
+/// right.
+public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertible {
+    /// The sample entry type: `avc1` (parameter sets here) or `avc3` (also in-band).
+    public var codec: FourCharCode
+    /// SPS NAL units, header byte included, in the order given.
+    public let sequenceParameterSets: [[UInt8]]
+    /// PPS NAL units, header byte included.
+    public let pictureParameterSets: [[UInt8]]
+    /// SPS extension NAL units (type 13), from an avcC High-profile extension.
+    public let sequenceParameterSetExtensions: [[UInt8]]
+    /// Bytes of each sample NAL unit's length prefix: 1, 2 or 4.
+    public let nalUnitLengthSize: Int
+    /// The first SPS, parsed: the source of everything below.
+    public let sps: SequenceParameterSet
+
+    public var profileIdc: UInt8 { sps.profileIdc }
+    /// profile_compatibility: the constraint_set flags byte of the SPS.
+    public var profileCompatibility: UInt8 { sequenceParameterSets[0].count > 2 ? sequenceParameterSets[0][2] : 0 }
+    public var levelIdc: UInt8 { sps.levelIdc }
+    /// Decoded picture size before cropping.
+    public var codedWidth: Int { sps.codedWidth }
+    public var codedHeight: Int { sps.codedHeight }
+    /// Display size after cropping.
+    public var width: Int { sps.width }
+    public var height: Int { sps.height }
+    public var chromaFormatIdc: Int { sps.chromaFormatIdc }
+    public var bitDepthLuma: Int { sps.bitDepthLuma }
+    public var bitDepthChroma: Int { sps.bitDepthChroma }
+    public var sampleAspectRatio: (width: Int, height: Int)? { sps.vuiParameters?.sampleAspectRatio }
+    /// colour_primaries, transfer_characteristics, matrix_coefficients and full range, when the VUI gives them.
+    public var colour: (primaries: Int, transfer: Int, matrix: Int, fullRange: Bool)? {
+        guard let vui = sps.vuiParameters, vui.colourDescriptionPresentFlag else { return nil }
+        return (Int(vui.colourPrimaries), Int(vui.transferCharacteristics), Int(vui.matrixCoefficients), vui.videoFullRangeFlag)
+    }
+    public var frameRate: FrameRate? { sps.frameRate }
+
+    /// A description from parameter set NAL units (header byte included, emulation
+    /// prevention present). Every SPS and PPS must parse; the first SPS describes the pictures.
+    public init(
+        sequenceParameterSets: [[UInt8]],
+        pictureParameterSets: [[UInt8]],
+        sequenceParameterSetExtensions: [[UInt8]] = [],
+        nalUnitLengthSize: Int = 4,
+        codec: FourCharCode = "avc1"
+    ) throws(BitstreamError) {
+        try AVCC.validate(lengthSize: nalUnitLengthSize)
+        guard !sequenceParameterSets.isEmpty else { throw BitstreamError(.missingParameterSet, "a format description needs at least one SPS") }
+        guard !pictureParameterSets.isEmpty else { throw BitstreamError(.missingParameterSet, "a format description needs at least one PPS") }
+        var registry = ParameterSetRegistry()
+        var first: SequenceParameterSet?
+        for (index, nal) in sequenceParameterSets.enumerated() {
+            guard nal.first.map({ NALUnitHeader(byte: $0).nalUnitType == .sps }) == true else {
+                throw BitstreamError(.invalidNALUnitHeader, "parameter set \(index) is not an SPS NAL unit")
+            }
+            do {
+                let (sps, _) = try registry.add(spsNALUnit: nal.span)
+                if first == nil { first = sps }
+            } catch { throw error.prefixed("SPS \(index)") }
+        }
+        for (index, nal) in pictureParameterSets.enumerated() {
+            guard nal.first.map({ NALUnitHeader(byte: $0).nalUnitType == .pps }) == true else {
+                throw BitstreamError(.invalidNALUnitHeader, "parameter set \(sequenceParameterSets.count + index) is not a PPS NAL unit")
+            }
+            do { try registry.add(ppsNALUnit: nal.span) } catch { throw error.prefixed("PPS \(index)") }
+        }
+        self.codec = codec
+        self.sequenceParameterSets = sequenceParameterSets
+        self.pictureParameterSets = pictureParameterSets
+        self.sequenceParameterSetExtensions = sequenceParameterSetExtensions
+        self.nalUnitLengthSize = nalUnitLengthSize
+        self.sps = first!
+    }
+
+    /// The parameter set at `index`: SPS first, then PPS
+    /// (`CMVideoFormatDescriptionGetH264ParameterSetAtIndex`).
+    public func parameterSet(at index: Int) -> [UInt8]? {
+        if index < sequenceParameterSets.count { return index >= 0 ? sequenceParameterSets[index] : nil }
+        let ppsIndex = index - sequenceParameterSets.count
+        return ppsIndex < pictureParameterSets.count ? pictureParameterSets[ppsIndex] : nil
+    }
+
+    /// Number of parameter sets (SPS and PPS).
+    public var parameterSetCount: Int { sequenceParameterSets.count + pictureParameterSets.count }
+
+    /// The RFC 6381 codec string: "avc1.PPCCLL" in hex (profile, compatibility, level).
+    public var codecString: String {
+        func hex(_ byte: UInt8) -> String {
+            let digits = Array("0123456789ABCDEF")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+        }
+        return "\(codec).\(hex(profileIdc))\(hex(profileCompatibility))\(hex(levelIdc))".lowercased()
+    }
+
+    /// Whether a decoder configured for this description can take samples described by
+    /// `other` without being set up again: the coded size, chroma format, bit depths,
+    /// profile and field coding must match. (Parameter set contents may otherwise differ:
+    /// the decoder reads them from the samples' description as they come.)
+    public func canAccept(_ other: VideoFormatDescription) -> Bool {
+        codedWidth == other.codedWidth && codedHeight == other.codedHeight
+            && chromaFormatIdc == other.chromaFormatIdc && sps.separateColourPlaneFlag == other.sps.separateColourPlaneFlag
+            && bitDepthLuma == other.bitDepthLuma && bitDepthChroma == other.bitDepthChroma
+            && profileIdc == other.profileIdc && sps.frameMbsOnlyFlag == other.sps.frameMbsOnlyFlag
+            && nalUnitLengthSize == other.nalUnitLengthSize
+    }
+
+    /// Equal when the codec, length size and every parameter set are byte-identical.
+    public static func == (a: VideoFormatDescription, b: VideoFormatDescription) -> Bool {
+        a.codec == b.codec && a.nalUnitLengthSize == b.nalUnitLengthSize && a.sequenceParameterSets == b.sequenceParameterSets
+            && a.pictureParameterSets == b.pictureParameterSets && a.sequenceParameterSetExtensions == b.sequenceParameterSetExtensions
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(codec)
+        hasher.combine(sequenceParameterSets)
+        hasher.combine(pictureParameterSets)
+    }
+
+    public var description: String {
+        "\(codecString) \(width)x\(height) \(sps.profileName) level \(levelIdc / 10).\(levelIdc % 10) \(sps.pixelFormatName), \(sequenceParameterSets.count) SPS, \(pictureParameterSets.count) PPS, \(nalUnitLengthSize)-byte NAL lengths"
+    }
+}
+
+// MARK: - avcC (ISO/IEC 14496-15 §5.3.3.1, AVCDecoderConfigurationRecord)
+
+extension VideoFormatDescription {
+    /// Profiles whose avcC carries the extension with chroma_format and bit depths: every
+    /// profile but Baseline, Main and Extended (14496-15 §5.3.3.1.2).
+    static func avcCHasExtension(profileIdc: UInt8) -> Bool { profileIdc != 66 && profileIdc != 77 && profileIdc != 88 }
+
+    /// The AVCDecoderConfigurationRecord, extension included for High profiles, its
+    /// chroma_format and bit depths taken from the first SPS.
+    public var avcC: [UInt8] {
+        var out: [UInt8] = [1, profileIdc, profileCompatibility, levelIdc]
+        out.append(0xFC | UInt8(nalUnitLengthSize - 1))
+        out.append(0xE0 | UInt8(sequenceParameterSets.count))
+        for sps in sequenceParameterSets { Self.appendLengthPrefixed(sps, to: &out) }
+        out.append(UInt8(pictureParameterSets.count))
+        for pps in pictureParameterSets { Self.appendLengthPrefixed(pps, to: &out) }
+        if Self.avcCHasExtension(profileIdc: profileIdc) {
+            out.append(0xFC | UInt8(chromaFormatIdc))
+            out.append(0xF8 | UInt8(bitDepthLuma - 8))
+            out.append(0xF8 | UInt8(bitDepthChroma - 8))
+            out.append(UInt8(sequenceParameterSetExtensions.count))
+            for ext in sequenceParameterSetExtensions { Self.appendLengthPrefixed(ext, to: &out) }
+        }
+        return out
+    }
+
+    static func appendLengthPrefixed(_ nal: [UInt8], to out: inout [UInt8]) {
+        precondition(nal.count <= 0xFFFF, "a parameter set longer than 65535 bytes cannot be stored in avcC")
+        out.append(UInt8(nal.count >> 8))
+        out.append(UInt8(nal.count & 0xFF))
+        out.append(contentsOf: nal)
+    }
+
+    /// Parses an avcC record. Errors carry the byte offset in the record. A High-profile
+    /// record without the extension (written by older muxers) is accepted; one whose extension
+    /// contradicts the SPS (4:2:0/8-bit written for a 4:2:2 or 10-bit stream, as one peer
+    /// does) is accepted too, and the SPS wins: ``avcC`` writes it back right.
+    public init(avcC record: [UInt8], codec: FourCharCode = "avc1") throws(BitstreamError) {
+        var offset = 0
+        func byte(_ what: String) throws(BitstreamError) -> UInt8 {
+            guard offset < record.count else { throw BitstreamError(.truncated, "avcC ends before \(what)", byteOffset: offset) }
+            defer { offset += 1 }
+            return record[offset]
+        }
+        func nalUnits(_ count: Int, _ what: String) throws(BitstreamError) -> [[UInt8]] {
+            var result: [[UInt8]] = []
+            for index in 0..<count {
+                let lengthOffset = offset
+                let length = Int(try byte("\(what) \(index) length")) << 8 | Int(try byte("\(what) \(index) length"))
+                guard length > 0, length <= record.count - offset else {
+                    throw BitstreamError(.invalidLength, "avcC \(what) \(index) declares \(length) bytes, \(record.count - offset) remain", byteOffset: lengthOffset)
+                }
+                result.append(Array(record[offset..<(offset + length)]))
+                offset += length
+            }
+            return result
+        }
+        let version = try byte("configurationVersion")
+        guard version == 1 else { throw BitstreamError(.unsupported, "avcC configurationVersion \(version) (only 1 is defined)", byteOffset: 0) }
+        let profile = try byte("AVCProfileIndication")
+        _ = try byte("profile_compatibility")
+        _ = try byte("AVCLevelIndication")
+        let lengthSize = Int(try byte("lengthSizeMinusOne") & 3) + 1
+        guard lengthSize != 3 else { throw BitstreamError(.invalidLength, "avcC lengthSizeMinusOne is 2 (3-byte lengths are not allowed)", byteOffset: 4) }
+        let spsCount = Int(try byte("numOfSequenceParameterSets") & 0x1F)
+        let spss = try nalUnits(spsCount, "SPS")
+        let ppsCount = Int(try byte("numOfPictureParameterSets"))
+        let ppss = try nalUnits(ppsCount, "PPS")
+        var extensions: [[UInt8]] = []
+        if Self.avcCHasExtension(profileIdc: profile) && record.count - offset >= 4 {
+            offset += 3  // chroma_format, bit depths: the SPS is authoritative
+            extensions = try nalUnits(Int(try byte("numOfSequenceParameterSetExt")), "SPS extension")
+        }
+        try self.init(sequenceParameterSets: spss, pictureParameterSets: ppss, sequenceParameterSetExtensions: extensions,
+                      nalUnitLengthSize: lengthSize, codec: codec)
+    }
+}
+
+extension BitstreamError {
+    func prefixed(_ context: String) -> BitstreamError {
+        var copy = self
+        copy.reason = "\(context): \(reason)"
+        return copy
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import H264Bitstream
+import MediaCore
+import TestSupport
+import Testing
+
+/// The first SPS and PPS of an Annex-B stream, and every SPS/PPS pair as the stream changes them.
+func parameterSets(_ stream: [UInt8]) -> (sps: [[UInt8]], pps: [[UInt8]]) {
+    var sps: [[UInt8]] = [], pps: [[UInt8]] = []
+    for nal in AnnexB.nalUnits(in: stream) {
+        let bytes = Array(stream[nal.payload])
+        switch NALUnitHeader(byte: bytes[0]).nalUnitType {
+        case .sps where !sps.contains(bytes): sps.append(bytes)
+        case .pps where !pps.contains(bytes): pps.append(bytes)
+        default: break
+        }
+    }
+    return (sps, pps)
+}
+
+/// The avcC ffmpeg writes when it copies a raw stream into MP4 (the oracle).
+func ffmpegAVCC(_ stream: [UInt8]) throws -> [UInt8]? {
+    let input = try Checkout.temporaryFile(stream)
+    let output = input + ".mp4"
+    defer { try? FileManager.default.removeItem(atPath: input); try? FileManager.default.removeItem(atPath: output) }
+    guard let result = try run("ffmpeg", ["-v", "error", "-y", "-f", "h264", "-i", input, "-c", "copy", output]), result.status == 0 else { return nil }
+    let mp4 = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
+    let tag: [UInt8] = Array("avcC".utf8)
+    guard let at = (4..<(mp4.count - 4)).first(where: { Array(mp4[$0..<($0 + 4)]) == tag }) else { return nil }
+    let size = mp4[(at - 4)..<at].reduce(0) { $0 << 8 | Int($1) }
+    return Array(mp4[(at + 4)..<(at - 4 + size)])
+}
+
+struct X264Setup: Sendable, CustomTestStringConvertible {
+    var pixelFormat: String
+    var arguments: [String]
+    var codecString: String
+    var chroma: Int
+    var depth: Int
+    var testDescription: String { arguments.joined(separator: " ") }
+}
+
+@Suite("Video format descriptions and avcC")
+struct FormatDescriptionTests {
+    static let setups: [X264Setup] = [
+        .init(pixelFormat: "yuv420p", arguments: ["--profile", "high", "--level", "3.1"], codecString: "avc1.64001f", chroma: 1, depth: 8),
+        .init(pixelFormat: "yuv420p", arguments: ["--profile", "baseline", "--level", "3"], codecString: "avc1.42c01e", chroma: 1, depth: 8),
+        .init(pixelFormat: "yuv420p", arguments: ["--profile", "main", "--level", "4"], codecString: "avc1.4d4028", chroma: 1, depth: 8),
+        .init(pixelFormat: "yuv422p10le", arguments: ["--output-csp", "i422", "--output-depth", "10", "--level", "4"], codecString: "avc1.7a0028", chroma: 2, depth: 10),
+        .init(pixelFormat: "yuv420p10le", arguments: ["--output-depth", "10", "--level", "4"], codecString: "avc1.6e0028", chroma: 1, depth: 10),
+        .init(pixelFormat: "yuv444p", arguments: ["--output-csp", "i444", "--level", "4"], codecString: "avc1.f40028", chroma: 3, depth: 8),
+    ]
+
+    @Test(arguments: setups)
+    func avcCMatchesFFmpegAndRoundTrips(_ setup: X264Setup) throws {
+        guard let stream = try x264Stream(frames: 3, sourcePixelFormat: setup.pixelFormat, arguments: setup.arguments) else {
+            Issue.record("x264 and ffmpeg are needed (the CI script installs them)"); return
+        }
+        let (sps, pps) = parameterSets(stream)
+        let description = try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps)
+        #expect(description.codecString == setup.codecString)
+        #expect(description.chromaFormatIdc == setup.chroma)
+        #expect(description.bitDepthLuma == setup.depth && description.bitDepthChroma == setup.depth)
+        #expect((description.width, description.height) == (176, 144))
+        #expect(description.frameRate == FrameRate(25, 1))
+        #expect(description.parameterSet(at: 0) == sps[0])
+        #expect(description.parameterSet(at: 1) == pps[0])
+        #expect(description.parameterSet(at: 2) == nil)
+        let avcC = description.avcC
+        let expected = try #require(try ffmpegAVCC(stream))
+        #expect(avcC == expected)
+        let parsed = try VideoFormatDescription(avcC: avcC)
+        #expect(parsed == description)
+        #expect(parsed.avcC == avcC)
+    }
+
+    @Test func aWrongHighProfileExtensionIsCorrectedFromTheSPS() throws {
+        guard let stream = try x264Stream(frames: 1, sourcePixelFormat: "yuv422p10le", arguments: ["--output-csp", "i422", "--output-depth", "10"]) else {
+            Issue.record("x264 and ffmpeg are needed"); return
+        }
+        let (sps, pps) = parameterSets(stream)
+        var avcC = try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps).avcC
+        // What one peer writes: 4:2:0, 8-bit, whatever the stream.
+        avcC[avcC.count - 4] = 0xFD
+        avcC[avcC.count - 3] = 0xF8
+        avcC[avcC.count - 2] = 0xF8
+        let parsed = try VideoFormatDescription(avcC: avcC)
+        #expect(parsed.chromaFormatIdc == 2 && parsed.bitDepthLuma == 10)
+        #expect(parsed.avcC[parsed.avcC.count - 4] == 0xFE)
+    }
+
+    @Test func canAcceptOnlyChangesThatNeedNoNewDecoder() throws {
+        func describe(_ size: String, _ format: String = "yuv420p", _ arguments: [String] = []) throws -> VideoFormatDescription? {
+            guard let stream = try x264Stream(frames: 1, size: size, sourcePixelFormat: format, arguments: arguments) else { return nil }
+            let (sps, pps) = parameterSets(stream)
+            return try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps)
+        }
+        guard let base = try describe("176x144", "yuv420p", ["--profile", "high"]),
+              let sameSizeOtherSettings = try describe("176x144", "yuv420p", ["--profile", "high", "--crf", "40", "--ref", "1"]),
+              let bigger = try describe("352x288", "yuv420p", ["--profile", "high"]),
+              let tenBit = try describe("176x144", "yuv420p10le", ["--output-depth", "10"]),
+              let baseline = try describe("176x144", "yuv420p", ["--profile", "baseline"]) else {
+            Issue.record("x264 and ffmpeg are needed"); return
+        }
+        #expect(base.canAccept(base))
+        #expect(base.canAccept(sameSizeOtherSettings))
+        #expect(!base.canAccept(bigger))
+        #expect(!base.canAccept(tenBit))
+        #expect(!base.canAccept(baseline))
+    }
+
+    @Test func badInputIsATypedErrorWithItsOffset() throws {
+        let truncated: [UInt8] = [1, 0x64, 0, 0x1F, 0xFF, 0xE1, 0x00, 0x20, 0x67]
+        let error = #expect(throws: BitstreamError.self) { try VideoFormatDescription(avcC: truncated) }
+        #expect(error?.code == .invalidLength)
+        #expect(error?.byteOffset == 6)
+        #expect(throws: BitstreamError.self) { try VideoFormatDescription(avcC: [2, 0x64]) }
+        #expect(throws: BitstreamError.self) { try VideoFormatDescription(sequenceParameterSets: [[0x67, 0x64]], pictureParameterSets: [[0x68, 0xEE]]) }
+        #expect(throws: BitstreamError.self) { try VideoFormatDescription(sequenceParameterSets: [], pictureParameterSets: []) }
+    }
+
+    /// Corpus streams whose SPS changes mid-stream (H264KIT_CORPUS).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["H264KIT_CORPUS"] != nil))
+    func corpusResolutionChangesCannotBeAccepted() throws {
+        let corpus = URL(fileURLWithPath: ProcessInfo.processInfo.environment["H264KIT_CORPUS"]!)
+        let stream = [UInt8](try Data(contentsOf: corpus.appendingPathComponent("cisco_openh264/Error_I_P.264")))
+        let parser = H264StreamParser.parse(annexB: stream)
+        let (spsList, pps) = parameterSets(stream)
+        #expect(spsList.count == 3)
+        // Each SPS with the PPS that refers to it.
+        let descriptions = spsList.compactMap { sps in
+            pps.lazy.compactMap { try? VideoFormatDescription(sequenceParameterSets: [sps], pictureParameterSets: [$0]) }.first
+        }
+        #expect(descriptions.map { "\($0.width)x\($0.height)" } == ["352x288", "640x480", "352x288"])
+        #expect(!descriptions[0].canAccept(descriptions[1]))
+        #expect(!descriptions[1].canAccept(descriptions[2]))
+        #expect(parser.pictureSPSChanges.count == 3)
+    }
+}
