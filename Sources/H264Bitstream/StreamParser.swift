@@ -320,7 +320,7 @@ public struct H264StreamParser: Sendable {
 
 extension BitstreamError {
     /// The same error with a context word before its reason ("SPS: ...").
-    func prefixed(_ context: String) -> BitstreamError {
+    public func prefixed(_ context: String) -> BitstreamError {
         var copy = self
         copy.reason = "\(context): \(reason)"
         return copy

@@ -220,11 +220,3 @@ extension VideoFormatDescription {
                       nalUnitLengthSize: lengthSize, codec: codec)
     }
 }
-
-extension BitstreamError {
-    func prefixed(_ context: String) -> BitstreamError {
-        var copy = self
-        copy.reason = "\(context): \(reason)"
-        return copy
-    }
-}
