@@ -9,7 +9,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         @usableFromInline enum Base: Hashable, Sendable {
             case endOfData, invalidExpGolomb, valueOutOfRange, invalidNALUnitHeader, truncated
-            case missingParameterSet, unsupported, invalidLength, invalidStructure
+            case missingParameterSet, unsupported, invalidLength, invalidStructure, missingTiming
         }
         @usableFromInline let base: Base
         @usableFromInline init(_ base: Base) { self.base = base }
@@ -32,6 +32,8 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         public static let invalidLength = Code(.invalidLength)
         /// Data whose structure is wrong in a way no other code names.
         public static let invalidStructure = Code(.invalidStructure)
+        /// Timing was needed (a frame rate), the stream has none and none was given.
+        public static let missingTiming = Code(.missingTiming)
 
         public var description: String {
             switch base {
@@ -44,6 +46,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
             case .unsupported: "unsupported"
             case .invalidLength: "invalid length"
             case .invalidStructure: "invalid structure"
+            case .missingTiming: "missing timing"
             }
         }
     }

@@ -145,6 +145,41 @@ public struct SequenceParameterSet: Hashable, Sendable {
     /// The frame rate from VUI timing, if present.
     public var frameRate: FrameRate? { vuiParameters?.frameRate }
 
+    /// MaxDpbMbs for the level (ITU-T H.264 Table A-1); level_idc 9 and level 1.1 with
+    /// constraint_set3 in Baseline/Main/Extended are level 1b.
+    public var maxDpbMbs: Int {
+        switch levelIdc {
+        case 9, 10: 396
+        case 11: constraintSetFlag(3) && [66, 77, 88].contains(profileIdc) ? 396 : 900
+        case 12, 13, 20: 2376
+        case 21: 4752
+        case 22, 30: 8100
+        case 31: 18000
+        case 32: 20480
+        case 40, 41: 32768
+        case 42: 34816
+        case 50: 110400
+        case 51, 52: 184320
+        default: levelIdc > 52 ? 696320 : 184320
+        }
+    }
+
+    /// The largest decoded picture buffer the level allows, in frames (§A.3.1 h), at most 16.
+    public var maxDpbFrames: Int { max(1, min(maxDpbMbs / max(1, picWidthInMbs * frameHeightInMbs), 16)) }
+
+    /// How many frames can precede a frame in decoding order and follow it in output order: the
+    /// VUI's max_num_reorder_frames when the bitstream restriction gives it (§E.2.1), 0 for
+    /// intra-only profiles and for picture order count type 2 (output order is decoding order),
+    /// else the DPB size the level allows, the bound every conforming stream keeps.
+    public var reorderDepth: Int {
+        if picOrderCntType == 2 { return 0 }
+        if constraintSetFlag(3) && [44, 100, 110, 122, 244].contains(profileIdc) { return 0 }
+        if let vui = vuiParameters, vui.bitstreamRestrictionFlag {
+            return Int(min(vui.maxNumReorderFrames, 16))
+        }
+        return maxDpbFrames
+    }
+
     /// The profile as FFmpeg names it (libavcodec/profiles.c), constraint flags applied as
     /// FFmpeg's H.264 parser does: constraint_set1 makes Baseline "Constrained", constraint_set3
     /// makes the High 10/4:2:2/4:4:4 and CAVLC 4:4:4 profiles "Intra".

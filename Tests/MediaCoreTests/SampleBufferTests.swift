@@ -1,0 +1,272 @@
+import Foundation
+import H264Bitstream
+import MediaCore
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite struct BlockBufferTests {
+    @Test func ownedSlicesShareStorage() {
+        let buffer = BlockBuffer(Array(0..<100))
+        let slice = buffer[10..<20]
+        #expect(slice.count == 10)
+        #expect(slice.bytes == Array(10..<20))
+        #expect(slice.sharesStorage(with: buffer))
+        let nested = slice[2..<5]
+        #expect(nested.bytes == [12, 13, 14])
+        #expect(nested == BlockBuffer([12, 13, 14]))
+        #expect(nested != BlockBuffer([12, 13, 15]))
+    }
+
+    @Test func referencedMemoryIsReleasedOnceByTheLastSlice() {
+        let released = Atomic<Int>(0)
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 16)
+        for i in 0..<64 { memory[i] = UInt8(i) }
+        var slice: BlockBuffer?
+        do {
+            let whole = BlockBuffer(referencing: UnsafeRawBufferPointer(memory)) { bytes in
+                released.add(1, ordering: .relaxed)
+                UnsafeMutableRawBufferPointer(mutating: bytes).deallocate()
+            }
+            slice = whole[32..<40]
+            #expect(whole.withUnsafeBytes { $0.baseAddress } == UnsafeRawPointer(memory.baseAddress))
+        }
+        #expect(released.load(ordering: .relaxed) == 0, "a slice keeps the memory alive")
+        #expect(slice?.bytes == Array(32..<40))
+        #expect(slice?.withUnsafeBytes { $0.baseAddress } == UnsafeRawPointer(memory.baseAddress! + 32), "no copy")
+        slice = nil
+        #expect(released.load(ordering: .relaxed) == 1)
+    }
+}
+
+/// A small stream: one SPS (no VUI timing), one PPS, then frames and fields as asked.
+func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, extra: [Int: [[UInt8]]] = [:]) -> [UInt8] {
+    var o = Synthetic.SPSOptions()
+    o.frameMbsOnly = frameMbsOnly
+    var nals = [Synthetic.sps(o), Synthetic.pps()]
+    for (index, slice) in slices.enumerated() {
+        nals += extra[index] ?? []
+        nals.append(Synthetic.slice(slice, sps: o))
+    }
+    return Synthetic.annexB(nals)
+}
+
+@Suite struct SampleBufferBuilderTests {
+    static let rate = FrameRate(30000, 1001)
+
+    @Test func missingTimingIsAnErrorNotAGuess() throws {
+        let stream = syntheticStream([.init(idr: true, type: 2, frameNum: 0), .init(frameNum: 1, pocLsb: 2)])
+        #expect(throws: BitstreamError.self) { try SampleBufferBuilder.samples(fromAnnexB: stream) }
+        do {
+            _ = try SampleBufferBuilder.samples(fromAnnexB: stream)
+        } catch {
+            #expect(error.code == .missingTiming)
+        }
+        let (samples, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .stream(fallback: Self.rate))
+        #expect(samples.count == 2)
+        #expect(builder.frameRate == Self.rate)
+        #expect(!builder.frameRateIsFromStream)
+        #expect(samples.map(\.duration) == [MediaTime(value: 1001, timescale: 30000), MediaTime(value: 1001, timescale: 30000)])
+    }
+
+    @Test func fieldPairsAreOneSample() throws {
+        // IDR top+bottom pair, a P pair, an unpaired top field, a frame.
+        let stream = syntheticStream([
+            .init(idr: true, refIdc: 3, type: 2, frameNum: 0, field: false, pocLsb: 0),
+            .init(refIdc: 3, type: 0, frameNum: 0, field: true, pocLsb: 1),
+            .init(frameNum: 1, field: false, pocLsb: 4),
+            .init(frameNum: 1, field: true, pocLsb: 5),
+            .init(frameNum: 2, field: false, pocLsb: 8),
+            .init(frameNum: 3, pocLsb: 12),
+        ], frameMbsOnly: false)
+        let (samples, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .fixed(FrameRate(25, 1)))
+        #expect(samples.count == 4)
+        #expect(try samples.map { try $0.nalUnits().count } == [2, 2, 1, 1])
+        #expect(samples.map(\.isSync) == [true, false, false, false])
+        #expect(samples.map(\.attachments.dependsOnOthers) == [true, true, true, true], "the IDR pair's second field is a P field")
+    }
+
+    /// B-pyramid: decode order I P B b b, display order I b B b P.
+    @Test func presentationTimesFollowPictureOrder() throws {
+        let stream = syntheticStream([
+            .init(idr: true, type: 2, frameNum: 0, pocLsb: 0),
+            .init(frameNum: 1, pocLsb: 16),
+            .init(type: 1, frameNum: 2, pocLsb: 8),
+            .init(refIdc: 0, type: 1, frameNum: 3, pocLsb: 4),
+            .init(refIdc: 0, type: 1, frameNum: 3, pocLsb: 12),
+            .init(idr: true, type: 2, frameNum: 0, pocLsb: 0),
+        ])
+        let (samples, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .fixed(FrameRate(25, 1)))
+        let pts = samples.map { $0.presentationTime.value }
+        #expect(pts == [0, 4, 2, 1, 3, 5])
+        let dts = samples.map { $0.decodeTime.value }
+        let depth = builder.parser.firstPictureSPS!.reorderDepth
+        #expect(dts == (0..<6).map { Int64($0 - depth) })
+        #expect(samples.allSatisfy { $0.presentationTime >= $0.decodeTime })
+        #expect(samples.map(\.attachments.isDependedOnByOthers) == [true, true, true, false, false, true])
+    }
+
+    @Test func parameterSetsMoveIntoTheFormatDescriptionOrStayInBand() throws {
+        let stream = try Checkout.fixture("cisco-bframe-cabac.264")
+        let rate = SampleBufferBuilder.FrameRateSource.stream(fallback: FrameRate(25, 1))
+        let (outOfBand, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: rate)
+        let types = { (sample: SampleBuffer) in try sample.nalUnits().map { NALUnitHeader(byte: $0[0]).nalUnitType } }
+        #expect(try outOfBand.allSatisfy { try !types($0).contains(.sps) && !types($0).contains(.pps) })
+        #expect(outOfBand[0].formatDescription.sequenceParameterSets.count == 1)
+        let (inBand, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(keepsParameterSetsInBand: true), frameRate: rate)
+        #expect(try types(inBand[0]).prefix(2) == [.sps, .pps])
+        #expect(inBand.count == outOfBand.count)
+    }
+
+    @Test(arguments: [1, 2, 4])
+    func lengthSizes(_ lengthSize: Int) throws {
+        let stream = try Checkout.fixture("jcodec-test_b_8x8.264")
+        let (samples, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(nalUnitLengthSize: lengthSize), frameRate: .fixed(FrameRate(25, 1)))
+        #expect(samples.count == 3)
+        #expect(samples.allSatisfy { $0.formatDescription.nalUnitLengthSize == lengthSize })
+        let back = try AnnexBWriter.annexB(from: samples)
+        #expect(nalUnits(back).filter { !isParameterSet($0) } == nalUnits(stream).filter { !isParameterSet($0) })
+    }
+
+    @Test func aNALUnitTooLongForTheLengthSizeIsAnError() throws {
+        let stream = try Checkout.fixture("cisco-bframe-cabac.264")
+        #expect(throws: BitstreamError.self) {
+            try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(nalUnitLengthSize: 1), frameRate: .fixed(FrameRate(25, 1)))
+        }
+    }
+
+    @Test func accessUnitDelimitersAreDroppedOnRequest() throws {
+        guard let stream = try x264Stream(frames: 10, arguments: ["--aud", "--bframes", "2"]) else { return }
+        let (kept, _) = try SampleBufferBuilder.samples(fromAnnexB: stream)
+        let (dropped, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(dropsAccessUnitDelimiters: true))
+        #expect(try kept.allSatisfy { try NALUnitHeader(byte: $0.nalUnits()[0][0]).nalUnitType == .accessUnitDelimiter })
+        #expect(try dropped.allSatisfy { try $0.nalUnits().allSatisfy { NALUnitHeader(byte: $0[0]).nalUnitType != .accessUnitDelimiter } })
+        #expect(builder.removedNALUnitCount >= 10)
+    }
+}
+
+func nalUnits(_ stream: [UInt8]) -> [[UInt8]] { AnnexB.nalUnits(in: stream).map { Array(stream[$0.payload]) } }
+func isParameterSet(_ nal: [UInt8]) -> Bool {
+    let type = NALUnitHeader(byte: nal[0]).nalUnitType
+    return type == .sps || type == .pps
+}
+
+/// Checks the sample-buffer rules on one stream; returns a failure description or nil.
+func checkSamples(_ stream: [UInt8], expectedFrames: Int?) throws -> String? {
+    let parsed = H264StreamParser.parse(annexB: stream)
+    let (samples, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .stream(fallback: FrameRate(25, 1)))
+    if samples.count != parsed.pictureCount { return "\(samples.count) samples for \(parsed.pictureCount) pictures" }
+    if let expectedFrames, parsed.outputPictureCount == parsed.pictureCount, samples.count != expectedFrames {
+        return "\(samples.count) samples, ffmpeg decodes \(expectedFrames) frames"
+    }
+    // PTS order is display order.
+    let byPTS = samples.indices.sorted { samples[$0].presentationTime < samples[$1].presentationTime }
+    if byPTS != parsed.decodeIndexesInDisplayOrder { return "PTS order \(byPTS.prefix(12)) is not display order \(parsed.decodeIndexesInDisplayOrder.prefix(12))" }
+    if Set(samples.map(\.presentationTime.value)).count != samples.count { return "repeated PTS" }
+    for (a, b) in zip(samples, samples.dropFirst()) where !(a.decodeTime < b.decodeTime) { return "DTS not increasing at \(b.decodeTime)" }
+    if let bad = samples.first(where: { $0.presentationTime < $0.decodeTime }) { return "PTS before DTS: \(bad)" }
+    if builder.droppedNALUnitCount > 0 {
+        // Only slices no parameter set describes (broken streams) may be dropped; then the round trip cannot hold.
+        return parsed.errorCount > 0 ? nil : "\(builder.droppedNALUnitCount) NAL units dropped from a clean stream"
+    }
+    // Round trip: in band, no insertion: the same NAL units in the same order.
+    let (inBand, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(keepsParameterSetsInBand: true), frameRate: .stream(fallback: FrameRate(25, 1)))
+    let original = nalUnits(stream)
+    if nalUnits(try AnnexBWriter.annexB(from: inBand, insertsParameterSets: false)) != original { return "in-band round trip differs" }
+    // Out of band: the same units apart from parameter sets, and SPS + PPS before the first IDR slice of every sample.
+    var writer = AnnexBWriter()
+    var rebuilt: [[UInt8]] = []
+    for sample in samples {
+        var chunk: [UInt8] = []
+        try writer.append(sample, to: &chunk)
+        let units = nalUnits(chunk)
+        rebuilt += units
+        let types = units.map { NALUnitHeader(byte: $0[0]).nalUnitType }
+        if let idr = types.firstIndex(of: .idrSlice), !(types[..<idr].contains(.sps) && types[..<idr].contains(.pps)) {
+            return "IDR sample at \(sample.decodeTime) without SPS/PPS before it"
+        }
+    }
+    if rebuilt.filter({ !isParameterSet($0) }) != original.filter({ !isParameterSet($0) }) { return "out-of-band round trip differs" }
+    return nil
+}
+
+@Suite struct SampleTimingOracleTests {
+    @Test(arguments: ["cisco-bframe-cabac.264", "jcodec-random_1.264", "jcodec-test_b_8x8.264", "jcodec-i8x8-high.264"])
+    func fixtures(_ name: String) throws {
+        let failure = try checkSamples(try Checkout.fixture(name), expectedFrames: nil)
+        #expect(failure == nil, "\(name): \(failure ?? "")")
+    }
+
+    /// x264 streams with B-pyramids, open GOPs and interlacing, checked against the parser's
+    /// display order (itself checked against ffprobe) and the timing rules.
+    @Test(arguments: [
+        ["--bframes", "3", "--b-pyramid", "normal", "--keyint", "12"],
+        ["--bframes", "5", "--b-pyramid", "strict", "--open-gop", "--keyint", "20"],
+        ["--bframes", "2", "--tff"],
+        ["--bframes", "0", "--keyint", "5"],
+    ])
+    func x264(_ arguments: [String]) throws {
+        guard let stream = try x264Stream(frames: 48, arguments: arguments) else { return }
+        let failure = try checkSamples(stream, expectedFrames: 48)
+        #expect(failure == nil, "\(arguments): \(failure ?? "")")
+        let (samples, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream)
+        #expect(builder.frameRateIsFromStream)
+        #expect(samples.first?.duration == MediaTime(value: 1, timescale: 25))
+        #expect(samples.map(\.presentationTime.value).sorted() == Array(0..<48))
+    }
+}
+
+@Suite struct SampleBufferErrorTests {
+    static func format() throws -> VideoFormatDescription {
+        let (sps, pps) = parameterSets(try Checkout.fixture("jcodec-test_b_8x8.264"))
+        return try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps)
+    }
+
+    static func sample(_ bytes: [UInt8]) throws -> SampleBuffer {
+        let zero = MediaTime(value: 0, timescale: 1)
+        return SampleBuffer(data: BlockBuffer(bytes), formatDescription: try format(),
+                            timing: SampleTiming(presentationTime: zero, decodeTime: zero, duration: zero), attachments: SampleAttachments(isSync: true))
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var bytes: [UInt8]
+        var code: BitstreamError.Code
+        var byteOffset: Int
+        var testDescription: String { "\(bytes)" }
+    }
+    static let cases: [Case] = [
+        Case(bytes: [0, 0, 0, 9, 0x65, 1, 2], code: .invalidLength, byteOffset: 0),  // length past the end
+        Case(bytes: [0, 0, 0, 2, 0x65, 1, 0, 0], code: .truncated, byteOffset: 6),  // cut-off length prefix
+        Case(bytes: [0, 0, 0, 2, 0x65, 1, 0, 0, 0, 1, 0xE5], code: .invalidNALUnitHeader, byteOffset: 10),  // forbidden bit
+    ]
+
+    @Test(arguments: cases)
+    func brokenFraming(_ c: Case) throws {
+        let sample = try Self.sample(c.bytes)
+        do {
+            try sample.validate()
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == c.code)
+            #expect(error.byteOffset == c.byteOffset)
+        }
+    }
+
+    @Test func aBrokenSPSGivesNoFormatDescription() throws {
+        var (sps, pps) = parameterSets(try Checkout.fixture("jcodec-test_b_8x8.264"))
+        sps[0] = Array(sps[0].prefix(4))
+        #expect(throws: BitstreamError.self) { try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps) }
+    }
+}
+
+@Suite("Samples on the corpus (H264KIT_CORPUS)", .enabled(if: Corpus.directory != nil, "set H264KIT_CORPUS to the corpus directory"))
+struct CorpusSampleTests {
+    static let rawStreams = Corpus.entries().filter { !$0.isContainer && !$0.ffmpegFailed }
+
+    @Test(arguments: rawStreams.map(\.path))
+    func samplesFollowTheRules(_ path: String) throws {
+        let entry = Self.rawStreams.first { $0.path == path }!
+        let failure = try checkSamples(try entry.bytes(), expectedFrames: entry.frames)
+        #expect(failure == nil, "\(path): \(failure ?? "")")
+    }
+}
