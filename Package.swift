@@ -31,6 +31,7 @@ var targets: [Target] = [
         name: "h264kit",
         dependencies: [
             "H264Bitstream",
+            "MediaCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
     ),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import H264Bitstream
+import MediaCore
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,6 +22,18 @@ struct Inspect: ParsableCommand {
     @Flag(help: "List every NAL unit: offset, size, type, nal_ref_idc, and for slices the slice type, frame_num and POC.")
     var nals = false
 
+    @Flag(help: "List every access unit as a sample: PTS, DTS, duration (fractions and seconds), size and sync flag.")
+    var samples = false
+
+    @Option(help: ArgumentHelp("Frame rate for --samples when the stream has no VUI timing, as an exact fraction (30000/1001, 25).", valueName: "rate"))
+    var fps: String?
+
+    func validate() throws {
+        if nals && samples { throw ValidationError("--nals and --samples cannot be combined") }
+        if let fps, FrameRate(parsing: fps) == nil { throw ValidationError("--fps \(fps): expected a rate such as 25, 30000/1001 or 29.97") }
+        if fps != nil && !samples { throw ValidationError("--fps applies to --samples") }
+    }
+
     mutating func run() throws {
         var parser = H264StreamParser()
         var nalRecords: [NALRecord] = []
@@ -33,6 +46,27 @@ struct Inspect: ParsableCommand {
             if printNALsLive { print(record.line) } else { nalRecords.append(record) }
         }
 
+        // With --samples the NAL units go through the sample builder, which owns the parser.
+        let givenRate = fps.flatMap(FrameRate.init(parsing:))
+        var builder = samples ? SampleBufferBuilder(frameRate: .stream(fallback: givenRate ?? Inspect.assumedFrameRate)) : nil
+        var sampleRecords: [SampleRecord] = []
+        var builderError: BitstreamError?
+        let printSamplesLive = samples && !json
+        if printSamplesLive { print(SampleRecord.header) }
+        func consume(_ bytes: Span<UInt8>, at location: AnnexBNALUnit) {
+            guard builder != nil else { handle(parser.consume(bytes, at: location)); return }
+            guard builderError == nil else { return }
+            do { try builder!.append(nalUnit: bytes, at: location) } catch { builderError = error; return }
+            drainSamples()
+        }
+        func drainSamples() {
+            while let sample = builder!.nextSample() {
+                let record = SampleRecord(index: sampleRecords.count, sample: sample)
+                if printSamplesLive { print(record.line) }
+                sampleRecords.append(record)
+            }
+        }
+
         var totalBytes = 0
         var garbage = 0
         if file == "-" {
@@ -40,14 +74,14 @@ struct Inspect: ParsableCommand {
             try readChunks(fd: 0, name: "stdin") { chunk in
                 totalBytes += chunk.count
                 splitter.append(chunk) { location, bytes in
-                    handle(parser.consume(bytes.bindMemory(to: UInt8.self).span, at: location))
+                    consume(bytes.bindMemory(to: UInt8.self).span, at: location)
                 }
                 if splitter.isOverLimit {
                     throw ToolError("stdin: byte \(splitter.currentNALUnitOffset): NAL unit larger than \(splitter.maximumNALUnitSize) bytes; is this an H.264 stream?")
                 }
             }
             splitter.finish { location, bytes in
-                handle(parser.consume(bytes.bindMemory(to: UInt8.self).span, at: location))
+                consume(bytes.bindMemory(to: UInt8.self).span, at: location)
             }
             garbage = splitter.leadingGarbageCount
             if totalBytes == 0 { throw ToolError("stdin: no data") }
@@ -58,7 +92,7 @@ struct Inspect: ParsableCommand {
             let base = mapped.bytes.bindMemory(to: UInt8.self)
             let consume = { (location: AnnexBNALUnit) in
                 let nal = UnsafeBufferPointer(rebasing: base[location.payload])
-                handle(parser.consume(nal.span, at: location))
+                consume(nal.span, at: location)
             }
             // Large files: a second thread searches ahead while this one parses.
             var scannedAhead = false
@@ -67,7 +101,19 @@ struct Inspect: ParsableCommand {
             }
             if !scannedAhead { AnnexB.forEachNALUnit(in: mapped.bytes, consume) }
         }
-        parser.finish()
+        if builder != nil {
+            if builderError == nil {
+                do { try builder!.finish() } catch { builderError = error }
+                drainSamples()
+            }
+            parser = builder!.parser
+            if let builderError { throw ToolError("\(file): \(builderError)") }
+            if !builder!.frameRateIsFromStream && givenRate == nil && builder!.sampleCount > 0 {
+                printError("\(file): warning: the stream has no VUI timing; timestamps assume \(Inspect.assumedFrameRate) fps (set the rate with --fps, e.g. --fps 30000/1001)")
+            }
+        } else {
+            parser.finish()
+        }
 
         if garbage > 0 && parser.nalUnitCount > 0 {
             parser.reportExternal(.warning, BitstreamError(.invalidStructure, "\(garbage) bytes before the first start code were skipped", byteOffset: 0))
@@ -76,12 +122,16 @@ struct Inspect: ParsableCommand {
             throw ToolError("\(file): no H.264 start code found in \(totalBytes) bytes; not an Annex-B H.264 stream")
         }
 
-        let summary = StreamSummary(parser: parser, bytes: totalBytes, nalUnits: nals ? nalRecords : nil)
+        var summary = StreamSummary(parser: parser, bytes: totalBytes, nalUnits: nals ? nalRecords : nil)
+        if samples {
+            summary.samples = sampleRecords
+            summary.sampleFrameRate = builder?.frameRate?.description
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(summary), as: UTF8.self))
-        } else {
+        } else if !samples {
             print(summary.humanReadable(name: file))
         }
         for diagnostic in parser.diagnostics {
@@ -99,6 +149,50 @@ struct Inspect: ParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+extension Inspect {
+    /// The rate assumed, with a warning, when a stream has no timing and no --fps was given.
+    static let assumedFrameRate = FrameRate(25, 1)
+}
+
+/// A media time in JSON: the exact fraction and its seconds.
+struct TimeRecord: Codable {
+    var value: Int64
+    var timescale: Int32
+    var seconds: Double
+    init(_ time: MediaTime) {
+        value = time.value
+        timescale = time.timescale
+        seconds = time.seconds
+    }
+    var text: String { "\(value)/\(timescale) (\(fixed6(seconds)))" }
+}
+
+/// One sample of `--samples`.
+struct SampleRecord: Codable {
+    var index: Int
+    var pts: TimeRecord
+    var dts: TimeRecord
+    var duration: TimeRecord
+    var size: Int
+    var sync: Bool
+    var dependsOnOthers: Bool?
+    var isDependedOnByOthers: Bool?
+
+    init(index: Int, sample: SampleBuffer) {
+        self.index = index
+        pts = TimeRecord(sample.presentationTime)
+        dts = TimeRecord(sample.decodeTime)
+        duration = TimeRecord(sample.duration)
+        size = sample.size
+        sync = sample.isSync
+        dependsOnOthers = sample.attachments.dependsOnOthers
+        isDependedOnByOthers = sample.attachments.isDependedOnByOthers
+    }
+
+    static let header = "sample\tpts\tdts\tduration\tsize\tsync"
+    var line: String { "\(index)\t\(pts.text)\t\(dts.text)\t\(duration.text)\t\(size)\t\(sync ? "sync" : "-")" }
 }
 
 /// One line of `--nals`.
@@ -192,6 +286,9 @@ struct StreamSummary: Codable {
     var warnings: Int
     var diagnostics: [String]
     var nalUnits: [NALRecord]?
+    /// With `--samples`: one entry per sample in decoding order, and the frame rate timing used.
+    var samples: [SampleRecord]?
+    var sampleFrameRate: String?
 
     init(parser: H264StreamParser, bytes: Int, nalUnits: [NALRecord]?) {
         self.bytes = bytes
@@ -271,6 +368,13 @@ struct StreamSummary: Codable {
         if errors + warnings > 0 { row("problems", "\(errors) errors, \(warnings) warnings (listed on stderr)") }
         return lines.joined(separator: "\n")
     }
+}
+
+/// A number with six decimals ("-0.066733"), without Foundation's formatter.
+func fixed6(_ value: Double) -> String {
+    let millionths = Int((abs(value) * 1_000_000).rounded())
+    let fraction = String(millionths % 1_000_000)
+    return (value < 0 && millionths > 0 ? "-" : "") + "\(millionths / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
 }
 
 /// A number with three decimals ("29.970"), without Foundation's formatter.

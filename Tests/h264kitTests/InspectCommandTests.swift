@@ -142,3 +142,37 @@ struct LargeInputTests {
     }
 }
 
+
+@Suite("h264kit inspect --samples")
+struct InspectSamplesTests {
+    /// x264 writes VUI timing: the samples use it, PTS are display order, and their count is the frame count.
+    @Test func samplesOfAnX264Stream() throws {
+        let path = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path
+        let result = try h264kit(["inspect", "--samples", "--json", path])
+        #expect(result.status == 0)
+        #expect(result.stderr.isEmpty)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let samples = try #require(json["samples"] as? [[String: Any]])
+        #expect(samples.count == json["frameCount"] as? Int)
+        #expect(json["sampleFrameRate"] as? String == "30000/1001")
+        let pts = samples.compactMap { ($0["pts"] as? [String: Any])?["value"] as? Int }
+        #expect(pts.sorted() == Array(stride(from: 0, to: 1001 * samples.count, by: 1001)))
+        let dts = samples.compactMap { ($0["dts"] as? [String: Any])?["value"] as? Int }
+        #expect(dts == dts.sorted() && Set(dts).count == dts.count)
+        #expect(samples.first?["sync"] as? Bool == true)
+    }
+
+    @Test func aStreamWithoutTimingWarnsOrTakesTheGivenRate() throws {
+        let path = CLIFixtures.path("jcodec-test_b_8x8.264")
+        let assumed = try h264kit(["inspect", "--samples", path])
+        #expect(assumed.status == 0)
+        #expect(assumed.stderr.contains("no VUI timing") && assumed.stderr.contains("--fps"))
+        let given = try h264kit(["inspect", "--samples", "--fps", "30000/1001", path])
+        #expect(given.status == 0)
+        #expect(given.stderr.isEmpty)
+        #expect(given.stdout.contains("1001/30000 (0.033367)"))
+        let bad = try h264kit(["inspect", "--samples", "--fps", "fast", path])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--fps fast"))
+    }
+}
