@@ -25,6 +25,7 @@ var targets: [Target] = [
     // Pure Swift layers, dependencies pointing one way.
     .target(name: "H264Bitstream"),
     .target(name: "MediaCore", dependencies: ["H264Bitstream"]),
+    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore"]),
 
     // The command-line tool: one file per subcommand over the libraries.
     .executableTarget(
@@ -32,6 +33,7 @@ var targets: [Target] = [
         dependencies: [
             "H264Bitstream",
             "MediaCore",
+            "H264Container",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
     ),
@@ -39,6 +41,7 @@ var targets: [Target] = [
     .target(name: "TestSupport", dependencies: ["H264Bitstream"], path: "Tests/TestSupport"),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
+    .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "TestSupport"]),
     .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
@@ -54,6 +57,7 @@ let package = Package(
         .executable(name: "h264kit", targets: ["h264kit"]),
         .library(name: "H264Bitstream", targets: ["H264Bitstream"]),
         .library(name: "MediaCore", targets: ["MediaCore"]),
+        .library(name: "H264Container", targets: ["H264Container"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -49,6 +49,6 @@ public enum AVCC {
             throw BitstreamError(.invalidLength, "a \(length)-byte NAL unit does not fit a \(lengthSize)-byte length prefix")
         }
         for i in stride(from: lengthSize - 1, through: 0, by: -1) { output.append(UInt8(truncatingIfNeeded: length >> (8 * i))) }
-        for i in nalUnit.indices { output.append(nalUnit[unchecked: i]) }
+        nalUnit.withUnsafeBufferPointer { output.append(contentsOf: $0) }
     }
 }

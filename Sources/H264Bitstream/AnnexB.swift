@@ -147,8 +147,8 @@ public enum AnnexB {
     public static func append(nalUnit: Span<UInt8>, startCodeLength: Int = 4, to output: inout [UInt8]) {
         precondition(startCodeLength == 3 || startCodeLength == 4)
         if startCodeLength == 4 { output.append(0) }
-        output.append(contentsOf: [0, 0, 1])
-        for i in nalUnit.indices { output.append(nalUnit[unchecked: i]) }
+        output.append(0); output.append(0); output.append(1)
+        nalUnit.withUnsafeBufferPointer { output.append(contentsOf: $0) }
     }
 }
 

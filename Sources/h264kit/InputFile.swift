@@ -57,11 +57,14 @@ func readChunks(fd: Int32, name: String, chunkSize: Int = 1 << 20, _ body: (Unsa
     }
 }
 
-/// Writes text to standard error.
+/// Writes a line to standard error.
 func printError(_ text: String) {
-    var line = text
-    if !line.hasSuffix("\n") { line += "\n" }
-    var bytes = Array(line.utf8)
+    printErrorRaw(text.hasSuffix("\n") ? text : text + "\n")
+}
+
+/// Writes text to standard error as it is.
+func printErrorRaw(_ text: String) {
+    var bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
         let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }

@@ -1,0 +1,53 @@
+public import MediaCore
+
+/// Builds ISO BMFF / QuickTime boxes in memory, big-endian, back-patching each box's size
+/// when its body is done (the swift-nio `writeLengthPrefixed` pattern).
+public struct BoxWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    public var count: Int { bytes.count }
+
+    public mutating func u8(_ value: UInt8) { bytes.append(value) }
+    public mutating func u16(_ value: UInt16) { bytes.append(UInt8(value >> 8)); bytes.append(UInt8(value & 0xFF)) }
+    public mutating func u24(_ value: UInt32) { for shift in [16, 8, 0] { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) } }
+    public mutating func u32(_ value: UInt32) { for shift in [24, 16, 8, 0] { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) } }
+    public mutating func u64(_ value: UInt64) { u32(UInt32(value >> 32)); u32(UInt32(truncatingIfNeeded: value)) }
+    public mutating func i16(_ value: Int16) { u16(UInt16(bitPattern: value)) }
+    public mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
+    public mutating func fourCC(_ code: FourCharCode) { u32(code.rawValue) }
+    public mutating func append(_ data: [UInt8]) { bytes.append(contentsOf: data) }
+    public mutating func zeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
+    /// A 16.16 fixed-point number.
+    public mutating func fixed16(_ value: Double) { u32(UInt32(truncatingIfNeeded: Int64((value * 65536).rounded()))) }
+
+    /// The unity matrix of `mvhd`/`tkhd`.
+    public mutating func unityMatrix() {
+        for value: UInt32 in [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000] { u32(value) }
+    }
+
+    /// A box: size, type, then whatever `body` writes; the size is filled in afterwards.
+    public mutating func box(_ type: FourCharCode, _ body: (inout BoxWriter) -> Void) {
+        let start = bytes.count
+        u32(0)
+        fourCC(type)
+        body(&self)
+        patchSize(at: start)
+    }
+
+    /// A full box: a box whose body starts with a version byte and 24 bits of flags.
+    public mutating func fullBox(_ type: FourCharCode, version: UInt8 = 0, flags: UInt32 = 0, _ body: (inout BoxWriter) -> Void) {
+        box(type) { w in
+            w.u8(version)
+            w.u24(flags)
+            body(&w)
+        }
+    }
+
+    private mutating func patchSize(at start: Int) {
+        let size = bytes.count - start
+        precondition(size <= Int(UInt32.max), "an in-memory box over 4 GiB")
+        for i in 0..<4 { bytes[start + i] = UInt8(truncatingIfNeeded: size >> (24 - 8 * i)) }
+    }
+}

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An error reading or writing an MP4/MOV file, with where it happened: the file, the box path
+/// ("moov/trak[1]/mdia/minf/stbl/stsz") and the byte offset.
+public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// A read, write, open or rename failed (disk full, closed pipe, permissions).
+        public static let io = Code(name: "I/O error")
+        /// A box whose size or contents break the format.
+        public static let invalidBox = Code(name: "invalid box")
+        /// The file ends inside a box or before the media the index points to.
+        public static let truncated = Code(name: "truncated")
+        /// Valid but not handled here (a codec other than H.264, a version we do not read).
+        public static let unsupported = Code(name: "unsupported")
+        /// Samples or settings the container cannot hold.
+        public static let invalidInput = Code(name: "invalid input")
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var reason: String
+    /// The file, when known.
+    public var path: String?
+    /// The box path, when the error is inside a box.
+    public var boxPath: String?
+    public var byteOffset: Int?
+
+    public init(_ code: Code, _ reason: String, path: String? = nil, boxPath: String? = nil, byteOffset: Int? = nil) {
+        self.code = code
+        self.reason = reason
+        self.path = path
+        self.boxPath = boxPath
+        self.byteOffset = byteOffset
+    }
+
+    /// An I/O error from `errno`.
+    static func system(_ what: String, path: String?, errno code: Int32 = errno) -> ContainerError {
+        ContainerError(.io, "\(what): \(String(cString: strerror(code)))", path: path)
+    }
+
+    public var description: String {
+        var place: [String] = []
+        if let path { place.append(path) }
+        if let byteOffset { place.append("byte \(byteOffset)") }
+        if let boxPath { place.append(boxPath) }
+        return (place.isEmpty ? "" : place.joined(separator: ": ") + ": ") + "\(code): \(reason)"
+    }
+}
