@@ -32,7 +32,17 @@ public struct AnnexBWriter: Sendable {
             let type = NALUnitHeader(byte: headerByte).nalUnitType
             switch type {
             case .sps: sawSPS = true
-            case .pps: sawPPS = true
+            case .pps:
+                // An in-band PPS needs its SPS first: prepend the description's, as h264_mp4toannexb does.
+                if insert && !sawSPS {
+                    for ps in format.sequenceParameterSets {
+                        AnnexB.append(nalUnit: ps.span, startCodeLength: 4, to: &output)
+                        count += 1
+                    }
+                    first = false
+                    sawSPS = true
+                }
+                sawPPS = true
             default: break
             }
             let isVCL = (1...5).contains(type.rawValue)
@@ -50,6 +60,7 @@ public struct AnnexBWriter: Sendable {
                         count += 1
                     }
                 }
+                first = false
             }
             let long = first || type == .sps || type == .pps
             first = false
