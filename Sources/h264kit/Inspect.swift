@@ -5,7 +5,7 @@ import MediaCore
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Summarise an H.264 Annex-B elementary stream.",
+        abstract: "Summarise an H.264 Annex-B elementary stream, or the tracks of an MP4/MOV file.",
         discussion: """
             Reads a raw H.264 stream (.264/.h264/.jsv/...) or standard input ("-") and prints its profile, \
             level, size, pixel format, frame rate and counts. Problems are reported with their byte offset; \
@@ -35,6 +35,7 @@ struct Inspect: ParsableCommand {
     }
 
     mutating func run() throws {
+        if file != "-" && !nals && !samples, try inspectMovie(file) { return }
         var parser = H264StreamParser()
         var nalRecords: [NALRecord] = []
         let printNALsLive = nals && !json

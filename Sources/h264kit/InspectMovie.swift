@@ -1,0 +1,115 @@
+import FoundationEssentials
+import H264Bitstream
+import H264Container
+import MediaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `inspect` prints for an MP4/MOV file.
+struct MovieSummary: Codable {
+    struct TrackSummary: Codable {
+        var id: UInt32
+        var handler: String
+        var codec: String
+        var codecString: String?
+        var width: Int?
+        var height: Int?
+        var profile: String?
+        var level: Int?
+        var pixelFormat: String?
+        var sampleCount: Int
+        var syncSampleCount: Int
+        var sampleDescriptionCount: Int
+        var timescale: Int32
+        /// Sum of sample durations, in seconds.
+        var duration: Double
+        var frameRate: String?
+        var fragmented: Bool
+        var bytes: UInt64
+    }
+    var format: String
+    var majorBrand: String?
+    var compatibleBrands: [String]
+    var bytes: Int
+    var topLevelBoxes: [String]
+    var tracks: [TrackSummary]
+    var warnings: [String]
+
+    init(_ reader: MovieReader) {
+        let mov = reader.majorBrand == "qt  "
+        format = mov ? "mov" : "mp4"
+        majorBrand = reader.majorBrand?.description
+        compatibleBrands = reader.compatibleBrands.map(\.description)
+        bytes = reader.fileSize
+        topLevelBoxes = reader.topLevelBoxes.map(\.type.description)
+        warnings = reader.warnings
+        tracks = reader.tracks.map { track in
+            var first: VideoFormatDescription?
+            var codec = "none"
+            if let description = track.descriptions.first {
+                switch description {
+                case .h264(let format): first = format; codec = format.codec.description
+                case .other(let type): codec = type.description
+                }
+            }
+            let duration = track.sampleDuration
+            var rate: String?
+            if duration > 0, !track.samples.isEmpty {
+                let reduced = FrameRate(UInt64(track.samples.count) * UInt64(track.timescale), UInt64(duration))
+                rate = reduced.description
+            }
+            return TrackSummary(
+                id: track.id, handler: track.handlerType.description, codec: codec, codecString: first?.codecString,
+                width: first?.width ?? (track.width > 0 ? Int(track.width) : nil), height: first?.height ?? (track.height > 0 ? Int(track.height) : nil),
+                profile: first?.sps.profileName, level: first.map { Int($0.levelIdc) }, pixelFormat: first?.sps.pixelFormatName,
+                sampleCount: track.samples.count, syncSampleCount: track.samples.reduce(0) { $0 + ($1.isSync ? 1 : 0) },
+                sampleDescriptionCount: track.descriptions.count, timescale: track.timescale,
+                duration: Double(duration) / Double(track.timescale), frameRate: rate, fragmented: track.isFragmented,
+                bytes: track.samples.reduce(0) { $0 + UInt64($1.size) })
+        }
+    }
+
+    func humanReadable(name: String) -> String {
+        var lines = ["\(name): \(format == "mov" ? "QuickTime MOV" : "MP4") file, \(bytes) bytes, brand \(majorBrand ?? "none") (\(compatibleBrands.joined(separator: ", ")))"]
+        lines.append("  boxes         \(topLevelBoxes.joined(separator: " "))")
+        for track in tracks {
+            var line = "  track \(track.id)       \(track.handler) \(track.codec)"
+            if let codecString = track.codecString { line += " (\(codecString))" }
+            if let width = track.width, let height = track.height { line += " \(width)x\(height)" }
+            if let profile = track.profile, let level = track.level { line += " \(profile) \(level / 10).\(level % 10)" }
+            if let pixelFormat = track.pixelFormat { line += " \(pixelFormat)" }
+            lines.append(line)
+            var detail = "                \(track.sampleCount) samples (\(track.syncSampleCount) sync), \(fixed3(track.duration)) s"
+            if let rate = track.frameRate, track.handler == "vide" { detail += ", \(rate) fps" }
+            if track.sampleDescriptionCount > 1 { detail += ", \(track.sampleDescriptionCount) sample descriptions" }
+            if track.fragmented { detail += ", fragmented" }
+            lines.append(detail)
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension Inspect {
+    /// Inspects an MP4/MOV file; returns false when `file` is not one.
+    func inspectMovie(_ path: String) throws -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        var header = [UInt8](repeating: 0, count: 8)
+        let n = header.withUnsafeMutableBytes { read(fd, $0.baseAddress, 8) }
+        close(fd)
+        guard n == 8, header.withUnsafeBytes({ MovieReader.looksLikeMovie($0) }) else { return false }
+        let reader: MovieReader
+        do { reader = try MovieReader(path: path) } catch { throw ToolError("\(error)") }
+        let summary = MovieSummary(reader)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else {
+            print(summary.humanReadable(name: path))
+        }
+        for warning in reader.warnings { printError("\(path): warning: \(warning)") }
+        return true
+    }
+}
