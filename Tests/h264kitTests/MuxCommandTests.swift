@@ -1,0 +1,318 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The frame hashes ffmpeg decodes from a file (the last field of each `-f framemd5` line).
+func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [String] = []) throws -> [String]? {
+    var arguments = ["-v", "error", "-threads", "1"]
+    if let format { arguments += ["-f", format] }
+    arguments += ["-i", path] + extra + ["-map", "0:v:0", "-f", "framemd5", "-"]
+    guard let result = try run("ffmpeg", arguments) else { return nil }
+    return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}
+
+/// The hashes stored in a corpus `.framemd5` file.
+func storedFrameHashes(_ path: String) throws -> [String] {
+    try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("#") }
+        .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}
+
+/// What ffprobe says about a muxed file: warnings, packet PTS in display order, duration, frame count.
+struct ProbeReport {
+    var warnings: String
+    var presentationTimes: [Int]
+    var timeBase: (Int, Int)
+    var duration: String
+}
+
+func probe(_ path: String) throws -> ProbeReport? {
+    guard let stream = try run("ffprobe", ["-v", "warning", "-select_streams", "v:0", "-show_entries", "stream=time_base,duration", "-of", "csv=p=0", path]),
+          let packets = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0", path]) else { return nil }
+    let fields = stream.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+    let base = fields.first?.split(separator: "/").compactMap { Int($0) } ?? []
+    return ProbeReport(warnings: stream.stderrText, presentationTimes: packets.stdoutText.split(separator: "\n").compactMap { Int($0.split(separator: ",")[0]) },
+                       timeBase: base.count == 2 ? (base[0], base[1]) : (0, 1), duration: fields.count > 1 ? String(fields[1]) : "")
+}
+
+/// The mux variants the container issue names.
+struct MuxVariant: Sendable, CustomTestStringConvertible {
+    var name: String
+    var suffix: String
+    var arguments: [String]
+    var testDescription: String { name }
+    static let all: [MuxVariant] = [
+        MuxVariant(name: "mp4", suffix: ".mp4", arguments: []),
+        MuxVariant(name: "mov", suffix: ".mov", arguments: []),
+        MuxVariant(name: "faststart", suffix: ".mp4", arguments: ["--faststart"]),
+        MuxVariant(name: "fragmented", suffix: ".mp4", arguments: ["--fragment-duration", "1"]),
+        MuxVariant(name: "negative-cts", suffix: ".mp4", arguments: ["--negative-cts"]),
+    ]
+}
+
+/// Muxes `input` with `variant` and checks it against the oracles; returns failures.
+func checkMux(_ input: String, variant: MuxVariant, expectedHashes: [String], frameRate: (Int, Int)?) throws -> [String] {
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-mux-\(UUID().uuidString)\(variant.suffix)").path
+    defer { try? FileManager.default.removeItem(atPath: output) }
+    let result = try h264kit(["mux", input, output] + variant.arguments)
+    var failures: [String] = []
+    guard FileManager.default.fileExists(atPath: output) else { return ["mux wrote nothing (status \(result.status)): \(result.stderr.prefix(300))"] }
+    if let hashes = try ffmpegFrameHashes(output), hashes != expectedHashes {
+        failures.append("frame hashes differ: \(hashes.count) frames vs \(expectedHashes.count)")
+    }
+    if let report = try probe(output) {
+        if !report.warnings.isEmpty { failures.append("ffprobe warns: \(report.warnings.prefix(200))") }
+        let sorted = report.presentationTimes.sorted()
+        if zip(sorted, sorted.dropFirst()).contains(where: { $0 >= $1 }) { failures.append("packet PTS repeat") }
+        if let (num, den) = frameRate, report.timeBase.0 > 0 {
+            // duration = samples / rate, exactly, in the stream's time base.
+            let ticks = report.presentationTimes.count * den * report.timeBase.1 / (num * report.timeBase.0)
+            let expected = Double(ticks) * Double(report.timeBase.0) / Double(report.timeBase.1)
+            if let duration = Double(report.duration), abs(duration - expected) > 1e-6 {
+                failures.append("duration \(report.duration), expected \(expected)")
+            }
+        }
+    }
+    if let info = try run("mediainfo", ["--Inform=Video;%Format%", output]), info.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) != "AVC" {
+        failures.append("mediainfo reads \(info.stdoutText)")
+    }
+    return failures
+}
+
+@Suite("h264kit mux")
+struct MuxCommandTests {
+    static let sample = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path
+
+    @Test(arguments: MuxVariant.all)
+    func muxedFilesDecodeLikeTheSource(_ variant: MuxVariant) throws {
+        guard let expected = try ffmpegFrameHashes(Self.sample, format: "h264") else { return }
+        let failures = try checkMux(Self.sample, variant: variant, expectedHashes: expected, frameRate: (30000, 1001))
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    @Test func outputIsDeterministic() throws {
+        let a = try Checkout.temporaryFile([], suffix: ".mp4"), b = try Checkout.temporaryFile([], suffix: ".mp4")
+        try FileManager.default.removeItem(atPath: a); try FileManager.default.removeItem(atPath: b)
+        defer { try? FileManager.default.removeItem(atPath: a); try? FileManager.default.removeItem(atPath: b) }
+        #expect(try h264kit(["mux", Self.sample, a]).status == 0)
+        #expect(try h264kit(["mux", Self.sample, b]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(contentsOf: URL(fileURLWithPath: b)))
+    }
+
+    /// A resolution change mid-stream: two sample descriptions, every frame decodes as from the raw stream.
+    @Test func parameterSetChangesGetANewSampleDescription() throws {
+        guard let first = try x264Stream(frames: 10, size: "176x144", arguments: ["--bframes", "2"]),
+              let second = try x264Stream(frames: 10, size: "320x240", arguments: ["--bframes", "2"]) else { return }
+        let input = try Checkout.temporaryFile(first + second)
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        guard let expected = try ffmpegFrameHashes(input, format: "h264") else { return }
+        for variant in [MuxVariant.all[0], MuxVariant.all[3]] {
+            let failures = try checkMux(input, variant: variant, expectedHashes: expected, frameRate: nil)
+            #expect(failures.isEmpty, "\(variant.name): \(failures)")
+        }
+        let output = input + ".json.mp4"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        #expect(try h264kit(["mux", input, output]).status == 0)
+        let json = try h264kit(["inspect", "--json", output])
+        let tracks = try #require((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["tracks"] as? [[String: Any]])
+        #expect(tracks.first?["sampleDescriptionCount"] as? Int == 2)
+    }
+
+    @Test func demuxGivesBackTheStreamFFmpegWould() throws {
+        let mp4 = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-demux-\(UUID().uuidString).mp4").path
+        defer { for path in [mp4, mp4 + ".ours.264", mp4 + ".ffmpeg.264"] { try? FileManager.default.removeItem(atPath: path) } }
+        #expect(try h264kit(["mux", Self.sample, mp4]).status == 0)
+        #expect(try h264kit(["demux", mp4, mp4 + ".ours.264"]).status == 0)
+        guard let ffmpeg = try run("ffmpeg", ["-v", "error", "-i", mp4, "-c", "copy", "-f", "h264", mp4 + ".ffmpeg.264"]), ffmpeg.status == 0 else { return }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mp4 + ".ours.264")) == Data(contentsOf: URL(fileURLWithPath: mp4 + ".ffmpeg.264")),
+                "byte-identical with h264_mp4toannexb")
+    }
+
+    // MARK: Bad input
+
+    @Test func notH264() throws {
+        let input = try Checkout.temporaryFile(Array(repeating: 0x42, count: 5000))
+        let output = input + ".mp4"
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let result = try h264kit(["mux", input, output])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("not an Annex-B H.264 stream"))
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
+    @Test func slicesBeforeTheirParameterSets() throws {
+        // Drop the SPS and PPS: every slice refers to parameter sets never received.
+        let stream = try Checkout.fixture("cisco-bframe-cabac.264")
+        var stripped: [UInt8] = []
+        for nal in AnnexBUnits.split(stream) where nal.first.map({ $0 & 0x1F != 7 && $0 & 0x1F != 8 }) ?? false {
+            stripped += [0, 0, 0, 1] + nal
+        }
+        let input = try Checkout.temporaryFile(stripped)
+        let output = input + ".mp4"
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let result = try h264kit(["mux", input, output])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("PPS") && result.stderr.contains("nothing written"))
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
+    @Test func aTruncatedLastNALUnitIsReported() throws {
+        let stream = try Checkout.fixture("cisco-bframe-cabac.264")
+        let lastStart = AnnexBUnits.starts(stream).last!
+        let input = try Checkout.temporaryFile(Array(stream[..<(lastStart + 6)]))
+        let output = input + ".mp4"
+        defer { try? FileManager.default.removeItem(atPath: input); try? FileManager.default.removeItem(atPath: output) }
+        let result = try h264kit(["mux", input, output])
+        #expect(result.status != 0)
+        let nalIndex = AnnexBUnits.starts(stream).count - 1
+        #expect(result.stderr.contains("NAL #\(nalIndex)") && result.stderr.contains("end of data"))
+        #expect(result.stderr.contains("damaged"), "the file keeps the unit as it was, and says so")
+    }
+
+    @Test func aWriteErrorFailsLoudly() throws {
+        // Standard output on /dev/full: every write fails with ENOSPC.
+        let full = FileHandle(forWritingAtPath: "/dev/full")
+        guard let full else { return }
+        let process = Process()
+        process.executableURL = try h264kitURL()
+        process.arguments = ["mux", Self.sample, "-", "--fragment-duration", "1"]
+        process.standardOutput = full
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(message.contains("No space left on device"))
+    }
+
+    @Test func aMissingOutputDirectory() throws {
+        let result = try h264kit(["mux", Self.sample, "/nonexistent-dir/out.mp4"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("/nonexistent-dir"))
+    }
+
+    /// SIGKILL in the middle of a fragmented mux: ffmpeg plays every complete fragment.
+    @Test func killedFragmentedMuxLeavesAPlayableFile() throws {
+        guard let stream = try x264Stream(frames: 250, size: "320x240", arguments: ["--keyint", "10", "--bframes", "2"]) else { return }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-kill-\(UUID().uuidString).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let process = Process()
+        process.executableURL = try h264kitURL()
+        process.arguments = ["mux", "-", output, "--fragment-duration", "0.4"]
+        let input = Pipe()
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Feed half the stream, wait for fragments to land, then kill without warning.
+        input.fileHandleForWriting.write(Data(stream[..<(stream.count / 2)]))
+        var size = 0
+        for _ in 0..<200 where size < stream.count / 4 {
+            usleep(20_000)
+            size = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        guard let decoded = try run("ffmpeg", ["-v", "error", "-i", output, "-f", "framemd5", "-"]) else { return }
+        let frames = decoded.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }.count
+        #expect(decoded.status == 0)
+        #expect(frames > 0 && frames % 10 == 0, "\(frames) frames: whole fragments of 10")
+        let expected = try #require(try ffmpegFrameHashes(try Checkout.temporaryFile(stream), format: "h264"))
+        #expect(try ffmpegFrameHashes(output) == Array(expected.prefix(frames)))
+    }
+}
+
+func h264kitURL() throws -> URL {
+    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    var directory = testBinary.deletingLastPathComponent()
+    while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("h264kit").path) && directory.path != "/" {
+        directory.deleteLastPathComponent()
+    }
+    return directory.appendingPathComponent("h264kit")
+}
+
+/// A minimal start-code splitter for building test inputs (independent of the library under test).
+enum AnnexBUnits {
+    static func starts(_ bytes: [UInt8]) -> [Int] {
+        var result: [Int] = []
+        var i = 0
+        while i + 3 <= bytes.count {
+            if bytes[i] == 0 && bytes[i + 1] == 0 && bytes[i + 2] == 1 {
+                result.append(i > 0 && bytes[i - 1] == 0 ? i - 1 : i)
+                i += 3
+            } else { i += 1 }
+        }
+        return result
+    }
+    static func split(_ bytes: [UInt8]) -> [[UInt8]] {
+        let s = starts(bytes)
+        return s.indices.map { index in
+            var start = s[index]
+            while bytes[start] == 0 { start += 1 }
+            start += 1
+            let end = index + 1 < s.count ? s[index + 1] : bytes.count
+            return Array(bytes[start..<end])
+        }
+    }
+}
+
+@Suite("Mux and demux on the corpus (H264KIT_CORPUS)", .enabled(if: Corpus.directory != nil, "set H264KIT_CORPUS to the corpus directory"))
+struct CorpusMuxTests {
+    static let rawStreams = Corpus.entries().filter { !$0.isContainer && !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
+    static let containers = Corpus.entries().filter { $0.isContainer && !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
+
+    /// Where a container's own decode differs from its elementary stream for reasons an
+    /// Annex-B stream cannot carry. Each is checked the way that accounts for it.
+    static let containerDifferences: [String: [String]] = [
+        "jcodec_jcodec/metaedit/itunes.mov": ["-noautorotate"],  // a display matrix rotates the picture
+        "androidx_media/portrait_4k60.mp4": ["-noautorotate"],
+        "androidx_media/iibbibb_editlist_videoonly.mp4": ["-ignore_editlist", "1"],  // the edit list hides a frame
+    ]
+    /// Differences no flag removes, with the reason.
+    static let containerOnly: [String: String] = [
+        "gopro_gpmf-parser/karma.mp4": "the sample entry says 854 wide while the SPS crops to 864; libavcodec crops to the container's width",
+        "androidx_media/sample_with_invalid_nalu.mp4": "a corrupt length field makes ffmpeg drop the whole sample; as an elementary stream the damaged unit is isolated and the picture decodes",
+    ]
+
+    @Test(arguments: rawStreams.map(\.path))
+    func muxMatchesTheRawDecode(_ path: String) throws {
+        let entry = Self.rawStreams.first { $0.path == path }!
+        let expected = try storedFrameHashes(entry.url.path + ".framemd5")
+        for variant in [MuxVariant.all[0], MuxVariant.all[1], MuxVariant.all[2], MuxVariant.all[3]] {
+            let failures = try checkMux(entry.url.path, variant: variant, expectedHashes: expected, frameRate: nil)
+            #expect(failures.isEmpty, "\(path) \(variant.name): \(failures)")
+        }
+    }
+
+    @Test(arguments: containers.map(\.path))
+    func demuxMatchesTheContainerDecode(_ path: String) throws {
+        let entry = Self.containers.first { $0.path == path }!
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-demux-\(UUID().uuidString).264").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try h264kit(["demux", entry.url.path, output])
+        guard entry.notes.contains("avc1") else {
+            #expect(result.status != 0, "no H.264 track: a clear error")
+            return
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        if let reason = Self.containerOnly[path] {
+            #expect(try ffmpegFrameHashes(output, format: "h264")?.count ?? 0 > 0, "\(reason)")
+            return
+        }
+        let expected: [String]
+        if let flags = Self.containerDifferences[path] {
+            expected = try #require(try ffmpegFrameHashesWithInputFlags(entry.url.path, flags))
+        } else {
+            expected = try storedFrameHashes(entry.url.path + ".framemd5")
+        }
+        #expect(try ffmpegFrameHashes(output, format: "h264") == expected, "\(path)")
+    }
+}
+
+/// ffmpeg's frame hashes with options before `-i` (edit-list and rotation switches).
+func ffmpegFrameHashesWithInputFlags(_ path: String, _ flags: [String]) throws -> [String]? {
+    guard let result = try run("ffmpeg", ["-v", "error", "-threads", "1"] + flags + ["-i", path, "-map", "0:v:0", "-f", "framemd5", "-"]) else { return nil }
+    return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}
