@@ -79,7 +79,12 @@ public struct SampleBufferBuilder: Sendable {
     private var current: Building?
     /// Non-VCL NAL units after the last slice: they start the next access unit unless a slice
     /// of the same picture follows (§7.4.1.2.3).
-    private var pending: [[UInt8]] = []
+    private var pending: [Pending] = []
+    private struct Pending {
+        var bytes: [UInt8]
+        /// A parameter set that moves into the format description if a new picture follows.
+        var outOfBand = false
+    }
     private var format: VideoFormatDescription?
     private var formatParameterSets: Set<[UInt8]> = []
     private var formatIsStale = true
@@ -111,38 +116,47 @@ public struct SampleBufferBuilder: Sendable {
         let failed = parser.errorCount > errorsBefore
         switch type.rawValue {
         case 1...5:
-            if parser.pictures.count > picturesBefore {
+            let startsPicture = parser.pictures.count > picturesBefore
+            if startsPicture {
                 try closeCurrent()
                 try begin(decodeIndex: picturesBefore)
                 current!.data.reserveCapacity(bytes.count + 64)
+                // Parameter sets before the picture are in its format description now.
+                if !options.keepsParameterSetsInBand {
+                    let before = pending.count
+                    pending.removeAll { $0.outOfBand }
+                    removedNALUnitCount += before - pending.count
+                }
             } else if current == nil {
                 // A slice no picture could start from (no parameter sets yet, a broken header):
                 // it goes with the first picture, as a remuxer keeps it.
-                pending.append(bytes.array)
+                pending.append(Pending(bytes: bytes.array))
                 return
             }
-            for nal in pending { try appendToCurrent(nal.span) }
+            // Parameter sets between the slices of one sample (a PPS before the second field)
+            // cannot move out: the format description holds one per id. They stay in band.
+            for nal in pending { try appendToCurrent(nal.bytes.span) }
             pending.removeAll()
             try appendToCurrent(bytes)
         case NALUnitType.sps.rawValue, NALUnitType.pps.rawValue:
             if !failed && !formatParameterSets.contains(bytes.array) { formatIsStale = true }
-            if options.keepsParameterSetsInBand || failed { pending.append(bytes.array) } else { removedNALUnitCount += 1 }
+            pending.append(Pending(bytes: bytes.array, outOfBand: !failed && !options.keepsParameterSetsInBand))
         case NALUnitType.accessUnitDelimiter.rawValue:
-            if options.dropsAccessUnitDelimiters { removedNALUnitCount += 1 } else { pending.append(bytes.array) }
+            if options.dropsAccessUnitDelimiters { removedNALUnitCount += 1 } else { pending.append(Pending(bytes: bytes.array)) }
         case NALUnitType.fillerData.rawValue where options.dropsFillerData:
             removedNALUnitCount += 1
         case 6, 13...18:
-            pending.append(bytes.array)
+            pending.append(Pending(bytes: bytes.array))
         default:
             // End of sequence/stream, filler, auxiliary and unspecified units follow the picture they end.
-            if pending.isEmpty && current != nil { try appendToCurrent(bytes) } else { pending.append(bytes.array) }
+            if pending.isEmpty && current != nil { try appendToCurrent(bytes) } else { pending.append(Pending(bytes: bytes.array)) }
         }
     }
 
     /// Ends the stream: every remaining sample becomes ready.
     public mutating func finish() throws(BitstreamError) {
         if current != nil {
-            for nal in pending { try appendToCurrent(nal.span) }
+            for nal in pending where !nal.outOfBand { try appendToCurrent(nal.bytes.span) }
         } else {
             droppedNALUnitCount += pending.count
         }

@@ -73,8 +73,15 @@ struct Mux: ParsableCommand {
         var writer: MovieWriter?
         let progress = Progress(total: input == "-" ? nil : fileSize(input))
 
+        var leadingDropped = 0
         func drain() throws {
             while let sample = builder.nextSample() {
+                // A file starts with a sync sample: pictures before the first IDR or recovery
+                // point cannot be decoded (a decoder drops them too).
+                if writer == nil && !sample.isSync {
+                    leadingDropped += 1
+                    continue
+                }
                 if writer == nil {
                     try checkTiming(builder, givenRate: givenRate, inputName: inputName)
                     writer = try MovieWriter(path: output, options: options)
@@ -122,8 +129,8 @@ struct Mux: ParsableCommand {
         if splitter.leadingGarbageCount > 0 {
             printError("\(inputName): warning: \(splitter.leadingGarbageCount) bytes before the first start code were skipped")
         }
-        if let first = parser.firstRecoveredPicture, first > 0 || parser.pictures.first.map({ !$0.isSync }) == true {
-            printError("\(inputName): warning: the stream does not start with an IDR picture; \(parser.firstRecoveredPicture ?? 0) leading picture(s) cannot be decoded")
+        if leadingDropped > 0 {
+            printError("\(inputName): warning: the stream does not start with an IDR picture or recovery point; the \(leadingDropped) picture(s) before the first one cannot be decoded and were left out")
         }
         guard let writer else {
             for diagnostic in parser.diagnostics { printError("\(inputName): \(diagnostic)") }

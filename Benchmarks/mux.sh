@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Speed and memory of `h264kit mux`, beside the real tools in one hyperfine run:
+#   1. a ~500 MB 1080p Annex-B stream: mux vs `cp` of the same file (target: within 1.3x) and
+#      vs `ffmpeg -i IN -c copy OUT.mp4` (target: at least 2.5x faster);
+#   2. peak RSS (GNU time) at ~100 MB and ~1 GB of input (target: <= 32 MB and flat).
+# Usage: Benchmarks/mux.sh [WORKDIR]   (default: .build/bench-data; inputs made by inspect.sh's recipe)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work="${1:-.build/bench-data}"
+mkdir -p "$work"
+swift build -c release --product h264kit >/dev/null
+bin="$PWD/.build/release/h264kit"
+
+big="$work/1080p-500MB.264"
+if [ ! -f "$big" ]; then
+    echo "making $big ..."
+    part="$work/1080p-part.264"
+    ffmpeg -v error -f lavfi -i "testsrc2=size=1920x1080:rate=25" -frames:v 100 -pix_fmt yuv420p -f yuv4mpegpipe - |
+        x264 --quiet --demuxer y4m --preset ultrafast --qp 8 --keyint 50 -o "$part" -
+    : > "$big"
+    while [ "$(stat -c %s "$big")" -lt 500000000 ]; do cat "$part" >> "$big"; done
+    rm -f "$part"
+fi
+small="$work/1080p-100MB.264"
+[ -f "$small" ] || head -c 100000000 "$big" > "$small"
+huge="$work/1080p-1GB.264"
+[ -f "$huge" ] || cat "$big" "$big" > "$huge"
+
+out="$work/mux-out"
+mkdir -p "$out"
+echo "== 1. mux vs cp vs ffmpeg -c copy on $(du -h "$big" | cut -f1) =="
+cat "$big" > /dev/null
+hyperfine --warmup 1 --runs 7 --export-json "$work/mux.json" \
+    --prepare "rm -f $out/*" \
+    "cp $big $out/copy.264" \
+    "$bin mux $big $out/ours.mp4 2>/dev/null" \
+    "ffmpeg -v error -y -f h264 -i $big -c copy $out/ffmpeg.mp4"
+python3 - "$work/mux.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+cp, ours, ff = (x["mean"] for x in r)
+print(f"cp {cp:.3f} s, mux {ours:.3f} s, ffmpeg {ff:.3f} s")
+print(f"mux / cp = {ours / cp:.2f}x (target <= 1.3x); ffmpeg / mux = {ff / ours:.2f}x (target >= 2.5x)")
+PY
+
+echo "== 2. peak RSS =="
+for input in "$small" "$huge"; do
+    /usr/bin/time -f "%M" -o "$out/rss.txt" "$bin" mux "$input" "$out/rss.mp4" 2>/dev/null
+    rss=$(tail -1 "$out/rss.txt")
+    /usr/bin/time -f "%M" -o "$out/rss.txt" ffmpeg -v error -y -f h264 -i "$input" -c copy "$out/rss-ffmpeg.mp4"
+    ffrss=$(tail -1 "$out/rss.txt")
+    echo "$(du -h "$input" | cut -f1) input: mux peak RSS $((rss / 1024)) MB (ffmpeg $((ffrss / 1024)) MB)"
+    rm -f "$out"/rss*.mp4
+done
+rm -rf "$out"
