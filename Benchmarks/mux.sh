@@ -3,24 +3,8 @@
 #   1. a ~500 MB 1080p Annex-B stream: mux vs `cp` of the same file (target: within 1.3x) and
 #      vs `ffmpeg -i IN -c copy OUT.mp4` (target: at least 2.5x faster);
 #   2. peak RSS (GNU time) at ~100 MB and ~1 GB of input (target: <= 32 MB and flat).
-# Usage: Benchmarks/mux.sh [WORKDIR]   (default: .build/bench-data; inputs made by inspect.sh's recipe)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-work="${1:-.build/bench-data}"
-mkdir -p "$work"
-swift build -c release --product h264kit >/dev/null
-bin="$PWD/.build/release/h264kit"
-
-big="$work/1080p-500MB.264"
-if [ ! -f "$big" ]; then
-    echo "making $big ..."
-    part="$work/1080p-part.264"
-    ffmpeg -v error -f lavfi -i "testsrc2=size=1920x1080:rate=25" -frames:v 100 -pix_fmt yuv420p -f yuv4mpegpipe - |
-        x264 --quiet --demuxer y4m --preset ultrafast --qp 8 --keyint 50 -o "$part" -
-    : > "$big"
-    while [ "$(stat -c %s "$big")" -lt 500000000 ]; do cat "$part" >> "$big"; done
-    rm -f "$part"
-fi
+# Usage: Benchmarks/mux.sh [WORKDIR]   (default: .build/bench-data; the stream is made by data.sh)
+source "$(dirname "$0")/data.sh" "$@"
 small="$work/1080p-100MB.264"
 [ -f "$small" ] || head -c 100000000 "$big" > "$small"
 huge="$work/1080p-1GB.264"

@@ -366,7 +366,7 @@ public final class MovieReader: @unchecked Sendable {
                     decodeTime = version == 1 ? Int64(bitPattern: try r.u64()) : Int64(try r.u32())
                 case "trun":
                     guard let index = trackIndex else { throw r.error("trun before tfhd") }
-                    let (version, tr) = try r.versionAndFlags()
+                    let (_, tr) = try r.versionAndFlags()
                     let count = try r.u32("sample_count")
                     var dataOffset = base
                     if tr & 0x1 != 0 {
@@ -386,7 +386,6 @@ public final class MovieReader: @unchecked Sendable {
                         var f = tr & 0x400 != 0 ? try r.u32() : flags
                         if i == 0, let firstFlags { f = firstFlags }
                         let c = tr & 0x800 != 0 ? Int32(bitPattern: try r.u32()) : 0
-                        _ = version
                         let dependsOn = UInt8(f >> 24 & 3), dependedOn = UInt8(f >> 22 & 3)
                         tracks[index].samples.append(SampleEntry(offset: dataOffset, size: s, decodeTime: time, compositionOffset: c, duration: d,
                                                                  isSync: f & 0x0001_0000 == 0, descriptionIndex: description,

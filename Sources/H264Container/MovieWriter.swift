@@ -223,7 +223,7 @@ public final class MovieWriter {
             let newChunk = chunks.isEmpty || chunks[chunks.count - 1].description != UInt32(description)
                 || chunkBytes >= 1 << 20 || decode - chunkStartTime >= Int64(timescale)
             if newChunk {
-                chunks.append((position - (media == nil ? 0 : 0), 0, UInt32(description)))
+                chunks.append((position, 0, UInt32(description)))
                 chunkBytes = 0
                 chunkStartTime = decode
             }

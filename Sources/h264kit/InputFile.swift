@@ -1,3 +1,4 @@
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,6 +56,13 @@ func readChunks(fd: Int32, name: String, chunkSize: Int = 1 << 20, _ body: (Unsa
         if n == 0 { return }
         try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
     }
+}
+
+/// Prints a value as sorted, indented JSON (what every `--json` prints).
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
 /// Writes a line to standard error.

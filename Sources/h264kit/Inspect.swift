@@ -129,9 +129,7 @@ struct Inspect: ParsableCommand {
             summary.sampleFrameRate = builder?.frameRate?.description
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            try printJSON(summary)
         } else if !samples {
             print(summary.humanReadable(name: file))
         }

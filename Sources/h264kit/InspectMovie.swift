@@ -103,9 +103,7 @@ extension Inspect {
         do { reader = try MovieReader(path: path) } catch { throw ToolError("\(error)") }
         let summary = MovieSummary(reader)
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            try printJSON(summary)
         } else {
             print(summary.humanReadable(name: path))
         }

@@ -180,20 +180,15 @@ func fileSize(_ path: String) -> Int? {
 final class Progress {
     let total: Int?
     let enabled = isatty(2) != 0
-    private var lastUpdate: UInt64 = 0
+    private let clock = HostClock()
+    private var lastUpdate: Int64 = 0
     private var shown = false
 
     init(total: Int?) { self.total = total }
 
-    private static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
-
     func update(bytes: Int, samples: Int) {
         guard enabled else { return }
-        let now = Self.now()
+        let now = clock.currentTime.value  // nanoseconds
         guard now - lastUpdate > 250_000_000 else { return }
         lastUpdate = now
         var line = "\r\(bytes >> 20) MB"

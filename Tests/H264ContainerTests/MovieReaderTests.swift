@@ -1,0 +1,95 @@
+import Foundation
+import H264Bitstream
+@testable import H264Container
+import MediaCore
+import TestSupport
+import Testing
+
+/// A movie written from a committed fixture, returned as bytes, with the samples that went in.
+func writtenMovie(_ options: MovieWriter.Options) throws -> (bytes: [UInt8], samples: [SampleBuffer]) {
+    let stream = try Checkout.fixture("cisco-bframe-cabac.264")
+    let (samples, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .fixed(FrameRate(25, 1)))
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-reader-\(UUID().uuidString).mp4").path
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let writer = try MovieWriter(path: path, options: options)
+    for sample in samples { try writer.append(sample) }
+    try writer.finish()
+    return ([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), samples)
+}
+
+func read(_ bytes: [UInt8]) throws(ContainerError) -> MovieReader {
+    let path = (try? Checkout.temporaryFile(bytes, suffix: ".mp4")) ?? "/nonexistent"
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try MovieReader(path: path)
+}
+
+func offset(of type: String, in bytes: [UInt8]) -> Int? {
+    let tag = Array(type.utf8)
+    return (4..<(bytes.count - 4)).first { Array(bytes[$0..<($0 + 4)]) == tag }.map { $0 - 4 }
+}
+
+@Suite struct MovieReaderTests {
+    static let layouts: [MovieWriter.Options] = [
+        .init(), .init(fileType: .mov), .init(faststart: true),
+        .init(fragmentDuration: MediaTime(value: 1, timescale: 5)), .init(negativeCompositionOffsets: true),
+    ]
+
+    @Test(arguments: layouts)
+    func readsBackWhatWasWritten(_ options: MovieWriter.Options) throws {
+        let (bytes, written) = try writtenMovie(options)
+        let reader = try read(bytes)
+        #expect(reader.warnings.isEmpty)
+        let index = try #require(reader.firstVideoTrackIndex)
+        let samples = try reader.sampleBuffers(track: index)
+        #expect(samples.map(\.data) == written.map(\.data))
+        #expect(samples.map(\.isSync) == written.map(\.isSync))
+        // Presentation order and spacing survive (the edit list maps the first frame to 0).
+        let shown = samples.map { $0.presentationTime.converted(toTimescale: 25).value }
+        #expect(shown == written.map(\.presentationTime.value))
+        #expect(samples.first?.formatDescription == written.first?.formatDescription)
+    }
+
+    @Test func cutMediaKeepsTheIntactSamplesWithAWarning() throws {
+        let (bytes, written) = try writtenMovie(.init(faststart: true))
+        let reader = try read(Array(bytes.prefix(bytes.count * 6 / 10)))
+        let samples = try reader.sampleBuffers(track: 0)
+        #expect(samples.count > 0 && samples.count < written.count)
+        #expect(samples.map(\.data) == written.prefix(samples.count).map(\.data))
+        #expect(reader.warnings.contains { $0.contains("truncated") })
+    }
+
+    @Test func aCutIndexIsAnError() throws {
+        let (bytes, _) = try writtenMovie(.init(faststart: true))
+        let moov = try #require(offset(of: "moov", in: bytes))
+        #expect { try read(Array(bytes.prefix(moov + 200))) } throws: { error in
+            let error = error as! ContainerError
+            return error.code == .truncated && error.boxPath == "moov"
+        }
+    }
+
+    @Test func aHugeEntryCountIsAnErrorNotAnAllocation() throws {
+        var (bytes, _) = try writtenMovie(.init())
+        let stsz = try #require(offset(of: "stsz", in: bytes))
+        for i in 0..<4 { bytes[stsz + 16 + i] = 0x7F }  // sample_count, after size, type, version/flags, sample_size
+        #expect { try read(bytes) } throws: { error in
+            let error = error as! ContainerError
+            return error.code == .invalidBox && (error.boxPath ?? "").contains("stbl/stsz") && error.reason.contains("entries")
+        }
+    }
+
+    @Test func aBoxLargerThanItsParentIsAnError() throws {
+        var (bytes, _) = try writtenMovie(.init())
+        let trak = try #require(offset(of: "trak", in: bytes))
+        bytes[trak] = 0x7F
+        #expect { try read(bytes) } throws: { error in
+            let error = error as! ContainerError
+            return error.code == .invalidBox && error.reason.contains("past its parent") && error.byteOffset == trak
+        }
+    }
+
+    @Test func notAMovie() {
+        #expect { try read(Array(repeating: 0x42, count: 100)) } throws: { error in
+            (error as! ContainerError).code == .invalidInput
+        }
+    }
+}
