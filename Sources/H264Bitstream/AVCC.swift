@@ -43,12 +43,17 @@ public enum AVCC {
     /// Appends one NAL unit with its length prefix. A NAL unit too long for the prefix (over 255
     /// bytes with 1, over 65535 with 2) is an error, never a silently wrapped length.
     public static func append(nalUnit: Span<UInt8>, lengthSize: Int, to output: inout [UInt8]) throws(BitstreamError) {
+        try appendLengthPrefix(nalUnit.count, lengthSize: lengthSize, to: &output)
+        nalUnit.withUnsafeBufferPointer { output.append(contentsOf: $0) }
+    }
+
+    /// Appends the length prefix of a `length`-byte NAL unit (whose bytes go elsewhere), with
+    /// the checks of ``append(nalUnit:lengthSize:to:)``.
+    public static func appendLengthPrefix(_ length: Int, lengthSize: Int, to output: inout [UInt8]) throws(BitstreamError) {
         try validate(lengthSize: lengthSize)
-        let length = nalUnit.count
         guard lengthSize == 4 ? UInt64(length) <= UInt64(UInt32.max) : length < 1 << (8 * lengthSize) else {
             throw BitstreamError(.invalidLength, "a \(length)-byte NAL unit does not fit a \(lengthSize)-byte length prefix")
         }
         for i in stride(from: lengthSize - 1, through: 0, by: -1) { output.append(UInt8(truncatingIfNeeded: length >> (8 * i))) }
-        nalUnit.withUnsafeBufferPointer { output.append(contentsOf: $0) }
     }
 }

@@ -1,3 +1,4 @@
+import MediaCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -54,6 +55,44 @@ final class FileOutput {
 
     func write(_ bytes: [UInt8]) throws(ContainerError) {
         try bytes.span.withUnsafeBytes { (raw) throws(ContainerError) in try write(raw) }
+    }
+
+    /// Writes a block buffer. A large chained one (length prefixes between NAL units still in a
+    /// mapped input) goes to `writev(2)` piece by piece, never through a copy.
+    func write(_ data: BlockBuffer) throws(ContainerError) {
+        if data.isContiguous || data.count < Self.bufferSize / 16 {
+            try data.forEachSegment { (raw) throws(ContainerError) in try write(raw) }
+            return
+        }
+        try flush()
+        var pieces: [iovec] = []
+        pieces.reserveCapacity(data.segmentCount)
+        data.forEachSegment { raw in pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count)) }
+        // The pointers stay valid: `data` keeps its storage alive until this returns.
+        try withExtendedLifetime(data) { () throws(ContainerError) in try writeAll(&pieces) }
+        position += UInt64(data.count)
+    }
+
+    private func writeAll(_ pieces: inout [iovec]) throws(ContainerError) {
+        var first = 0
+        var written = 0
+        while first < pieces.count {
+            let n = pieces.withUnsafeBufferPointer { writev(fd, $0.baseAddress! + first, Int32(min(pieces.count - first, 1024))) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .system("write failed after \(position + UInt64(written)) bytes", path: path)
+            }
+            written += n
+            var left = n
+            while first < pieces.count && left >= pieces[first].iov_len {
+                left -= pieces[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                pieces[first].iov_base += left
+                pieces[first].iov_len -= left
+            }
+        }
     }
 
     func flush() throws(ContainerError) {

@@ -349,7 +349,7 @@ extension MovieWriter {
         try output.write(moof)
         try output.write(Self.mediaDataHeader(size: UInt64(fragmentBytes), large: false))
         for sample in fragmentSamples {
-            try sample.data.withUnsafeBytes { (raw) throws(ContainerError) in try output.write(raw) }
+            try output.write(sample.data)
         }
         try output.flush()
         fragmentSamples.removeAll(keepingCapacity: true)

@@ -219,7 +219,7 @@ public final class MovieWriter {
         } else {
             let target = media ?? output
             let position = target.position
-            try data.withUnsafeBytes { (raw) throws(ContainerError) in try target.write(raw) }
+            try target.write(data)
             let newChunk = chunks.isEmpty || chunks[chunks.count - 1].description != UInt32(description)
                 || chunkBytes >= 1 << 20 || decode - chunkStartTime >= Int64(timescale)
             if newChunk {

@@ -1,9 +1,12 @@
-/// A contiguous run of bytes that either owns its storage or references memory someone else
-/// owns (a mapped file, a decoder's buffer), the `CMBlockBuffer` analogue.
+/// Bytes that either own their storage or reference memory someone else owns (a mapped file,
+/// a decoder's buffer), the `CMBlockBuffer` analogue.
 ///
 /// Slicing never copies: a slice shares the storage and keeps it alive, and the storage's
-/// deallocator runs once, when the last buffer referencing it goes away. The bytes are
-/// immutable once wrapped, so a block buffer is `Sendable` and can be handed between threads.
+/// deallocator runs once, when the last buffer referencing it goes away. A buffer can also
+/// chain several such ranges (``init(chaining:)``), as a `CMBlockBuffer` does, so that a sample
+/// can be length prefixes plus NAL units still in a mapped input file: ``forEachSegment(_:)``
+/// hands the pieces to a gathering write without a copy. The bytes are immutable once
+/// wrapped, so a block buffer is `Sendable` and can be handed between threads.
 public struct BlockBuffer: Sendable {
     final class Storage: @unchecked Sendable {
         enum Kind {
@@ -17,14 +20,38 @@ public struct BlockBuffer: Sendable {
         }
     }
 
-    let storage: Storage
-    /// Where this buffer's bytes sit in its storage.
-    let range: Range<Int>
+    /// One contiguous range of one storage.
+    struct Segment: Sendable {
+        let storage: Storage
+        let range: Range<Int>
+
+        func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+            switch storage.kind {
+            case .owned(let array):
+                // `withUnsafeBytes` on Array rethrows untyped; keep the typed error by hand.
+                var result: Result<R, E>!
+                array.withUnsafeBytes { raw in
+                    do throws(E) { result = .success(try body(UnsafeRawBufferPointer(rebasing: raw[range]))) } catch { result = .failure(error) }
+                }
+                return try result.get()
+            case .referenced(let bytes, _):
+                return try body(UnsafeRawBufferPointer(rebasing: bytes[range]))
+            }
+        }
+    }
+
+    enum Representation: Sendable {
+        case contiguous(Segment)
+        /// Two or more non-empty segments.
+        case chain([Segment])
+    }
+
+    let representation: Representation
+    public let count: Int
 
     /// A buffer that owns `bytes`.
     public init(_ bytes: [UInt8]) {
-        storage = Storage(.owned(bytes))
-        range = 0..<bytes.count
+        self.init(representation: .contiguous(Segment(storage: Storage(.owned(bytes)), range: 0..<bytes.count)), count: bytes.count)
     }
 
     /// An empty buffer.
@@ -34,61 +61,154 @@ public struct BlockBuffer: Sendable {
     /// sharing this memory is gone (pass nil for memory that outlives every buffer, such as a
     /// static table). The memory must not change while any buffer references it.
     public init(referencing bytes: UnsafeRawBufferPointer, deallocator: (@Sendable (UnsafeRawBufferPointer) -> Void)?) {
-        storage = Storage(.referenced(bytes, deallocator: deallocator))
-        range = 0..<bytes.count
+        self.init(representation: .contiguous(Segment(storage: Storage(.referenced(bytes, deallocator: deallocator)), range: 0..<bytes.count)), count: bytes.count)
     }
 
-    init(storage: Storage, range: Range<Int>) {
-        self.storage = storage
-        self.range = range
+    /// The bytes of `buffers` one after another, without copying them (the buffers' storage is
+    /// shared, as a slice shares it).
+    public init(chaining buffers: some Sequence<BlockBuffer>) {
+        var segments: [Segment] = []
+        var total = 0
+        for buffer in buffers {
+            switch buffer.representation {
+            case .contiguous(let segment) where !segment.range.isEmpty: segments.append(segment)
+            case .contiguous: break
+            case .chain(let more): segments.append(contentsOf: more)
+            }
+            total += buffer.count
+        }
+        self.init(segments: segments, count: total)
     }
 
-    public var count: Int { range.count }
-    public var isEmpty: Bool { range.isEmpty }
+    private init(segments: [Segment], count: Int) {
+        switch segments.count {
+        case 0: self.init()
+        case 1: self.init(representation: .contiguous(segments[0]), count: count)
+        default: self.init(representation: .chain(segments), count: count)
+        }
+    }
 
-    /// Whether the two buffers share storage (one is a slice of the other, or both of a third).
-    public func sharesStorage(with other: BlockBuffer) -> Bool { storage === other.storage }
+    private init(representation: Representation, count: Int) {
+        self.representation = representation
+        self.count = count
+    }
+
+    public var isEmpty: Bool { count == 0 }
+
+    /// Whether the bytes are one range of memory (``withUnsafeBytes(_:)`` does not copy).
+    public var isContiguous: Bool {
+        if case .contiguous = representation { return true }
+        return false
+    }
+
+    /// How many contiguous pieces the bytes are in.
+    public var segmentCount: Int {
+        switch representation {
+        case .contiguous: 1
+        case .chain(let segments): segments.count
+        }
+    }
+
+    /// Whether the two buffers share storage (one is a slice of the other, both of a third, or
+    /// a chain holds the other's bytes).
+    public func sharesStorage(with other: BlockBuffer) -> Bool {
+        let mine = storages
+        return other.storages.contains { theirs in mine.contains { $0 === theirs } }
+    }
+
+    private var storages: [Storage] {
+        switch representation {
+        case .contiguous(let segment): [segment.storage]
+        case .chain(let segments): segments.map(\.storage)
+        }
+    }
 
     /// The bytes in `bounds` (relative to this buffer), sharing storage: no copy.
     public subscript(bounds: Range<Int>) -> BlockBuffer {
         precondition(bounds.lowerBound >= 0 && bounds.upperBound <= count, "slice \(bounds) outside a \(count)-byte block buffer")
-        return BlockBuffer(storage: storage, range: (range.lowerBound + bounds.lowerBound)..<(range.lowerBound + bounds.upperBound))
+        switch representation {
+        case .contiguous(let segment):
+            let base = segment.range.lowerBound
+            return BlockBuffer(segments: [Segment(storage: segment.storage, range: (base + bounds.lowerBound)..<(base + bounds.upperBound))], count: bounds.count)
+        case .chain(let segments):
+            var picked: [Segment] = []
+            var position = 0
+            for segment in segments {
+                let here = position..<(position + segment.range.count)
+                position = here.upperBound
+                let overlap = here.clamped(to: bounds)
+                guard !overlap.isEmpty else { if here.lowerBound >= bounds.upperBound { break } else { continue } }
+                let base = segment.range.lowerBound - here.lowerBound
+                picked.append(Segment(storage: segment.storage, range: (base + overlap.lowerBound)..<(base + overlap.upperBound)))
+            }
+            return BlockBuffer(segments: picked, count: bounds.count)
+        }
     }
 
-    /// Calls `body` with the bytes. The pointer is valid only inside `body`.
+    /// Calls `body` with the bytes. The pointer is valid only inside `body`. A chained buffer
+    /// is copied into one temporary range first; ``forEachSegment(_:)`` avoids that.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        switch storage.kind {
-        case .owned(let array):
-            // `withUnsafeBytes` on Array rethrows untyped; keep the typed error by hand.
+        switch representation {
+        case .contiguous(let segment):
+            return try segment.withUnsafeBytes(body)
+        case .chain:
+            let copy = bytes
             var result: Result<R, E>!
-            array.withUnsafeBytes { raw in
-                do throws(E) { result = .success(try body(UnsafeRawBufferPointer(rebasing: raw[range]))) } catch { result = .failure(error) }
+            copy.withUnsafeBytes { raw in
+                do throws(E) { result = .success(try body(raw)) } catch { result = .failure(error) }
             }
             return try result.get()
-        case .referenced(let bytes, _):
-            return try body(UnsafeRawBufferPointer(rebasing: bytes[range]))
         }
+    }
+
+    /// Calls `body` with each contiguous piece of the bytes, in order (one call for a
+    /// contiguous buffer).
+    public func forEachSegment<E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) {
+        switch representation {
+        case .contiguous(let segment):
+            try segment.withUnsafeBytes(body)
+        case .chain(let segments):
+            for segment in segments { try segment.withUnsafeBytes(body) }
+        }
+    }
+
+    /// The same bytes in one range of memory: this buffer when it is contiguous, else a copy
+    /// (`CMBlockBufferCreateContiguous`).
+    public func contiguous() -> BlockBuffer {
+        isContiguous ? self : BlockBuffer(bytes)
     }
 
     /// A copy of the bytes as an array.
     public var bytes: [UInt8] {
-        if case .owned(let array) = storage.kind, range == array.indices { return array }
-        return withUnsafeBytes { Array($0) }
+        if case .contiguous(let segment) = representation, case .owned(let array) = segment.storage.kind, segment.range == array.indices {
+            return array
+        }
+        var result: [UInt8] = []
+        result.reserveCapacity(count)
+        forEachSegment { result.append(contentsOf: $0) }
+        return result
     }
 }
 
 extension BlockBuffer: Equatable {
-    /// Equal when the bytes are equal, wherever they are stored.
+    /// Equal when the bytes are equal, wherever and however they are stored.
     public static func == (a: BlockBuffer, b: BlockBuffer) -> Bool {
         guard a.count == b.count else { return false }
-        if a.storage === b.storage && a.range == b.range { return true }
+        if case .contiguous(let x) = a.representation, case .contiguous(let y) = b.representation, x.storage === y.storage, x.range == y.range {
+            return true
+        }
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
     }
 }
 
 extension BlockBuffer: CustomStringConvertible {
     public var description: String {
-        if case .owned = storage.kind { return "BlockBuffer(\(count) bytes, owned)" }
-        return "BlockBuffer(\(count) bytes, referenced)"
+        switch representation {
+        case .contiguous(let segment):
+            if case .owned = segment.storage.kind { return "BlockBuffer(\(count) bytes, owned)" }
+            return "BlockBuffer(\(count) bytes, referenced)"
+        case .chain(let segments):
+            return "BlockBuffer(\(count) bytes in \(segments.count) segments)"
+        }
     }
 }

@@ -64,12 +64,12 @@ public struct SampleBufferBuilder: Sendable {
     public private(set) var sampleCount = 0
 
     private struct Building {
-        var data: [UInt8]
+        var data: SampleAssembly
         var decodeIndex: Int
         var format: VideoFormatDescription
     }
     private struct Held {
-        var data: [UInt8]
+        var data: BlockBuffer
         var decodeIndex: Int
         var format: VideoFormatDescription
         var picture: PictureInfo
@@ -108,6 +108,19 @@ public struct SampleBufferBuilder: Sendable {
     /// Adds the next NAL unit of the stream (header byte first); `location` is its place in the
     /// stream, for diagnostics.
     public mutating func append(nalUnit bytes: Span<UInt8>, at location: AnnexBNALUnit) throws(BitstreamError) {
+        try append(bytes, reference: nil, at: location)
+    }
+
+    /// Adds the next NAL unit of the stream from a block buffer (a slice of a mapped file, say).
+    /// Slices of pictures are not copied: the sample's data chains references to them between
+    /// its length prefixes, so the memory must stay unchanged while the samples are in use.
+    public mutating func append(nalUnit buffer: BlockBuffer, at location: AnnexBNALUnit) throws(BitstreamError) {
+        try buffer.withUnsafeBytes { (raw) throws(BitstreamError) in
+            try append(raw.bindMemory(to: UInt8.self).span, reference: buffer, at: location)
+        }
+    }
+
+    private mutating func append(_ bytes: Span<UInt8>, reference: BlockBuffer?, at location: AnnexBNALUnit) throws(BitstreamError) {
         guard !bytes.isEmpty else { return }
         let picturesBefore = parser.pictures.count
         let errorsBefore = parser.errorCount
@@ -120,7 +133,7 @@ public struct SampleBufferBuilder: Sendable {
             if startsPicture {
                 try closeCurrent()
                 try begin(decodeIndex: picturesBefore)
-                current!.data.reserveCapacity(bytes.count + 64)
+                if reference == nil { current!.data.tail.reserveCapacity(bytes.count + 64) }
                 // Parameter sets before the picture are in its format description now.
                 if !options.keepsParameterSetsInBand {
                     let before = pending.count
@@ -137,7 +150,7 @@ public struct SampleBufferBuilder: Sendable {
             // cannot move out: the format description holds one per id. They stay in band.
             for nal in pending { try appendToCurrent(nal.bytes.span) }
             pending.removeAll()
-            try appendToCurrent(bytes)
+            try appendToCurrent(bytes, reference: reference)
         case NALUnitType.sps.rawValue, NALUnitType.pps.rawValue:
             if !failed && !formatParameterSets.contains(bytes.array) { formatIsStale = true }
             pending.append(Pending(bytes: bytes.array, outOfBand: !failed && !options.keepsParameterSetsInBand))
@@ -178,15 +191,23 @@ public struct SampleBufferBuilder: Sendable {
 
     // MARK: Building a sample
 
-    private mutating func appendToCurrent(_ nal: Span<UInt8>) throws(BitstreamError) {
-        do { try AVCC.append(nalUnit: nal, lengthSize: options.nalUnitLengthSize, to: &current!.data) } catch {
+    private mutating func appendToCurrent(_ nal: Span<UInt8>, reference: BlockBuffer? = nil) throws(BitstreamError) {
+        do {
+            if let reference, reference.count >= SampleAssembly.smallestReference {
+                try AVCC.appendLengthPrefix(reference.count, lengthSize: options.nalUnitLengthSize, to: &current!.data.tail)
+                current!.data.closeTail()
+                current!.data.segments.append(reference)
+            } else {
+                try AVCC.append(nalUnit: nal, lengthSize: options.nalUnitLengthSize, to: &current!.data.tail)
+            }
+        } catch {
             throw error.prefixed("picture \(current!.decodeIndex)")
         }
     }
 
     private mutating func begin(decodeIndex: Int) throws(BitstreamError) {
         if formatIsStale || format == nil { try makeFormat(for: parser.pictures[decodeIndex]) }
-        current = Building(data: [], decodeIndex: decodeIndex, format: format!)
+        current = Building(data: SampleAssembly(), decodeIndex: decodeIndex, format: format!)
     }
 
     /// A format description from every parameter set received so far, the picture's SPS first.
@@ -220,7 +241,7 @@ public struct SampleBufferBuilder: Sendable {
         sampleCount += 1
         // An IDR or MMCO 5 picture outputs everything before it (§C.4.4), then starts afresh.
         if picture.isIDR || picture.hasMMCO5 { flushWindow() }
-        held.append(Held(data: building.data, decodeIndex: building.decodeIndex, format: building.format, picture: picture))
+        held.append(Held(data: building.data.finished(), decodeIndex: building.decodeIndex, format: building.format, picture: picture))
         window.append((picture.hasMMCO5 ? 0 : picture.picOrderCnt, building.decodeIndex))
         let depth = parser.registry.sps(picture.seqParameterSetId)?.reorderDepth ?? decodeDelay
         while window.count > depth { popWindow() }
@@ -279,7 +300,7 @@ public struct SampleBufferBuilder: Sendable {
             let picture = item.picture
             let intraOnly = picture.sliceTypes.allSatisfy { $0 == .i || $0 == .si }
             ready.append(SampleBuffer(
-                data: BlockBuffer(item.data),
+                data: item.data,
                 formatDescription: item.format,
                 timing: SampleTiming(presentationTime: pts, decodeTime: dts, duration: MediaTime(value: frameDuration, timescale: timescale)),
                 attachments: SampleAttachments(isSync: picture.isSync, dependsOnOthers: !intraOnly,
@@ -288,6 +309,24 @@ public struct SampleBufferBuilder: Sendable {
         }
         if heldStart == held.count { held.removeAll(keepingCapacity: true); heldStart = 0 }
         else if heldStart > 256 { held.removeFirst(heldStart); heldStart = 0 }
+    }
+}
+
+/// A sample's bytes as they are gathered: copied NAL units and prefixes in `tail`, and
+/// referenced NAL units between them.
+private struct SampleAssembly {
+    /// NAL units smaller than this are copied: a reference costs a segment.
+    static let smallestReference = 4096
+    var tail: [UInt8] = []
+    var segments: [BlockBuffer] = []
+
+    mutating func closeTail() {
+        segments.append(BlockBuffer(tail))
+        tail = []
+    }
+
+    func finished() -> BlockBuffer {
+        segments.isEmpty ? BlockBuffer(tail) : BlockBuffer(chaining: segments + [BlockBuffer(tail)])
     }
 }
 

@@ -16,7 +16,7 @@ func errnoText(_ code: Int32 = errno) -> String { String(cString: strerror(code)
 /// A regular file mapped read-only into memory: zero-copy access for the scanners.
 ///
 /// Pages are faulted in as they are touched: a scan that reads only NAL headers touches few.
-final class MappedFile {
+final class MappedFile: @unchecked Sendable {  // immutable after init
     let path: String
     let bytes: UnsafeRawBufferPointer
     private let mapping: UnsafeMutableRawPointer?

@@ -90,25 +90,44 @@ struct Mux: ParsableCommand {
             }
         }
 
-        let fd = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ToolError("\(input): cannot open: \(errnoText())") }
-        defer { if fd != 0 { close(fd) } }
-        var splitter = AnnexBStreamSplitter()
         var bytesRead = 0
+        var leadingGarbage = 0
         do {
-            try readChunks(fd: fd, name: inputName, chunkSize: 4 << 20) { chunk in
-                bytesRead += chunk.count
-                try splitter.append(chunk) { (location, bytes) throws(BitstreamError) in
+            if input != "-", let size = fileSize(input), size > 0 {
+                // A regular file is mapped, and the samples refer to its slices without a copy.
+                let mapped = try MappedFile(path: input)
+                let file = BlockBuffer(referencing: mapped.bytes) { _ in withExtendedLifetime(mapped) {} }
+                let limit = AnnexBStreamSplitter.defaultMaximumNALUnitSize
+                leadingGarbage = try forEachNALUnitInWindows(in: mapped.bytes) { nal in
+                    guard nal.payload.count <= limit else {
+                        throw ToolError("\(inputName): byte \(nal.startCodeOffset): NAL unit larger than \(limit) bytes; is this an H.264 stream?")
+                    }
+                    try builder.append(nalUnit: file[nal.payload], at: nal)
+                    try drain()
+                    bytesRead = nal.payload.upperBound
+                    progress.update(bytes: bytesRead, samples: builder.sampleCount)
+                }
+                bytesRead = size
+            } else {
+                let fd = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw ToolError("\(input): cannot open: \(errnoText())") }
+                defer { if fd != 0 { close(fd) } }
+                var splitter = AnnexBStreamSplitter()
+                try readChunks(fd: fd, name: inputName, chunkSize: 4 << 20) { chunk in
+                    bytesRead += chunk.count
+                    try splitter.append(chunk) { (location, bytes) throws(BitstreamError) in
+                        try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
+                    }
+                    if splitter.isOverLimit {
+                        throw ToolError("\(inputName): byte \(splitter.currentNALUnitOffset): NAL unit larger than \(splitter.maximumNALUnitSize) bytes; is this an H.264 stream?")
+                    }
+                    try drain()
+                    progress.update(bytes: bytesRead, samples: builder.sampleCount)
+                }
+                try splitter.finish { (location, bytes) throws(BitstreamError) in
                     try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
                 }
-                if splitter.isOverLimit {
-                    throw ToolError("\(inputName): byte \(splitter.currentNALUnitOffset): NAL unit larger than \(splitter.maximumNALUnitSize) bytes; is this an H.264 stream?")
-                }
-                try drain()
-                progress.update(bytes: bytesRead, samples: builder.sampleCount)
-            }
-            try splitter.finish { (location, bytes) throws(BitstreamError) in
-                try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
+                leadingGarbage = splitter.leadingGarbageCount
             }
             try builder.finish()
             try drain()
@@ -126,8 +145,8 @@ struct Mux: ParsableCommand {
         if parser.nalUnitCount == 0 {
             throw ToolError("\(inputName): no H.264 start code found in \(bytesRead) bytes; not an Annex-B H.264 stream")
         }
-        if splitter.leadingGarbageCount > 0 {
-            printError("\(inputName): warning: \(splitter.leadingGarbageCount) bytes before the first start code were skipped")
+        if leadingGarbage > 0 {
+            printError("\(inputName): warning: \(leadingGarbage) bytes before the first start code were skipped")
         }
         if leadingDropped > 0 {
             printError("\(inputName): warning: the stream does not start with an IDR picture or recovery point; the \(leadingDropped) picture(s) before the first one cannot be decoded and were left out")

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import H264Bitstream
 #if canImport(Glibc)
 import Glibc
@@ -66,4 +67,83 @@ private func startCodePrefixes(in bytes: UnsafeRawBufferPointer, _ range: Range<
         i = p + 1
     }
     return found
+}
+
+/// Walks the NAL units of a mapped Annex-B file in order, for a pass that keeps references
+/// to them (`mux` chains them into samples): memory stays bounded however large the file.
+///
+/// A helper thread works through the file a window at a time, at most `depth` windows ahead:
+/// it prefaults the window's pages (one `MADV_POPULATE_READ` call instead of a fault every
+/// few pages) and finds its start codes, and drops the pages `lag` windows behind the caller
+/// from the process (`MADV_DONTNEED`: they stay in the page cache, and a sample still
+/// referring to them faults them back in when it is written, so this only ever costs time,
+/// never bytes). This thread hands the NAL units to `body`: the search and the page-table work
+/// thus overlap the caller's parsing and writing. Returns the number of bytes before the
+/// first start code.
+func forEachNALUnitInWindows(
+    in bytes: UnsafeRawBufferPointer, window: Int = 1 << 20, depth: Int = 4, lag: Int = 4, _ body: (AnnexBNALUnit) throws -> Void
+) throws -> Int {
+    final class Channel: @unchecked Sendable {  // slots are handed over by the semaphores
+        var slots: [[Int]]
+        let filled = DispatchSemaphore(value: 0)
+        let free: DispatchSemaphore
+        let finished = DispatchSemaphore(value: 0)
+        let cancelled = Atomic<Bool>(false)
+        init(depth: Int) {
+            slots = Array(repeating: [], count: depth)
+            free = DispatchSemaphore(value: depth)
+        }
+    }
+    let size = bytes.count
+    let windows = (size + window - 1) / window
+    let channel = Channel(depth: depth)
+    nonisolated(unsafe) let shared = bytes
+    DispatchQueue.global().async {
+        let base = UnsafeMutableRawPointer(mutating: shared.baseAddress!)
+        var released = 0
+        for k in 0..<windows {
+            channel.free.wait()
+            if channel.cancelled.load(ordering: .relaxed) { break }
+            // The caller has taken window k − depth, and is done with the pages well before it.
+            let behind = max(0, k - depth - lag) * window
+            if behind > released {
+                _ = madvise(base + released, behind - released, MADV_DONTNEED)
+                released = behind
+            }
+            let range = (k * window)..<min(size, (k + 1) * window)
+            _ = madvise(base + range.lowerBound, range.count, 22 /* MADV_POPULATE_READ */)
+            var found: [Int] = []
+            var i = range.lowerBound
+            while let p = AnnexB.nextStartCodePrefix(in: shared, from: i, before: range.upperBound) {
+                found.append(p)
+                i = p + 1
+            }
+            channel.slots[k % depth] = found
+            channel.filled.signal()
+        }
+        channel.finished.signal()
+    }
+    defer {
+        // The helper reads the mapping: it must be done before the caller may unmap it.
+        channel.cancelled.store(true, ordering: .relaxed)
+        for _ in 0..<depth { channel.free.signal() }
+        channel.finished.wait()
+    }
+    var previous: Int?
+    var garbage = size
+    for k in 0..<windows {
+        channel.filled.wait()
+        let prefixes = channel.slots[k % depth]
+        channel.free.signal()
+        for prefix in prefixes {
+            if let start = previous {
+                if let nal = AnnexB.nalUnit(in: bytes, prefix: start, nextPrefix: prefix) { try body(nal) }
+            } else {
+                garbage = prefix
+            }
+            previous = prefix
+        }
+    }
+    if let last = previous, let nal = AnnexB.nalUnit(in: bytes, prefix: last, nextPrefix: nil) { try body(nal) }
+    return garbage
 }

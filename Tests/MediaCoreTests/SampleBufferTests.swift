@@ -37,6 +37,34 @@ import Testing
         slice = nil
         #expect(released.load(ordering: .relaxed) == 1)
     }
+    @Test func chainsJoinBuffersWithoutCopying() {
+        let a = BlockBuffer(Array(0..<10))
+        let b = BlockBuffer(Array(10..<30))[5..<20]   // 15...29
+        let chain = BlockBuffer(chaining: [a, BlockBuffer(), b, BlockBuffer([30, 31])])
+        #expect(chain.count == 27)
+        #expect(!chain.isContiguous)
+        #expect(chain.segmentCount == 3, "empty buffers are left out")
+        #expect(chain.bytes == Array(0..<10) + Array(15..<32))
+        #expect(chain.sharesStorage(with: a) && chain.sharesStorage(with: b))
+        var pieces: [[UInt8]] = []
+        chain.forEachSegment { pieces.append(Array($0)) }
+        #expect(pieces == [Array(0..<10), Array(15..<30), [30, 31]])
+        // Slices across, inside and at the edges of segments.
+        #expect(chain[8..<13].bytes == [8, 9, 15, 16, 17])
+        #expect(chain[8..<13].segmentCount == 2)
+        #expect(chain[11..<14].isContiguous && chain[11..<14].sharesStorage(with: b))
+        #expect(chain[10..<25] == BlockBuffer(Array(15..<30)))
+        #expect(chain[0..<0].isEmpty)
+        #expect(chain[20..<27].bytes == Array(25..<32))
+        // Reading a chain as one range copies it; a contiguous buffer is handed back as it is.
+        #expect(chain.withUnsafeBytes { Array($0) } == chain.bytes)
+        #expect(chain.contiguous().isContiguous && chain.contiguous() == chain)
+        #expect(a.contiguous().withUnsafeBytes { $0.baseAddress } == a.withUnsafeBytes { $0.baseAddress })
+        // Chains of chains flatten.
+        let twice = BlockBuffer(chaining: [chain, chain])
+        #expect(twice.segmentCount == 6 && twice.bytes == chain.bytes + chain.bytes)
+        #expect(BlockBuffer(chaining: [a]).isContiguous)
+    }
 }
 
 /// A small stream: one SPS (no VUI timing), one PPS, then frames and fields as asked.
@@ -116,6 +144,31 @@ func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, ext
         let (inBand, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(keepsParameterSetsInBand: true), frameRate: rate)
         #expect(try types(inBand[0]).prefix(2) == [.sps, .pps])
         #expect(inBand.count == outOfBand.count)
+    }
+
+    @Test func referencedNALUnitsGiveTheSameSamplesWithoutCopies() throws {
+        guard let stream = try x264Stream(frames: 12, size: "640x360", arguments: ["--bframes", "2", "--slices", "2"]) else { return }
+        let rate = SampleBufferBuilder.FrameRateSource.stream(fallback: FrameRate(25, 1))
+        let (copied, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: rate)
+        let file = BlockBuffer(stream)
+        var builder = SampleBufferBuilder(frameRate: rate)
+        var referenced: [SampleBuffer] = []
+        for nal in AnnexB.nalUnits(in: stream) {
+            try builder.append(nalUnit: file[nal.payload], at: nal)
+            while let sample = builder.nextSample() { referenced.append(sample) }
+        }
+        try builder.finish()
+        while let sample = builder.nextSample() { referenced.append(sample) }
+        #expect(referenced.count == copied.count)
+        for (r, c) in zip(referenced, copied) {
+            #expect(r.data == c.data)
+            #expect(r.timing == c.timing)
+            #expect(r.attachments == c.attachments)
+        }
+        let chained = referenced.filter { !$0.data.isContiguous }
+        #expect(!chained.isEmpty, "large slices are referenced, not copied")
+        #expect(chained.allSatisfy { $0.data.sharesStorage(with: file) })
+        #expect(try chained.allSatisfy { try $0.nalUnits().count >= 2 })
     }
 
     @Test(arguments: [1, 2, 4])

@@ -79,3 +79,14 @@ public struct TestFailure: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+
+/// The frame hashes ffmpeg decodes from a file (the last field of each `-f framemd5` line);
+/// nil if ffmpeg is not installed.
+public func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [String] = []) throws -> [String]? {
+    var arguments = ["-v", "error", "-threads", "1"]
+    if let format { arguments += ["-f", format] }
+    arguments += ["-i", path] + extra + ["-map", "0:v:0", "-f", "framemd5", "-"]
+    guard let result = try run("ffmpeg", arguments) else { return nil }
+    return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}

@@ -2,16 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The frame hashes ffmpeg decodes from a file (the last field of each `-f framemd5` line).
-func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [String] = []) throws -> [String]? {
-    var arguments = ["-v", "error", "-threads", "1"]
-    if let format { arguments += ["-f", format] }
-    arguments += ["-i", path] + extra + ["-map", "0:v:0", "-f", "framemd5", "-"]
-    guard let result = try run("ffmpeg", arguments) else { return nil }
-    return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
-        .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
-}
-
 /// The hashes stored in a corpus `.framemd5` file.
 func storedFrameHashes(_ path: String) throws -> [String] {
     try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("#") }
@@ -100,6 +90,24 @@ struct MuxCommandTests {
         #expect(try h264kit(["mux", Self.sample, a]).status == 0)
         #expect(try h264kit(["mux", Self.sample, b]).status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(contentsOf: URL(fileURLWithPath: b)))
+    }
+
+    /// A file is mapped and its slices written without a copy; standard input is read in
+    /// chunks and copied. Both must give the same bytes, fragmented or not.
+    @Test(arguments: [[], ["--fragment-duration", "0.5"]])
+    func standardInputGivesTheSameFileAsAMappedFile(_ extra: [String]) throws {
+        guard let stream = try x264Stream(frames: 40, size: "1280x720", arguments: ["--bframes", "3", "--slices", "3", "--keyint", "15"]) else { return }
+        let input = try Checkout.temporaryFile(stream, suffix: ".264")
+        let a = input + ".file.mp4", b = input + ".stdin.mp4"
+        defer { for path in [input, a, b] { try? FileManager.default.removeItem(atPath: path) } }
+        #expect(try h264kit(["mux", input, a] + extra).status == 0)
+        #expect(try h264kit(["mux", "-", b] + extra, stdin: Data(stream)).status == 0)
+        let fromFile = try Data(contentsOf: URL(fileURLWithPath: a))
+        #expect(fromFile.count > stream.count)
+        #expect(fromFile == (try Data(contentsOf: URL(fileURLWithPath: b))))
+        if let hashes = try ffmpegFrameHashes(input, format: "h264") {
+            #expect(try ffmpegFrameHashes(a) == hashes)
+        }
     }
 
     /// A resolution change mid-stream: two sample descriptions, every frame decodes as from the raw stream.
