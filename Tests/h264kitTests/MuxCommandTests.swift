@@ -57,7 +57,7 @@ func checkMux(_ input: String, variant: MuxVariant, expectedHashes: [String], fr
         if !containerWarnings.isEmpty { failures.append("ffprobe warns: \(containerWarnings.prefix(3))") }
         let sorted = report.presentationTimes.sorted()
         if zip(sorted, sorted.dropFirst()).contains(where: { $0 >= $1 }) { failures.append("packet PTS repeat") }
-        if let (num, den) = frameRate, report.timeBase.0 > 0 {
+        if let (num, den) = frameRate ?? reportedFrameRate(result.stderr), report.timeBase.0 > 0 {
             // duration = samples / rate, exactly, in the stream's time base.
             let ticks = report.presentationTimes.count * den * report.timeBase.1 / (num * report.timeBase.0)
             let expected = Double(ticks) * Double(report.timeBase.0) / Double(report.timeBase.1)
@@ -70,6 +70,14 @@ func checkMux(_ input: String, variant: MuxVariant, expectedHashes: [String], fr
         failures.append("mediainfo reads \(info.stdoutText)")
     }
     return failures
+}
+
+/// The rate `mux` says it used ("…, 4.0 s at 30000/1001 fps, …").
+func reportedFrameRate(_ stderr: String) -> (Int, Int)? {
+    guard let at = stderr.range(of: " s at "), let fps = stderr[at.upperBound...].range(of: " fps") else { return nil }
+    let parts = stderr[at.upperBound..<fps.lowerBound].split(separator: "/")
+    guard let num = Int(parts[0]), let den = parts.count > 1 ? Int(parts[1]) : 1 else { return nil }
+    return (num, den)
 }
 
 @Suite("h264kit mux")
