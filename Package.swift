@@ -27,6 +27,10 @@ var targets: [Target] = [
     .target(name: "MediaCore", dependencies: ["H264Bitstream"]),
     .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore"]),
 
+    // The only module that imports C: encoder and decoder wrappers, then the sessions over them.
+    .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CFFmpeg", "CX264"]),
+    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Codec"]),
+
     // The command-line tool: one file per subcommand over the libraries.
     .executableTarget(
         name: "h264kit",
@@ -34,6 +38,8 @@ var targets: [Target] = [
             "H264Bitstream",
             "MediaCore",
             "H264Container",
+            "H264Codec",
+            "H264Session",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
     ),
@@ -42,6 +48,8 @@ var targets: [Target] = [
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
     .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Codec", "MediaCore", "TestSupport"]),
     .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
@@ -58,6 +66,8 @@ let package = Package(
         .library(name: "H264Bitstream", targets: ["H264Bitstream"]),
         .library(name: "MediaCore", targets: ["MediaCore"]),
         .library(name: "H264Container", targets: ["H264Container"]),
+        .library(name: "H264Codec", targets: ["H264Codec"]),
+        .library(name: "H264Session", targets: ["H264Session"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

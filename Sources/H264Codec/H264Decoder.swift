@@ -1,0 +1,148 @@
+import CFFmpeg
+import H264Bitstream
+public import MediaCore
+
+/// An H.264 decoder: libavcodec's `h264` decoder, owned by one value.
+///
+/// Feed it samples in decoding order with ``send(_:timestamp:duration:)`` and take pictures,
+/// in presentation order, with ``receive()``; at the end, ``sendEndOfStream()`` and receive
+/// until nil to get the pictures held back for reordering. Length-prefixed samples need the
+/// format description the decoder was made with (its `avcC` goes to the decoder as extradata);
+/// without one, samples are Annex-B. Pictures reference the decoder's buffers (reference
+/// counted), so keeping one does not hold the decoder back or need a copy.
+///
+/// The corresponding C functions are `avcodec_send_packet` and `avcodec_receive_frame`.
+public struct H264Decoder: ~Copyable {
+    /// How libavcodec spreads the work over threads.
+    public struct Threading: Sendable, Hashable {
+        /// Threads to use; 0 lets libavcodec choose (one per core).
+        public var count: Int
+        /// Decode several frames at once (adds one frame of latency per thread).
+        public var frames: Bool
+        /// Decode the slices of one frame at once (only helps streams with several slices).
+        public var slices: Bool
+
+        public init(count: Int = 0, frames: Bool = true, slices: Bool = true) {
+            self.count = count
+            self.frames = frames
+            self.slices = slices
+        }
+
+        /// One thread: what `ffmpeg -threads 1` does.
+        public static let single = Threading(count: 1)
+    }
+
+    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let packet: UnsafeMutablePointer<AVPacket>
+    private let frame: UnsafeMutablePointer<AVFrame>
+    /// The NAL length size of the samples (0 for Annex-B).
+    public let nalUnitLengthSize: Int
+
+    /// - Parameter reorderDepth: how many pictures may come before one shown earlier; by default
+    ///   the SPS's (`max_num_reorder_frames`, else the level's DPB size). libavcodec otherwise
+    ///   starts with none and drops the pictures it meets out of order before it learns better
+    ///   (the `ffmpeg` tool avoids that by probing the stream first).
+    public init(formatDescription: VideoFormatDescription?, threading: Threading = Threading(), reorderDepth: Int? = nil) throws(CodecError) {
+        guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
+            throw CodecError(.unavailable, "this libavcodec has no H.264 decoder")
+        }
+        var owned = avcodec_alloc_context3(codec)
+        var ownedPacket = av_packet_alloc()
+        var ownedFrame = av_frame_alloc()
+        func cleanUp() {
+            avcodec_free_context(&owned)
+            av_packet_free(&ownedPacket)
+            av_frame_free(&ownedFrame)
+        }
+        guard let context = owned, let packet = ownedPacket, let frame = ownedFrame else {
+            cleanUp()
+            throw CodecError(.unavailable, "cannot allocate a decoder context, packet and frame")
+        }
+        if let formatDescription {
+            let record = formatDescription.avcC
+            guard let extradata = av_mallocz(record.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+                cleanUp()
+                throw CodecError(.unavailable, "cannot allocate extradata")
+            }
+            record.withUnsafeBytes { extradata.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            context.pointee.extradata = extradata.assumingMemoryBound(to: UInt8.self)
+            context.pointee.extradata_size = Int32(record.count)
+        }
+        context.pointee.has_b_frames = Int32(clamping: reorderDepth ?? formatDescription?.sps.reorderDepth ?? 0)
+        context.pointee.thread_count = Int32(clamping: threading.count)
+        context.pointee.thread_type = (threading.frames ? FF_THREAD_FRAME : 0) | (threading.slices ? FF_THREAD_SLICE : 0)
+        do {
+            try check(avcodec_open2(context, codec, nil), .invalidConfiguration, "cannot open the H.264 decoder")
+        } catch {
+            cleanUp()
+            throw error
+        }
+        self.context = context
+        self.packet = packet
+        self.frame = frame
+        nalUnitLengthSize = formatDescription?.nalUnitLengthSize ?? 0
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVCodecContext>? = context
+        var packet: UnsafeMutablePointer<AVPacket>? = packet
+        var frame: UnsafeMutablePointer<AVFrame>? = frame
+        avcodec_free_context(&context)
+        av_packet_free(&packet)
+        av_frame_free(&frame)
+    }
+
+    /// Sends one sample (an access unit: length-prefixed, or Annex-B for a decoder made
+    /// without a format description). `timestamp` comes back with the picture.
+    ///
+    /// Returns false, having taken nothing, when the decoder holds pictures that must be
+    /// received first; then call ``receive()`` until nil and send again.
+    public mutating func send(_ data: BlockBuffer, timestamp: Int64?, duration: Int64 = 0) throws(CodecError) -> Bool {
+        try check(av_new_packet(packet, Int32(clamping: data.count)), .decodeFailed, "cannot allocate a \(data.count)-byte packet")
+        var offset = 0
+        let destination = packet.pointee.data!
+        data.forEachSegment { piece in
+            (destination + offset).update(from: piece.bindMemory(to: UInt8.self).baseAddress!, count: piece.count)
+            offset += piece.count
+        }
+        packet.pointee.pts = timestamp ?? Int64.min  // AV_NOPTS_VALUE
+        packet.pointee.dts = Int64.min
+        packet.pointee.duration = duration
+        let result = avcodec_send_packet(context, packet)
+        av_packet_unref(packet)
+        if result == AVError.tryAgain.rawValue { return false }
+        try check(result, .decodeFailed, "the decoder rejected the sample")
+        return true
+    }
+
+    /// Tells the decoder no more samples come: receiving then yields every picture it still holds.
+    public mutating func sendEndOfStream() throws(CodecError) {
+        let result = avcodec_send_packet(context, nil)
+        if result == AVError.endOfFile.rawValue { return }
+        try check(result, .decodeFailed, "cannot drain the decoder")
+    }
+
+    /// The next picture, or nil when the decoder needs more input (or, after
+    /// ``sendEndOfStream()``, has given everything).
+    public mutating func receive() throws(CodecError) -> DecodedPicture? {
+        let result = avcodec_receive_frame(context, frame)
+        if result == AVError.tryAgain.rawValue || result == AVError.endOfFile.rawValue { return nil }
+        try check(result, .decodeFailed, "decoding failed")
+        guard let picture = av_frame_alloc() else { throw CodecError(.decodeFailed, "cannot allocate a frame") }
+        av_frame_move_ref(picture, frame)
+        let timestamp = picture.pointee.best_effort_timestamp
+        let duration = picture.pointee.pkt_duration
+        let isKeyFrame = picture.pointee.key_frame != 0
+        let errorFlags = DecodeErrorFlags(rawValue: picture.pointee.decode_error_flags)
+        let isCorrupt = picture.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0
+        return DecodedPicture(
+            pixelBuffer: try pixelBuffer(adopting: picture), timestamp: timestamp == Int64.min ? nil : timestamp,
+            duration: duration, isKeyFrame: isKeyFrame, errorFlags: errorFlags, isCorrupt: isCorrupt)
+    }
+
+    /// Drops everything held and starts afresh (after ``sendEndOfStream()``, or for a seek):
+    /// the next sample should be a sync sample. The corresponding C function is `avcodec_flush_buffers`.
+    public mutating func reset() {
+        avcodec_flush_buffers(context)
+    }
+}
