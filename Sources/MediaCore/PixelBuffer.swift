@@ -160,7 +160,9 @@ public final class PixelBuffer: @unchecked Sendable {
         public var bytesPerRow: Int
         /// Bytes of one row's samples, without padding.
         public var rowBytes: Int
-        let base: UnsafeMutableRawPointer
+        /// The first byte of the first row (`CVPixelBufferGetBaseAddressOfPlane`), for handing
+        /// the plane to C. Valid only while the buffer (or a view of it) is alive.
+        public let base: UnsafeMutableRawPointer
     }
 
     /// Memory the planes live in; released when the last buffer viewing it goes away.
