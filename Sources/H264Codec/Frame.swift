@@ -23,6 +23,9 @@ public struct DecodedPicture: Sendable {
     public var errorFlags: DecodeErrorFlags
     /// libavcodec marks the picture corrupt (`AV_FRAME_FLAG_CORRUPT`).
     public var isCorrupt: Bool
+    /// Two fields; `topFieldFirst` says which is shown first.
+    public var isInterlaced = false
+    public var topFieldFirst = false
 
     /// Whether some of the picture is concealment rather than decoded data.
     public var isConcealed: Bool { isCorrupt || !errorFlags.isEmpty }

@@ -43,6 +43,7 @@ public struct H264Decoder: ~Copyable {
     ///   starts with none and drops the pictures it meets out of order before it learns better
     ///   (the `ffmpeg` tool avoids that by probing the stream first).
     public init(formatDescription: VideoFormatDescription?, threading: Threading = Threading(), reorderDepth: Int? = nil) throws(CodecError) {
+        DecoderLog.installed
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
             throw CodecError(.unavailable, "this libavcodec has no H.264 decoder")
         }
@@ -135,9 +136,18 @@ public struct H264Decoder: ~Copyable {
         let isKeyFrame = picture.pointee.key_frame != 0
         let errorFlags = DecodeErrorFlags(rawValue: picture.pointee.decode_error_flags)
         let isCorrupt = picture.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0
+        let isInterlaced = picture.pointee.interlaced_frame != 0, topFieldFirst = picture.pointee.top_field_first != 0
         return DecodedPicture(
             pixelBuffer: try pixelBuffer(adopting: picture), timestamp: timestamp == Int64.min ? nil : timestamp,
-            duration: duration, isKeyFrame: isKeyFrame, errorFlags: errorFlags, isCorrupt: isCorrupt)
+            duration: duration, isKeyFrame: isKeyFrame, errorFlags: errorFlags, isCorrupt: isCorrupt,
+            isInterlaced: isInterlaced, topFieldFirst: topFieldFirst)
+    }
+
+    /// The error messages libavcodec logged since the last call (damage it met and concealed:
+    /// "error while decoding MB", "reference picture missing"). libavcodec's log is
+    /// process-wide, so with several decoders running at once a message may be another's.
+    public mutating func takeMessages() -> [String] {
+        DecoderLog.take()
     }
 
     /// Drops everything held and starts afresh (after ``sendEndOfStream()``, or for a seek):

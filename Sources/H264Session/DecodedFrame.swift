@@ -23,8 +23,14 @@ public struct DecodedFrame: Sendable {
     public var errorFlags: DecodeErrorFlags
     /// Why the sample could not be decoded, when the decoder rejected it.
     public var error: CodecError?
+    /// What libavcodec reported while decoding the sample (errors it concealed). Exact with
+    /// one decoder thread; with frame threads a message can land on a neighbouring sample.
+    public var messages: [String] = []
     /// The sample's position among those decoded (0-based, decode order).
     public var sampleIndex: Int
+    /// Two fields; `topFieldFirst` says which is shown first.
+    public var isInterlaced = false
+    public var topFieldFirst = false
 
     public var isDropped: Bool { flags.contains(.dropped) }
 }

@@ -379,7 +379,7 @@ private struct Engine: ~Copyable {
     let converts: Bool
     var description: VideoFormatDescription
     /// Timing of samples sent and not yet out, by their index (the packet timestamp).
-    var pending: [Int: (presentation: MediaTime, duration: MediaTime, error: CodecError?)] = [:]
+    var pending: [Int: (presentation: MediaTime, duration: MediaTime, error: CodecError?, messages: [String])] = [:]
     var nextIndex = 0
     /// Samples that produced no picture are reported dropped once this many wait behind them.
     static let pendingLimit = 64
@@ -399,7 +399,7 @@ private struct Engine: ~Copyable {
     mutating func decode(_ sample: SampleBuffer) throws(DecompressionError) -> [DecodedFrame] {
         let index = nextIndex
         nextIndex += 1
-        pending[index] = (sample.presentationTime, sample.duration, nil)
+        pending[index] = (sample.presentationTime, sample.duration, nil, [])
         var data = sample.data
         if sample.formatDescription != description {
             // New parameter sets go in band before the sample, as a stream would carry them.
@@ -428,6 +428,11 @@ private struct Engine: ~Copyable {
                 sent = true
             }
         }
+        let messages = decoder.takeMessages()
+        if !messages.isEmpty {
+            if pending[index] != nil { pending[index]!.messages += messages }
+            else if let i = outputs.lastIndex(where: { $0.sampleIndex == index }) { outputs[i].messages += messages; outputs[i].flags.insert(.concealed) }
+        }
         try receiveAll(into: &outputs)
         if pending.count > Self.pendingLimit {
             // The oldest samples will not come out any more.
@@ -453,7 +458,7 @@ private struct Engine: ~Copyable {
             }
             guard let picture else { return }
             let index = picture.timestamp.map(Int.init) ?? -1
-            let timing = pending.removeValue(forKey: index) ?? (.invalid, .invalid, nil)
+            let timing = pending.removeValue(forKey: index) ?? (.invalid, .invalid, nil, [])
             var pixels = picture.pixelBuffer
             if converts {
                 do { pixels = try converter.convert(pixels) } catch {
@@ -462,14 +467,16 @@ private struct Engine: ~Copyable {
             }
             outputs.append(DecodedFrame(
                 pixelBuffer: pixels, presentationTime: timing.presentation, duration: timing.duration,
-                flags: picture.isConcealed ? .concealed : [], errorFlags: picture.errorFlags, error: nil, sampleIndex: index))
+                flags: picture.isConcealed || !timing.messages.isEmpty ? .concealed : [], errorFlags: picture.errorFlags,
+                error: nil, messages: timing.messages, sampleIndex: index,
+                isInterlaced: picture.isInterlaced, topFieldFirst: picture.topFieldFirst))
         }
     }
 
     private mutating func dropped(_ index: Int) -> DecodedFrame {
         let timing = pending.removeValue(forKey: index)!
         return DecodedFrame(pixelBuffer: nil, presentationTime: timing.presentation, duration: timing.duration,
-                            flags: .dropped, errorFlags: [], error: timing.error, sampleIndex: index)
+                            flags: .dropped, errorFlags: [], error: timing.error, messages: timing.messages, sampleIndex: index)
     }
 }
 

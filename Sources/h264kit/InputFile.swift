@@ -1,4 +1,6 @@
 import FoundationEssentials
+import H264Bitstream
+import MediaCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,4 +81,45 @@ func printErrorRaw(_ text: String) {
         if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
         offset += n
     }
+}
+
+/// Feeds an Annex-B stream's NAL units to `builder`, calling `afterEach` with the bytes read so
+/// far and the builder (to take its samples) after each unit (or chunk). A regular file is mapped and the samples refer to its
+/// slices without a copy; standard input and pipes are read in chunks. Returns the bytes read
+/// and the bytes skipped before the first start code.
+func feedAnnexB(
+    _ input: String, name: String, into builder: inout SampleBufferBuilder, afterEach: (Int, inout SampleBufferBuilder) throws -> Void
+) throws -> (bytesRead: Int, leadingGarbage: Int) {
+    if input != "-", let size = fileSize(input), size > 0 {
+        let mapped = try MappedFile(path: input)
+        let file = BlockBuffer(referencing: mapped.bytes) { _ in withExtendedLifetime(mapped) {} }
+        let limit = AnnexBStreamSplitter.defaultMaximumNALUnitSize
+        let garbage = try forEachNALUnitInWindows(in: mapped.bytes) { nal in
+            guard nal.payload.count <= limit else {
+                throw ToolError("\(name): byte \(nal.startCodeOffset): NAL unit larger than \(limit) bytes; is this an H.264 stream?")
+            }
+            try builder.append(nalUnit: file[nal.payload], at: nal)
+            try afterEach(nal.payload.upperBound, &builder)
+        }
+        return (size, garbage)
+    }
+    let fd = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw ToolError("\(input): cannot open: \(errnoText())") }
+    defer { if fd != 0 { close(fd) } }
+    var splitter = AnnexBStreamSplitter()
+    var bytesRead = 0
+    try readChunks(fd: fd, name: name, chunkSize: 4 << 20) { chunk in
+        bytesRead += chunk.count
+        try splitter.append(chunk) { (location, bytes) throws(BitstreamError) in
+            try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
+        }
+        if splitter.isOverLimit {
+            throw ToolError("\(name): byte \(splitter.currentNALUnitOffset): NAL unit larger than \(splitter.maximumNALUnitSize) bytes; is this an H.264 stream?")
+        }
+        try afterEach(bytesRead, &builder)
+    }
+    try splitter.finish { (location, bytes) throws(BitstreamError) in
+        try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
+    }
+    return (bytesRead, splitter.leadingGarbageCount)
 }

@@ -74,7 +74,7 @@ struct Mux: ParsableCommand {
         let progress = Progress(total: input == "-" ? nil : fileSize(input))
 
         var leadingDropped = 0
-        func drain() throws {
+        func drain(_ builder: inout SampleBufferBuilder) throws {
             while let sample = builder.nextSample() {
                 // A file starts with a sync sample: pictures before the first IDR or recovery
                 // point cannot be decoded (a decoder drops them too).
@@ -93,44 +93,12 @@ struct Mux: ParsableCommand {
         var bytesRead = 0
         var leadingGarbage = 0
         do {
-            if input != "-", let size = fileSize(input), size > 0 {
-                // A regular file is mapped, and the samples refer to its slices without a copy.
-                let mapped = try MappedFile(path: input)
-                let file = BlockBuffer(referencing: mapped.bytes) { _ in withExtendedLifetime(mapped) {} }
-                let limit = AnnexBStreamSplitter.defaultMaximumNALUnitSize
-                leadingGarbage = try forEachNALUnitInWindows(in: mapped.bytes) { nal in
-                    guard nal.payload.count <= limit else {
-                        throw ToolError("\(inputName): byte \(nal.startCodeOffset): NAL unit larger than \(limit) bytes; is this an H.264 stream?")
-                    }
-                    try builder.append(nalUnit: file[nal.payload], at: nal)
-                    try drain()
-                    bytesRead = nal.payload.upperBound
-                    progress.update(bytes: bytesRead, samples: builder.sampleCount)
-                }
-                bytesRead = size
-            } else {
-                let fd = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw ToolError("\(input): cannot open: \(errnoText())") }
-                defer { if fd != 0 { close(fd) } }
-                var splitter = AnnexBStreamSplitter()
-                try readChunks(fd: fd, name: inputName, chunkSize: 4 << 20) { chunk in
-                    bytesRead += chunk.count
-                    try splitter.append(chunk) { (location, bytes) throws(BitstreamError) in
-                        try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
-                    }
-                    if splitter.isOverLimit {
-                        throw ToolError("\(inputName): byte \(splitter.currentNALUnitOffset): NAL unit larger than \(splitter.maximumNALUnitSize) bytes; is this an H.264 stream?")
-                    }
-                    try drain()
-                    progress.update(bytes: bytesRead, samples: builder.sampleCount)
-                }
-                try splitter.finish { (location, bytes) throws(BitstreamError) in
-                    try builder.append(nalUnit: bytes.bindMemory(to: UInt8.self).span, at: location)
-                }
-                leadingGarbage = splitter.leadingGarbageCount
+            (bytesRead, leadingGarbage) = try feedAnnexB(input, name: inputName, into: &builder) { bytes, builder in
+                try drain(&builder)
+                progress.update(bytes: bytes, samples: builder.sampleCount)
             }
             try builder.finish()
-            try drain()
+            try drain(&builder)
         } catch let error as BitstreamError {
             progress.clear()
             if output != "-" && options.fragmentDuration != nil && writer != nil { unlink(output) }

@@ -5,13 +5,18 @@ import Testing
 
 /// Runs the built `h264kit` executable, which SwiftPM puts beside the test bundle.
 func h264kit(_ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    let result = try h264kitProcess(arguments, stdin: stdin)
+    return (result.status, result.stdoutText, result.stderrText)
+}
+
+/// Runs `h264kit`, keeping its output as bytes.
+func h264kitProcess(_ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
     let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     var directory = testBinary.deletingLastPathComponent()
     while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("h264kit").path) && directory.path != "/" {
         directory.deleteLastPathComponent()
     }
-    let result = try runProcess(directory.appendingPathComponent("h264kit"), arguments, stdin: stdin)
-    return (result.status, result.stdoutText, result.stderrText)
+    return try runProcess(directory.appendingPathComponent("h264kit"), arguments, stdin: stdin)
 }
 
 enum CLIFixtures {

@@ -1,0 +1,162 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The hash column of `-f framemd5` text.
+func hashColumn(_ text: String) -> [String] {
+    text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}
+
+/// ffmpeg's output of `path` in `format` (`-f rawvideo`, `-f yuv4mpegpipe`), or nil without ffmpeg.
+func ffmpegOutput(_ path: String, _ arguments: [String]) throws -> Data? {
+    try run("ffmpeg", ["-v", "error", "-threads", "1", "-i", path, "-map", "0:v:0"] + arguments + ["-"])?.stdout
+}
+
+@Suite("h264kit decode")
+struct DecodeCommandTests {
+    static let sample = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path
+    static let fixture = Checkout.fixtures.appendingPathComponent("cisco-bframe-cabac.264").path
+
+    /// Raw and Y4M output are byte for byte what ffmpeg writes.
+    @Test(arguments: [("raw", ["-f", "rawvideo"]), ("y4m", ["-f", "yuv4mpegpipe"]), ("raw", ["-f", "rawvideo", "-pix_fmt", "rgb24"])] as [(String, [String])])
+    func outputIsFFmpegs(_ format: String, _ ffmpegArguments: [String]) throws {
+        for input in [Self.sample, Self.fixture] {
+            var arguments = ["decode", input, "-o", "-", "--format", format]
+            if ffmpegArguments.contains("rgb24") { arguments += ["--pix-fmt", "rgb24"] }
+            let ours = try h264kitProcess(arguments)
+            #expect(ours.status == 0, "\(ours.stderrText)")
+            guard let theirs = try ffmpegOutput(input, ffmpegArguments) else { return }
+            #expect(ours.stdout == theirs, "\(input) \(format) \(ffmpegArguments)")
+        }
+    }
+
+    @Test func mp4InputDecodesLikeItsSource() throws {
+        let movie = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-decode-\(UUID().uuidString).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        #expect(try h264kit(["mux", Self.sample, movie]).status == 0)
+        let fromMovie = try h264kit(["decode", movie, "-o", "-", "--format", "framemd5"])
+        let fromStream = try h264kit(["decode", Self.sample, "-o", "-", "--format", "framemd5"])
+        #expect(fromMovie.status == 0 && !hashColumn(fromMovie.stdout).isEmpty)
+        #expect(hashColumn(fromMovie.stdout) == hashColumn(fromStream.stdout))
+    }
+
+    @Test func standardInputAndFrameLimit() throws {
+        let stream = try Data(contentsOf: URL(fileURLWithPath: Self.sample))
+        let all = try h264kit(["decode", "-", "-o", "-", "--format", "framemd5"], stdin: stream)
+        let three = try h264kit(["decode", "-", "-o", "-", "--format", "framemd5", "--frames", "3"], stdin: stream)
+        #expect(hashColumn(three.stdout) == Array(hashColumn(all.stdout).prefix(3)))
+        #expect(hashColumn(all.stdout) == (try ffmpegFrameHashes(Self.sample, format: "h264") ?? hashColumn(all.stdout)))
+    }
+
+    @Test func thumbnailsEverySecondAsPNG() throws {
+        guard let stream = try x264Stream(frames: 75, size: "160x120", arguments: ["--fps", "25"]) else { return }
+        let input = try Checkout.temporaryFile(stream)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-png-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory); try? FileManager.default.removeItem(atPath: input) }
+        let result = try h264kit(["decode", input, "-o", directory + "/thumb-%03d.png", "--every", "1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        #expect(files == ["thumb-001.png", "thumb-002.png", "thumb-003.png"])
+        // Frame 25 (one second in) as ffmpeg would convert it.
+        guard let expected = try ffmpegFrameHashes(input, format: "h264", extra: ["-vf", "select=eq(n\\,25)", "-pix_fmt", "rgb24"]) else { return }
+        #expect(try ffmpegFrameHashes(directory + "/thumb-002.png", extra: ["-pix_fmt", "rgb24"]) == expected)
+    }
+
+    /// A size change: scaled to the first size as ffmpeg does, or kept with --no-autoscale.
+    @Test func sizeChanges() throws {
+        guard let first = try x264Stream(frames: 5, size: "160x120", arguments: []),
+              let second = try x264Stream(frames: 5, size: "320x240", arguments: []) else { return }
+        let input = try Checkout.temporaryFile(first + second)
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let scaled = try h264kit(["decode", input, "-o", "-", "--format", "framemd5"])
+        let kept = try h264kit(["decode", input, "-o", "-", "--format", "framemd5", "--no-autoscale"])
+        #expect(hashColumn(scaled.stdout).count == 10 && hashColumn(kept.stdout).count == 10)
+        if let expected = try ffmpegFrameHashes(input, format: "h264") { #expect(hashColumn(scaled.stdout) == expected) }
+        if let expected = try ffmpegFrameHashes(input, format: "h264", extra: ["-autoscale", "0"]) { #expect(hashColumn(kept.stdout) == expected) }
+    }
+
+    /// Damage: concealed and reported by default, fatal with --strict.
+    @Test func damagedInput() throws {
+        guard var stream = try x264Stream(frames: 30, size: "320x240", arguments: ["--keyint", "30"]) else { return }
+        // Overwrite the middle of the stream (inside a P slice) with garbage without start codes.
+        for i in (stream.count / 2)..<(stream.count / 2 + 400) { stream[i] = UInt8(truncatingIfNeeded: i &* 7 | 1) }
+        let input = try Checkout.temporaryFile(stream)
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let lenient = try h264kit(["decode", input, "-o", "-", "--format", "framemd5", "--threads", "1"])
+        #expect(lenient.status == 0)
+        #expect(lenient.stderr.contains("damaged"), "\(lenient.stderr)")
+        if let expected = try ffmpegFrameHashes(input, format: "h264") { #expect(hashColumn(lenient.stdout) == expected) }
+        let strict = try h264kit(["decode", input, "-o", "/dev/null", "--format", "raw", "--strict"])
+        #expect(strict.status != 0)
+        #expect(strict.stderr.contains("--strict"))
+    }
+
+    @Test func notH264() throws {
+        let input = try Checkout.temporaryFile(Array(repeating: 0x42, count: 10000))
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let output = input + ".yuv"
+        let result = try h264kit(["decode", input, "-o", output])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("not an Annex-B H.264 stream"))
+        #expect(!FileManager.default.fileExists(atPath: output), "no output file is left behind")
+    }
+
+    @Test func badArguments() throws {
+        #expect(try h264kit(["decode", Self.sample, "-o", "out.png"]).stderr.contains("pattern"))
+        #expect(try h264kit(["decode", Self.sample, "-o", "-", "--pix-fmt", "yuv410p"]).status != 0)
+        #expect(try h264kit(["decode", Self.sample, "-o", "x.y4m", "--no-autoscale"]).status != 0)
+    }
+}
+
+@Suite("Decode on the corpus (H264KIT_CORPUS)", .enabled(if: Corpus.directory != nil, "set H264KIT_CORPUS to the corpus directory"))
+struct CorpusDecodeTests {
+    static let decodable = Corpus.entries().filter { !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
+    static let rejected = Corpus.entries().filter { $0.ffmpegFailed || ($0.frames ?? 0) == 0 }
+
+    /// Differences ffmpeg's own flags account for: the decoder does not rotate (VideoToolbox
+    /// does not either); ffmpeg turns display matrices into rotation by default.
+    static let ffmpegFlags: [String: [String]] = [
+        "jcodec_jcodec/metaedit/itunes.mov": ["-noautorotate"],
+        "androidx_media/portrait_4k60.mp4": ["-noautorotate"],
+    ]
+    /// Differences no flag removes, with the reason.
+    static let known: [String: String] = [
+        "gopro_gpmf-parser/karma.mp4": "the sample entry says 854 wide while the SPS crops to 864; ffmpeg passes the container size to libavcodec, which crops to it",
+        "OxideAV_oxideav-h264/fuzz_regressions/crash-df32d5060d483d08cebb46452646d81c6c253546": "fuzzer garbage: ffmpeg's parser cuts it into packets differently from access units",
+        "OxideAV_oxideav-h264/fuzz_regressions/crash-b741d946292d96dd1a04b334523ddcd8e5846431": "fuzzer garbage: ffmpeg's parser cuts it into packets differently from access units",
+        "OxideAV_oxideav-h264/fuzz_regressions/crash-f57b16934e6a53f10e92048ee476e1145333ff86": "fuzzer garbage: ffmpeg's parser cuts it into packets differently from access units",
+    ]
+
+    /// Every frame, bit-exact with the MANIFEST's `ffmpeg -threads 1 -f framemd5`.
+    @Test(arguments: decodable.map(\.path))
+    func framesMatchTheManifest(_ path: String) throws {
+        let entry = Self.decodable.first { $0.path == path }!
+        let result = try h264kit(["decode", entry.url.path, "--threads", "1", "-o", "-", "--format", "framemd5"])
+        if let reason = Self.known[path] {
+            // Never a crash or a hang; frames or a clear error.
+            #expect(result.status == 0 || !result.stderr.isEmpty, "\(reason)")
+            return
+        }
+        #expect(result.status == 0, "\(result.stderr.suffix(300))")
+        let expected: [String]
+        if let flags = Self.ffmpegFlags[path] {
+            guard let hashes = try ffmpegFrameHashesWithInputFlags(entry.url.path, flags) else { return }
+            expected = hashes
+        } else {
+            expected = try storedFrameHashes(entry.url.path + ".framemd5")
+        }
+        let hashes = hashColumn(result.stdout)
+        #expect(hashes.count == expected.count)
+        #expect(hashes == expected)
+    }
+
+    /// Files ffmpeg cannot decode (no video, not H.264): a clear error, no crash or hang.
+    @Test(arguments: rejected.map(\.path))
+    func undecodableFilesFailClearly(_ path: String) throws {
+        let entry = Self.rejected.first { $0.path == path }!
+        let result = try h264kit(["decode", entry.url.path, "-o", "/dev/null"])
+        #expect(result.status == 0 || (result.status == 1 || result.status == 64) && result.stderr.contains(entry.url.lastPathComponent) || result.stderr.contains("no H.264"), "\(result.status) \(result.stderr.suffix(300))")
+        #expect(result.status != 134 && result.status != 139, "no crash")
+    }
+}
