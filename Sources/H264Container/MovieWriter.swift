@@ -111,6 +111,12 @@ public final class MovieWriter {
             guard duration.isNumeric, duration.seconds > 0 else { throw ContainerError(.invalidInput, "fragment duration \(duration) is not positive", path: path) }
             guard !options.faststart else { throw ContainerError(.invalidInput, "a fragmented file has its moov first already; faststart does not apply", path: path) }
         }
+        var existing = stat()
+        if path != "-" && stat(path, &existing) == 0 && existing.st_mode & S_IFMT != S_IFREG {
+            // Never rename over a device, a pipe or a directory (the output is written under a
+            // temporary name and renamed into place).
+            throw ContainerError(.invalidInput, "not a regular file; an MP4/MOV file is written under a temporary name and renamed into place", path: path)
+        }
         if path == "-" {
             guard options.fragmentDuration != nil else {
                 throw ContainerError(.invalidInput, "only a fragmented file can be written to standard output (a plain MP4 needs to seek)", path: "stdout")

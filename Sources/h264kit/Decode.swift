@@ -112,8 +112,17 @@ struct Decode: ParsableCommand {
                 let index = try trackIndex(reader)
                 sink.discardsBeforeZero = true
                 sink.frameRate = reader.tracks[index].samples.first.map { FrameRate(UInt64(reader.tracks[index].timescale), UInt64(max($0.duration, 1))) }
-                try reader.forEachSampleBuffer(track: index) { (sample) throws(ContainerError) in
-                    do { try decode(sample) } catch { throw ContainerError(.invalidInput, "\(error)") }
+                // The reader's closure throws only its own errors: carry ours out beside it.
+                var stop: (any Error)?
+                do {
+                    try reader.forEachSampleBuffer(track: index) { (sample) throws(ContainerError) in
+                        do { try decode(sample) } catch {
+                            stop = error
+                            throw ContainerError(.invalidInput, "stopped")
+                        }
+                    }
+                } catch {
+                    throw stop ?? ToolError("\(error)")
                 }
             } else {
                 var builder = SampleBufferBuilder(frameRate: .stream(fallback: fps.flatMap(FrameRate.init(parsing:)) ?? Inspect.assumedFrameRate))
@@ -135,8 +144,12 @@ struct Decode: ParsableCommand {
             try sink.check()
         } catch is FrameSink.Enough {
             session?.invalidate()
-        } catch let error as ContainerError where error.reason.hasPrefix(FrameSink.Enough.marker) {
+        } catch let error as BitstreamError {
             session?.invalidate()
+            throw ToolError("\(inputName): \(error)")
+        } catch let error as DecompressionError {
+            session?.invalidate()
+            throw ToolError("\(inputName): \(error)")
         } catch {
             session?.invalidate()
             throw error
@@ -170,7 +183,8 @@ func filePrefix(_ path: String) throws -> [UInt8] {
 /// format fixed by the first frame, damage reports, and the writer of the chosen format.
 /// The session's handler runs on the decoding thread; errors wait in `failure` for `check()`.
 final class FrameSink: @unchecked Sendable {  // used from the thread that drives the session
-    struct Enough: Error { static let marker = "enough frames" }
+    /// Thrown when --frames is reached.
+    struct Enough: Error {}
 
     let kind: Decode.Kind
     let path: String

@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// An output file written under a temporary name and renamed into place by ``commit()``;
-/// removed if never committed. "-" is standard output.
+/// removed if never committed. "-" is standard output; an existing device or pipe
+/// (`/dev/null`, a FIFO) is written directly, never renamed over.
 final class OutputFile {
     let path: String
     private let temporary: String?
@@ -15,6 +16,14 @@ final class OutputFile {
         self.path = path
         if path == "-" {
             fd = 1
+            temporary = nil
+            return
+        }
+        var existing = stat()
+        if stat(path, &existing) == 0 && existing.st_mode & S_IFMT != S_IFREG {
+            guard existing.st_mode & S_IFMT != S_IFDIR else { throw ToolError("\(path): is a directory") }
+            fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw ToolError("\(path): cannot open: \(errnoText())") }
             temporary = nil
             return
         }
@@ -72,7 +81,11 @@ final class OutputFile {
     }
 
     func commit() throws(ToolError) {
-        guard let temporary else { return }
+        guard let temporary else {
+            if fd > 2 { close(fd) }
+            committed = true
+            return
+        }
         guard close(fd) == 0 else { throw ToolError("\(path): write failed: \(errnoText())") }
         committed = true
         guard rename(temporary, path) == 0 else {
@@ -82,9 +95,12 @@ final class OutputFile {
     }
 
     deinit {
-        if !committed, let temporary {
+        guard !committed else { return }
+        if let temporary {
             close(fd)
             unlink(temporary)
+        } else if fd > 2 {
+            close(fd)
         }
     }
 }

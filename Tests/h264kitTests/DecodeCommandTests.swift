@@ -38,6 +38,8 @@ struct DecodeCommandTests {
         let fromStream = try h264kit(["decode", Self.sample, "-o", "-", "--format", "framemd5"])
         #expect(fromMovie.status == 0 && !hashColumn(fromMovie.stdout).isEmpty)
         #expect(hashColumn(fromMovie.stdout) == hashColumn(fromStream.stdout))
+        let two = try h264kit(["decode", movie, "-o", "-", "--format", "framemd5", "--frames", "2"])
+        #expect(two.status == 0 && hashColumn(two.stdout) == Array(hashColumn(fromStream.stdout).prefix(2)))
     }
 
     @Test func standardInputAndFrameLimit() throws {
@@ -100,6 +102,24 @@ struct DecodeCommandTests {
         #expect(result.status != 0)
         #expect(result.stderr.contains("not an Annex-B H.264 stream"))
         #expect(!FileManager.default.fileExists(atPath: output), "no output file is left behind")
+    }
+
+    /// A device is written in place: never replaced by renaming a temporary file over it.
+    @Test func devicesStayDevices() throws {
+        var info = stat()
+        #expect(try h264kit(["decode", Self.sample, "-o", "/dev/null"]).status == 0)
+        let movie = try Self.movie()
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        #expect(try h264kit(["demux", movie, "/dev/null"]).status == 0)
+        let mux = try h264kit(["mux", Self.sample, "/dev/null"])
+        #expect(mux.status != 0 && mux.stderr.contains("not a regular file"))
+        #expect(stat("/dev/null", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR)
+    }
+
+    static func movie() throws -> String {
+        let movie = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-decode-\(UUID().uuidString).mp4").path
+        _ = try h264kit(["mux", sample, movie])
+        return movie
     }
 
     @Test func badArguments() throws {
