@@ -445,6 +445,17 @@ private struct Engine: ~Copyable {
         var outputs: [DecodedFrame] = []
         do { try decoder.sendEndOfStream() } catch { throw DecompressionError(.decoderFailed, "cannot drain the decoder", underlying: error) }
         try receiveAll(into: &outputs)
+        // Damage met while the held pictures were finished (frame threads decode late).
+        let messages = decoder.takeMessages()
+        if !messages.isEmpty {
+            let last = nextIndex - 1
+            if let i = outputs.lastIndex(where: { $0.sampleIndex == last }) ?? outputs.indices.last {
+                outputs[i].messages += messages
+                outputs[i].flags.insert(.concealed)
+            } else if pending[last] != nil {
+                pending[last]!.messages += messages
+            }
+        }
         decoder.reset()
         for index in pending.keys.sorted() { outputs.append(dropped(index)) }
         return outputs

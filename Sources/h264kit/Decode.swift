@@ -138,6 +138,11 @@ struct Decode: ParsableCommand {
                     try decode(sample)
                 }
                 if builder.parser.nalUnitCount == 0 { throw ToolError("\(inputName): no H.264 start code found; not an Annex-B H.264 stream") }
+                // What the stream parser found wrong (damaged headers, units cut off), as mux reports it.
+                for diagnostic in builder.parser.diagnostics { printError("\(inputName): \(diagnostic)") }
+                if strict && builder.parser.errorCount > 0 {
+                    throw ToolError("\(inputName): \(builder.parser.errorCount) NAL unit(s) are damaged; stopping (--strict)")
+                }
                 if session == nil { throw ToolError("\(inputName): no decodable picture (no slice with its SPS and PPS)") }
             }
             session?.finish()
@@ -188,6 +193,7 @@ final class FrameSink: @unchecked Sendable {  // used from the thread that drive
 
     let kind: Decode.Kind
     let path: String
+    let inputName: String
     let strict: Bool
     let limit: Int?
     let every: MediaTime?
@@ -214,6 +220,7 @@ final class FrameSink: @unchecked Sendable {  // used from the thread that drive
     init(command: Decode) throws {
         kind = command.kind
         path = command.output
+        inputName = command.input == "-" ? "stdin" : command.input
         strict = command.strict
         limit = command.frames
         every = command.every.flatMap(FrameRate.init(parsing:)).map { MediaTime(value: Int64($0.numerator), timescale: Int32(clamping: $0.denominator)) }
@@ -286,7 +293,7 @@ final class FrameSink: @unchecked Sendable {  // used from the thread that drive
 
     private func report(_ text: String) {
         let count = damaged + rejected
-        if count <= Self.maximumReports { printError("\(path == "-" ? "decode" : path): \(text)") }
+        if count <= Self.maximumReports { printError("\(inputName): \(text)") }
     }
 
     private func writeHeader(_ picture: PixelBuffer, interlacing: String) throws {

@@ -130,17 +130,14 @@ func forEachNALUnitInWindows(
         channel.finished.wait()
     }
     var previous: Int?
-    var garbage = size
+    // Zero bytes before the first prefix belong to its (4-byte) start code.
+    let garbage = AnnexB.leadingGarbageCount(in: bytes)
     for k in 0..<windows {
         channel.filled.wait()
         let prefixes = channel.slots[k % depth]
         channel.free.signal()
         for prefix in prefixes {
-            if let start = previous {
-                if let nal = AnnexB.nalUnit(in: bytes, prefix: start, nextPrefix: prefix) { try body(nal) }
-            } else {
-                garbage = prefix
-            }
+            if let start = previous, let nal = AnnexB.nalUnit(in: bytes, prefix: start, nextPrefix: prefix) { try body(nal) }
             previous = prefix
         }
     }

@@ -94,6 +94,20 @@ struct DecodeCommandTests {
         #expect(strict.stderr.contains("--strict"))
     }
 
+    /// A stream cut in the middle of its last slice: the damage libavcodec meets while finishing
+    /// the held pictures is reported too, and the frames are ffmpeg's.
+    @Test func aStreamCutShort() throws {
+        let stream = try Checkout.fixture("cisco-bframe-cabac.264")
+        let input = try Checkout.temporaryFile(Array(stream.prefix(stream.count - 2000)))
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let result = try h264kit(["decode", input, "-o", "-", "--format", "framemd5"])
+        #expect(result.status == 0)
+        if let expected = try ffmpegFrameHashes(input, format: "h264") { #expect(hashColumn(result.stdout) == expected) }
+        if let ffmpeg = try run("ffmpeg", ["-v", "error", "-f", "h264", "-i", input, "-f", "null", "-"]), !ffmpeg.stderrText.isEmpty {
+            #expect(result.stderr.contains("damaged"), "ffmpeg says \(ffmpeg.stderrText); we said \(result.stderr)")
+        }
+    }
+
     @Test func notH264() throws {
         let input = try Checkout.temporaryFile(Array(repeating: 0x42, count: 10000))
         defer { try? FileManager.default.removeItem(atPath: input) }

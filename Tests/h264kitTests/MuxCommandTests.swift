@@ -91,6 +91,17 @@ struct MuxCommandTests {
         #expect(failures.isEmpty, "\(failures)")
     }
 
+    /// A 4-byte start code's leading zero is not garbage, mapped or read from a pipe.
+    @Test func noGarbageWarningForACleanStream() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-clean-\(UUID().uuidString).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let mapped = try h264kit(["mux", Self.sample, output])
+        #expect(mapped.status == 0 && !mapped.stderr.contains("warning"), "\(mapped.stderr)")
+        try? FileManager.default.removeItem(atPath: output)
+        let piped = try h264kit(["mux", "-", output], stdin: try Data(contentsOf: URL(fileURLWithPath: Self.sample)))
+        #expect(piped.status == 0 && !piped.stderr.contains("warning"), "\(piped.stderr)")
+    }
+
     @Test func outputIsDeterministic() throws {
         let a = try Checkout.temporaryFile([], suffix: ".mp4"), b = try Checkout.temporaryFile([], suffix: ".mp4")
         try FileManager.default.removeItem(atPath: a); try FileManager.default.removeItem(atPath: b)
