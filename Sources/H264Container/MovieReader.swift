@@ -33,6 +33,8 @@ public final class MovieReader: @unchecked Sendable {
     /// A sample description: an H.264 format, or another codec we only name.
     public enum SampleDescription: Sendable {
         case h264(VideoFormatDescription)
+        /// A `tmcd` or `tc64` timecode sample entry.
+        case timecode(TimecodeFormatDescription)
         case other(FourCharCode)
     }
 
@@ -72,6 +74,11 @@ public final class MovieReader: @unchecked Sendable {
     public private(set) var compatibleBrands: [FourCharCode] = []
     /// Problems that do not stop reading (media cut short).
     public private(set) var warnings: [String] = []
+    /// The movie's metadata: QuickTime `meta` (mdta) items, `udta` user data and iTunes items,
+    /// in file order.
+    public private(set) var metadata: [MetadataItem] = []
+    func appendWarning(_ warning: String) { warnings.append(warning) }
+    func appendMetadata(_ item: MetadataItem) { metadata.append(item) }
     /// The mapping, kept alive by the sample buffers that reference it.
     public let data: BlockBuffer
 
@@ -140,6 +147,10 @@ public final class MovieReader: @unchecked Sendable {
                 guard movieTimescale > 0 else { throw r.error("movie timescale 0") }
             case "trak":
                 if let track = try parseTrack(r) { tracks.append(track) }
+            case "udta":
+                parseLeniently(r, "moov/udta") { r throws(ContainerError) in try parseUserData(r) }
+            case "meta":
+                parseLeniently(r, "moov/meta") { r throws(ContainerError) in try parseMeta(r) }
             case "mvex":
                 for child in try r.boxes() where child.type == "trex" {
                     var t = r.child(child)
@@ -323,6 +334,7 @@ public final class MovieReader: @unchecked Sendable {
     }
 
     private func parseSampleEntry(_ entry: FieldReader, type: FourCharCode) throws(ContainerError) -> SampleDescription {
+        if let format = TimecodeFormatDescription.SampleFormat(fourCC: type) { return try parseTimecodeEntry(entry, format) }
         guard type == "avc1" || type == "avc3" else { return .other(type) }
         var r = entry
         try r.skip(78, "visual sample entry fields")
@@ -486,13 +498,7 @@ extension MovieReader {
     public func forEachSampleBuffer(track index: Int, _ body: (SampleBuffer) throws(ContainerError) -> Void) throws(ContainerError) {
         let track = tracks[index]
         let scale = track.timescale
-        var shift: Int64 = 0
-        var delay: Int64 = 0
-        if let empty = track.edits.first, empty.mediaTime == -1 {
-            let (product, overflow) = Int64(clamping: empty.duration).multipliedReportingOverflow(by: Int64(scale))
-            delay = overflow ? 0 : product / Int64(max(movieTimescale, 1))
-        }
-        if let edit = track.edits.first(where: { $0.mediaTime >= 0 }) { shift = edit.mediaTime }
+        let (shift, delay) = editOffsets(track)
         for (number, entry) in track.samples.enumerated() {
             guard entry.descriptionIndex >= 1, Int(entry.descriptionIndex) <= track.descriptions.count else {
                 throw ContainerError(.invalidBox, "sample \(number + 1) uses sample description \(entry.descriptionIndex) of \(track.descriptions.count)", path: path, boxPath: "moov/trak")

@@ -36,12 +36,125 @@ extension MovieWriter {
                 w.box("edts") { w in
                     editList(&w, duration: trackDuration)
                 }
+                if options.timecode != nil {
+                    w.box("tref") { w in w.box("tmcd") { w in w.u32(2) } }
+                }
                 media(&w, duration: mediaDuration) { w in
                     sampleTable(&w, mediaOffset: mediaOffset, largeOffsets: largeOffsets)
                 }
             }
+            if let timecode = options.timecode {
+                timecodeTrack(&w, timecode.format, mediaOffset: mediaOffset, largeOffsets: largeOffsets)
+            }
+            MetadataItem.write(options.metadata, fileType: options.fileType, into: &w)
         }
         return w.bytes
+    }
+
+    /// The timecode track (TN2310; QuickTime File Format "Timecode media"): a `tmcd` or `tc64`
+    /// sample entry, one sample per run, all in one chunk after the video's media. MOVs get
+    /// the QuickTime base media header (`gmhd` with `tmcd`/`tcmi`), MP4s a null media header,
+    /// as FFmpeg writes them.
+    private func timecodeTrack(_ w: inout BoxWriter, _ format: TimecodeFormatDescription, mediaOffset: UInt64, largeOffsets: Bool) {
+        let mov = options.fileType == .mov
+        let mediaDuration = timecodeSamples.reduce(0) { $0 + $1.duration }
+        w.box("trak") { w in
+            let long = trackDuration > Int64(UInt32.max)
+            w.fullBox("tkhd", version: long ? 1 : 0, flags: 2) { w in  // in the movie, not enabled for display
+                if long { w.u64(0); w.u64(0); w.u32(2); w.u32(0); w.u64(UInt64(trackDuration)) }
+                else { w.u32(0); w.u32(0); w.u32(2); w.u32(0); w.u32(UInt32(trackDuration)) }
+                w.zeros(8); w.u16(0); w.u16(0); w.u16(0); w.u16(0)
+                w.unityMatrix()
+                w.u32(0); w.u32(0)
+            }
+            w.box("edts") { w in
+                w.fullBox("elst", version: long ? 1 : 0) { w in
+                    w.u32(1)
+                    if long { w.u64(UInt64(trackDuration)); w.u64(0) } else { w.u32(UInt32(trackDuration)); w.u32(0) }
+                    w.u16(1); w.u16(0)
+                }
+            }
+            w.box("mdia") { w in
+                let longMedia = mediaDuration > Int64(UInt32.max)
+                w.fullBox("mdhd", version: longMedia ? 1 : 0) { w in
+                    let scale = UInt32(format.frameDuration.timescale)
+                    if longMedia { w.u64(0); w.u64(0); w.u32(scale); w.u64(UInt64(mediaDuration)) }
+                    else { w.u32(0); w.u32(0); w.u32(scale); w.u32(UInt32(mediaDuration)) }
+                    w.u16(0)  // language: 0, English (what FFmpeg and Apple write)
+                    w.u16(0)
+                }
+                handler(&w, component: "mhlr", type: "tmcd", name: "TimeCodeHandler")
+                w.box("minf") { w in
+                    if mov {
+                        w.box("gmhd") { w in
+                            w.fullBox("gmin") { w in
+                                w.u16(0x40)  // graphics mode: dither copy
+                                w.u16(0x8000); w.u16(0x8000); w.u16(0x8000)  // opcolor
+                                w.u16(0); w.u16(0)  // balance, reserved
+                            }
+                            w.box("tmcd") { w in
+                                w.fullBox("tcmi") { w in
+                                    w.u16(0); w.u16(0)  // text font, face
+                                    w.u16(12)  // text size
+                                    w.u16(0)
+                                    w.zeros(6)  // text colour: black
+                                    w.u16(0xFFFF); w.u16(0xFFFF); w.u16(0xFFFF)  // background: white
+                                    let font = Array("Lucida Grande".utf8)
+                                    w.u8(UInt8(font.count)); w.append(font)
+                                }
+                            }
+                        }
+                        handler(&w, component: "dhlr", type: "alis", name: "DataHandler")
+                    } else {
+                        w.fullBox("nmhd") { _ in }
+                    }
+                    w.box("dinf") { w in
+                        w.fullBox("dref") { w in
+                            w.u32(1)
+                            w.fullBox(mov ? "alis" : "url ", flags: 1) { _ in }
+                        }
+                    }
+                    w.box("stbl") { w in
+                        w.fullBox("stsd") { w in
+                            w.u32(1)
+                            timecodeSampleEntry(&w, format)
+                        }
+                        w.fullBox("stts") { w in
+                            var runs: [(count: UInt32, delta: UInt32)] = []
+                            for sample in timecodeSamples { Self.appendRun(&runs, UInt32(clamping: sample.duration)) }
+                            w.u32(UInt32(runs.count))
+                            for run in runs { w.u32(run.count); w.u32(run.delta) }
+                        }
+                        w.fullBox("stsc") { w in w.u32(1); w.u32(1); w.u32(UInt32(timecodeSamples.count)); w.u32(1) }
+                        w.fullBox("stsz") { w in w.u32(UInt32(format.sampleFormat.sampleSize)); w.u32(UInt32(timecodeSamples.count)) }
+                        if largeOffsets {
+                            w.fullBox("co64") { w in w.u32(1); w.u64(timecodeOffset + mediaOffset) }
+                        } else {
+                            w.fullBox("stco") { w in w.u32(1); w.u32(UInt32(timecodeOffset + mediaOffset)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `tmcd`/`tc64` sample entry: flags, timescale, frame duration, frame quanta, and the
+    /// source reference in a `name` box (counted string, language code).
+    private func timecodeSampleEntry(_ w: inout BoxWriter, _ format: TimecodeFormatDescription) {
+        w.box(format.sampleFormat.fourCC) { w in
+            w.zeros(6)
+            w.u16(1)  // data_reference_index
+            w.u32(0)
+            w.u32(format.flags.rawValue)
+            w.u32(UInt32(format.frameDuration.timescale))
+            w.u32(UInt32(clamping: format.frameDuration.value))
+            w.u8(UInt8(format.frameQuanta))
+            w.u8(0)
+            if let source = format.sourceReference {
+                let name = Array(source.name.utf8.prefix(Int(UInt16.max)))
+                w.box("name") { w in w.u16(UInt16(name.count)); w.u16(source.languageCode); w.append(name) }
+            }
+        }
     }
 
     private func movieHeader(_ w: inout BoxWriter, duration: Int64) {
@@ -54,7 +167,7 @@ extension MovieWriter {
             w.zeros(10)
             w.unityMatrix()
             w.zeros(24)  // pre_defined (QuickTime: preview, poster, selection, current time)
-            w.u32(2)  // next_track_ID
+            w.u32(options.timecode == nil ? 2 : 3)  // next_track_ID
         }
     }
 
@@ -288,6 +401,7 @@ extension MovieWriter {
                     w.u32(0); w.u32(0); w.u32(0)
                 }
             }
+            MetadataItem.write(options.metadata, fileType: options.fileType, into: &w)
         }
         return (w.bytes, mehdValue)
     }

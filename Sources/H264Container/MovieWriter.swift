@@ -42,14 +42,54 @@ public final class MovieWriter {
         /// `avc3` sample entries: parameter sets stay in the samples, one entry for the whole
         /// stream. Otherwise `avc1`, with a new sample entry at each parameter-set change.
         public var inBandParameterSets: Bool
+        /// A timecode track for the video (TN2310), referenced from it by `tref`/`tmcd`.
+        public var timecode: TimecodeTrack?
+        /// Movie metadata; an item the file type cannot hold is an error at `init`.
+        public var metadata: [MetadataItem]
 
         public init(fileType: MovieFileType = .mp4, faststart: Bool = false, fragmentDuration: MediaTime? = nil,
-                    negativeCompositionOffsets: Bool = false, inBandParameterSets: Bool = false) {
+                    negativeCompositionOffsets: Bool = false, inBandParameterSets: Bool = false,
+                    timecode: TimecodeTrack? = nil, metadata: [MetadataItem] = []) {
             self.fileType = fileType
             self.faststart = faststart
             self.fragmentDuration = fragmentDuration
             self.negativeCompositionOffsets = negativeCompositionOffsets
             self.inBandParameterSets = inBandParameterSets
+            self.timecode = timecode
+            self.metadata = metadata
+        }
+    }
+
+    /// A timecode track: its format, and the timecode of the video's first shown frame; later
+    /// runs start where the timecode jumps (an edit), each written as one sample lasting until
+    /// the next run or the end of the video's presentation (never longer: the B-frame delay
+    /// does not count).
+    public struct TimecodeTrack: Sendable, Hashable {
+        public struct Run: Sendable, Hashable {
+            /// Presentation time from the first shown frame.
+            public var time: MediaTime
+            public var frameNumber: Int64
+            public init(time: MediaTime, frameNumber: Int64) {
+                self.time = time
+                self.frameNumber = frameNumber
+            }
+        }
+
+        public var format: TimecodeFormatDescription
+        public var runs: [Run]
+
+        public init(format: TimecodeFormatDescription, startFrameNumber: Int64) {
+            self.format = format
+            self.runs = [Run(time: .zero, frameNumber: startFrameNumber)]
+        }
+
+        public init(format: TimecodeFormatDescription, start: Timecode) throws(TimecodeError) {
+            self.init(format: format, startFrameNumber: try format.frameNumber(for: start))
+        }
+
+        /// From presentation time `time` on, the frames count from `frameNumber`.
+        public mutating func jump(at time: MediaTime, to frameNumber: Int64) {
+            runs.append(Run(time: time, frameNumber: frameNumber))
         }
     }
 
@@ -103,6 +143,11 @@ public final class MovieWriter {
     var headerWritten = false
     var mehdOffset: UInt64?
 
+    // Timecode track state: its samples (frame numbers, durations in the format's timescale)
+    // and where they were written.
+    var timecodeSamples: [(data: [UInt8], duration: Int64)] = []
+    var timecodeOffset: UInt64 = 0
+
     /// Opens `path` for writing (`"-"` is standard output, fragmented mode only).
     public init(path: String, options: Options = Options()) throws(ContainerError) {
         self.path = path
@@ -110,6 +155,23 @@ public final class MovieWriter {
         if let duration = options.fragmentDuration {
             guard duration.isNumeric, duration.seconds > 0 else { throw ContainerError(.invalidInput, "fragment duration \(duration) is not positive", path: path) }
             guard !options.faststart else { throw ContainerError(.invalidInput, "a fragmented file has its moov first already; faststart does not apply", path: path) }
+            guard options.timecode == nil else {
+                throw ContainerError(.invalidInput, "a timecode track is not written in fragmented files yet; write a plain or faststart file for --timecode", path: path)
+            }
+        }
+        try MetadataItem.validate(options.metadata, for: options.fileType, path: path)
+        if let timecode = options.timecode {
+            guard let first = timecode.runs.first, first.time == .zero else {
+                throw ContainerError(.invalidInput, "the timecode track's first run must start at time 0", path: path)
+            }
+            for (previous, run) in zip(timecode.runs, timecode.runs.dropFirst()) where !(run.time > previous.time) {
+                throw ContainerError(.invalidInput, "timecode runs must start at increasing times (\(run.time) after \(previous.time))", path: path)
+            }
+            for run in timecode.runs {
+                do { _ = try timecode.format.sampleData(forFrameNumber: run.frameNumber) } catch {
+                    throw ContainerError(.invalidInput, "timecode: \(error)", path: path)
+                }
+            }
         }
         var existing = stat()
         if path != "-" && stat(path, &existing) == 0 && existing.st_mode & S_IFMT != S_IFREG {
@@ -342,6 +404,7 @@ public final class MovieWriter {
                 }
                 try output.flush()
             } else if let media {
+                try writeTimecodeSamples(to: media)
                 try media.flush()
                 let mediaSize = media.position
                 let ftyp = Self.fileTypeBox(options, fragmented: false)
@@ -359,6 +422,7 @@ public final class MovieWriter {
                 try Self.copy(from: media, size: mediaSize, to: output)
                 try output.flush()
             } else {
+                try writeTimecodeSamples(to: output)
                 try output.flush()
                 let mediaSize = output.position - mediaDataStart
                 largeOffsets = output.position > UInt64(UInt32.max)
@@ -382,6 +446,27 @@ public final class MovieWriter {
             if let temporaryPath { unlink(temporaryPath) }
             throw error
         }
+    }
+
+    /// Writes the timecode track's samples after the video's: one per run, each lasting until
+    /// the next run, the last until the end of the video's presentation.
+    private func writeTimecodeSamples(to target: FileOutput) throws(ContainerError) {
+        guard let timecode = options.timecode else { return }
+        let end = MediaTime(value: maximumPresentationEnd - minimumPresentation, timescale: timescale)
+        let scale = timecode.format.frameDuration.timescale
+        func ticks(_ time: MediaTime) -> Int64 { time.converted(toTimescale: scale).value }
+        timecodeSamples = []
+        for (index, run) in timecode.runs.enumerated() {
+            let next = index + 1 < timecode.runs.count ? timecode.runs[index + 1].time : end
+            guard run.time < end else {
+                throw ContainerError(.invalidInput, "a timecode run starts at \(run.time), after the video ends (\(end))", path: path)
+            }
+            let data: [UInt8]
+            do { data = try timecode.format.sampleData(forFrameNumber: run.frameNumber) } catch { throw ContainerError(.invalidInput, "timecode: \(error)", path: path) }
+            timecodeSamples.append((data, ticks(MediaTime.minimum(next, end)) - ticks(run.time)))
+        }
+        timecodeOffset = target.position
+        for sample in timecodeSamples { try target.write(sample.data) }
     }
 
     static func mediaDataHeader(size: UInt64, large: Bool) -> [UInt8] {

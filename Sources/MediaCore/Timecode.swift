@@ -142,7 +142,7 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
 
     /// A timecode format, checked: frame quanta 1...255 (the `tmcd` field is one byte), a
     /// positive frame duration, and drop-frame only at a rate of a multiple of 30000/1001
-    /// (29.97, 59.94, 119.88), where the labels skipped per minute make the count exact.
+    /// (29.97, 59.94, 119.88; to 0.1%), where the labels skipped per minute make the count exact.
     public init(sampleFormat: SampleFormat = .timeCode32, frameDuration: MediaTime, frameQuanta: Int, flags: TimecodeFlags,
                 sourceReference: SourceReference? = nil) throws(TimecodeError) {
         guard frameDuration.isNumeric, frameDuration.value > 0, frameDuration.timescale > 0 else {
@@ -151,9 +151,10 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
         guard (1...255).contains(frameQuanta) else { throw TimecodeError("frame quanta \(frameQuanta) is not in 1...255") }
         if flags.contains(.dropFrame) {
             guard !flags.contains(.counter) else { throw TimecodeError("counter mode cannot be drop-frame") }
-            // frameQuanta * 1000 / 1001 frames per second, exactly.
-            let ntsc = frameDuration.value * Int64(frameQuanta) * 1000 == Int64(frameDuration.timescale) * 1001
-            guard frameQuanta % 30 == 0, ntsc else {
+            // frameQuanta * 1000 / 1001 frames per second (to 0.1%: files say 29.97 as 2997/100).
+            let rate = Double(frameDuration.timescale) / Double(frameDuration.value)
+            let ntsc = Double(frameQuanta) * 1000 / 1001
+            guard frameQuanta % 30 == 0, abs(rate - ntsc) < ntsc / 1000 else {
                 throw TimecodeError("drop-frame timecode needs a rate of 29.97, 59.94 or 119.88 fps (30000/1001 or a multiple); this rate is \(frameDuration.timescale)/\(frameDuration.value) fps with \(frameQuanta) frames counted per second; use ':' (non-drop) before the frames")
             }
         }

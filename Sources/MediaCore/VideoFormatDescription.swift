@@ -1,16 +1,26 @@
 public import H264Bitstream
 
-/// A four-character code ("avc1", "avc3").
+/// A four-character code ("avc1", "avc3", "©nam"): four bytes, read as Latin-1 characters
+/// (QuickTime's `©` is byte 0xA9), so every code round-trips through its string.
 public struct FourCharCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// The code of a four-character string of Latin-1 characters; nil for any other string.
+    public init?(_ text: String) {
+        let scalars = Array(text.unicodeScalars)
+        guard scalars.count == 4, scalars.allSatisfy({ $0.value <= 0xFF }) else { return nil }
+        rawValue = scalars.reduce(0) { $0 << 8 | $1.value }
+    }
     public init(stringLiteral text: String) {
-        let bytes = Array(text.utf8)
-        precondition(bytes.count == 4, "a four-character code has four bytes")
-        rawValue = bytes.reduce(0) { $0 << 8 | UInt32($1) }
+        guard let code = FourCharCode(text) else { preconditionFailure("a four-character code has four Latin-1 characters: \(text)") }
+        self = code
     }
     public var description: String {
-        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * $0)) }, as: UTF8.self)
+        String(String.UnicodeScalarView((0..<4).map { Unicode.Scalar(UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * $0))) }))
+    }
+    /// Four printable characters (letters, digits, space, punctuation, or `©`).
+    public var isPrintable: Bool {
+        (0..<4).allSatisfy { let byte = UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * $0)); return (0x20...0x7E).contains(byte) || byte == 0xA9 }
     }
 }
 

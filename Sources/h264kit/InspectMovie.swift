@@ -27,6 +27,23 @@ struct MovieSummary: Codable {
         var frameRate: String?
         var fragmented: Bool
         var bytes: UInt64
+        /// Timecode tracks: the format and the first sample's timecode.
+        var timecode: TimecodeSummary?
+    }
+    struct TimecodeSummary: Codable {
+        var start: String?
+        var format: String
+        var frameRate: String
+        var frameQuanta: Int
+        var dropFrame: Bool
+        var flags: UInt32
+        var reel: String?
+    }
+    struct MetadataSummary: Codable {
+        var space: String
+        var key: String
+        var type: String
+        var value: String
     }
     var format: String
     var majorBrand: String?
@@ -34,6 +51,7 @@ struct MovieSummary: Codable {
     var bytes: Int
     var topLevelBoxes: [String]
     var tracks: [TrackSummary]
+    var metadata: [MetadataSummary]
     var warnings: [String]
 
     init(_ reader: MovieReader) {
@@ -44,12 +62,34 @@ struct MovieSummary: Codable {
         bytes = reader.fileSize
         topLevelBoxes = reader.topLevelBoxes.map(\.type.description)
         warnings = reader.warnings
+        metadata = reader.metadata.map { item in
+            let type = switch item.value {
+            case .utf8: "utf8"
+            case .signed: "int"
+            case .unsigned: "uint"
+            case .float32: "float32"
+            case .float64: "float64"
+            case .data: "data"
+            case .typed(let code, _): "type \(code)"
+            }
+            return MetadataSummary(space: item.key.space, key: item.key.name, type: type, value: item.value.description)
+        }
+        var timecodes: [UInt32: TimecodeSummary] = [:]
+        for index in reader.tracks.indices {
+            guard let info = try? reader.timecodeTrack(index) else { continue }
+            let format = info.format
+            timecodes[info.trackID] = TimecodeSummary(
+                start: (try? info.startTimecode())??.description, format: format.sampleFormat.fourCC.description,
+                frameRate: "\(format.frameDuration.timescale)/\(format.frameDuration.value)", frameQuanta: format.frameQuanta,
+                dropFrame: format.isDropFrame, flags: format.flags.rawValue, reel: format.sourceReference?.name)
+        }
         tracks = reader.tracks.map { track in
             var first: VideoFormatDescription?
             var codec = "none"
             if let description = track.descriptions.first {
                 switch description {
                 case .h264(let format): first = format; codec = format.codec.description
+                case .timecode(let format): codec = format.sampleFormat.fourCC.description
                 case .other(let type): codec = type.description
                 }
             }
@@ -66,7 +106,7 @@ struct MovieSummary: Codable {
                 sampleCount: track.samples.count, syncSampleCount: track.samples.reduce(0) { $0 + ($1.isSync ? 1 : 0) },
                 sampleDescriptionCount: track.descriptions.count, timescale: track.timescale,
                 duration: Double(duration) / Double(track.timescale), frameRate: rate, fragmented: track.isFragmented,
-                bytes: track.samples.reduce(0) { $0 + UInt64($1.size) })
+                bytes: track.samples.reduce(0) { $0 + UInt64($1.size) }, timecode: timecodes[track.id])
         }
     }
 
@@ -85,6 +125,14 @@ struct MovieSummary: Codable {
             if track.sampleDescriptionCount > 1 { detail += ", \(track.sampleDescriptionCount) sample descriptions" }
             if track.fragmented { detail += ", fragmented" }
             lines.append(detail)
+            if let timecode = track.timecode {
+                var line = "                timecode \(timecode.start ?? "none") (\(timecode.frameRate) fps, \(timecode.frameQuanta) frames/s\(timecode.dropFrame ? ", drop-frame" : ""))"
+                if let reel = timecode.reel { line += ", reel \"\(reel)\"" }
+                lines.append(line)
+            }
+        }
+        for item in metadata {
+            lines.append("  metadata      \(item.space) \(item.key) (\(item.type)): \(item.value)")
         }
         return lines.joined(separator: "\n")
     }

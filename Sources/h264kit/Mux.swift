@@ -42,6 +42,20 @@ struct Mux: ParsableCommand {
     @Option(help: "Container format, when the output name does not say: mp4 or mov.")
     var format: String?
 
+    @Option(help: ArgumentHelp("Add a timecode track starting at this timecode: HH:MM:SS:FF, or HH:MM:SS;FF for drop-frame (29.97, 59.94).", valueName: "timecode"))
+    var timecode: String?
+
+    @Option(help: "Timecode sample format: tmcd (32-bit, the default) or tc64 (64-bit).")
+    var timecodeFormat: String = "tmcd"
+
+    @Option(help: ArgumentHelp("The source reel (tape) name recorded with the timecode.", valueName: "name"))
+    var reel: String?
+
+    @Option(name: .customLong("meta"), help: ArgumentHelp("""
+        Metadata item KEY=VALUE (repeatable). KEY: a reverse-DNS key (MOV only), a four-character udta key, or         title, comment, date, artist, encoder. VALUE: text, @FILE for raw data, or int:/uint:/float:/double:/hex: typed.
+        """, valueName: "key=value"))
+    var metadata: [String] = []
+
     func validate() throws {
         if let fps, FrameRate(parsing: fps) == nil { throw ValidationError("--fps \(fps): expected a rate such as 25, 30000/1001 or 29.97") }
         if let fragmentDuration {
@@ -52,6 +66,52 @@ struct Mux: ParsableCommand {
         }
         if let format, MovieFileType(rawValue: format) == nil { throw ValidationError("--format \(format): expected mp4 or mov") }
         if output == "-" && fragmentDuration == nil { throw ValidationError("writing to standard output needs --fragment-duration (a plain MP4 has to seek)") }
+        if let timecode {
+            do { _ = try Timecode(parsing: timecode) } catch { throw ValidationError("--timecode \(error)") }
+            if fragmentDuration != nil { throw ValidationError("--timecode: a timecode track is not written in fragmented files yet; leave out --fragment-duration") }
+        }
+        guard ["tmcd", "tc64"].contains(timecodeFormat) else { throw ValidationError("--timecode-format \(timecodeFormat): expected tmcd or tc64") }
+        if timecode == nil && reel != nil { throw ValidationError("--reel names the source of a --timecode; give --timecode too") }
+        for item in metadata where !item.contains("=") { throw ValidationError("--meta \(item): expected KEY=VALUE") }
+    }
+
+    /// The --meta items, read (files for @PATH) and checked against the container.
+    private func metadataItems(fileType: MovieFileType) throws -> [MetadataItem] {
+        var items: [MetadataItem] = []
+        for text in metadata {
+            let equals = text.firstIndex(of: "=")!
+            let valueText = String(text[text.index(after: equals)...])
+            do {
+                let key = try MetadataItem.Key(parsing: String(text[..<equals]))
+                let value: MetadataItem.Value
+                if valueText.hasPrefix("@") {
+                    let file = try MappedFile(path: String(valueText.dropFirst()))
+                    value = .data(Array(file.bytes))
+                } else {
+                    value = try MetadataItem.Value(parsing: valueText)
+                }
+                items.append(MetadataItem(key: key, value: value))
+            } catch {
+                throw ToolError("--meta \(text): \(error)")
+            }
+        }
+        do { try MetadataItem.validate(items, for: fileType, path: output) } catch { throw ToolError("--meta: \(error)") }
+        return items
+    }
+
+    /// The timecode track for `rate`, from --timecode, --timecode-format and --reel.
+    private func timecodeTrack(rate: FrameRate) throws -> MovieWriter.TimecodeTrack? {
+        guard let timecode, let value = try? Timecode(parsing: timecode) else { return nil }
+        do {
+            guard rate.numerator <= UInt64(Int32.max), rate.denominator <= UInt64(Int32.max) else { throw TimecodeError("the frame rate \(rate) is too precise for a timecode track") }
+            let format = try TimecodeFormatDescription(
+                frameRate: (Int32(rate.numerator), Int32(rate.denominator)), dropFrame: value.isDropFrame,
+                sampleFormat: timecodeFormat == "tc64" ? .timeCode64 : .timeCode32,
+                sourceReference: reel.map { .init(name: $0) })
+            return try MovieWriter.TimecodeTrack(format: format, start: value)
+        } catch {
+            throw ToolError("--timecode \(timecode) at \(rate) fps: \(error)")
+        }
     }
 
     mutating func run() throws {
@@ -60,6 +120,7 @@ struct Mux: ParsableCommand {
         options.faststart = faststart
         options.negativeCompositionOffsets = negativeCts
         options.inBandParameterSets = avc3
+        options.metadata = try metadataItems(fileType: options.fileType)
         if let fragmentDuration, let seconds = FrameRate(parsing: fragmentDuration) {
             guard seconds.numerator <= UInt64(Int64.max), seconds.denominator <= UInt64(Int32.max) else {
                 throw ValidationError("--fragment-duration \(fragmentDuration): too precise")
@@ -84,6 +145,7 @@ struct Mux: ParsableCommand {
                 }
                 if writer == nil {
                     try checkTiming(builder, givenRate: givenRate, inputName: inputName)
+                    if let rate = builder.frameRate { options.timecode = try timecodeTrack(rate: rate) }
                     writer = try MovieWriter(path: output, options: options)
                 }
                 try writer!.append(sample)

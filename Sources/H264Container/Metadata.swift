@@ -1,0 +1,306 @@
+public import MediaCore
+
+/// One item of movie metadata: where it lives (its key space and key) and its value.
+///
+/// The key spaces are those of AVFoundation's metadata:
+/// - ``Key/quickTime(_:)``: QuickTime metadata (`meta` with handler `mdta`, a `keys` table of
+///   reverse-DNS strings such as "com.example.camera.model", an `ilst` of typed values). MOV
+///   only: MP4 players and FFmpeg's MP4 reader do not read it.
+/// - ``Key/userData(_:)``: user data, a `udta` child box per item with a four-character key
+///   and the value's raw bytes: the one custom space MP4 keeps (seed 004). In a MOV, keys
+///   starting with `©` hold QuickTime text (title, comment, ...).
+/// - ``Key/iTunes(_:)``: iTunes-style items (`udta/meta` with handler `mdir`, an `ilst` of
+///   `©nam`, `©cmt`, `©day`, ...), what FFmpeg writes for `-metadata title=...` in MP4.
+/// - ``Key/common(_:)``: a title, comment, date, artist or encoder, written where the chosen
+///   container keeps it (MP4: iTunes items; MOV: QuickTime text in `udta`).
+public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
+    public enum CommonKey: String, Hashable, Sendable, CaseIterable {
+        case title, comment, creationDate = "date", artist, encoder
+
+        /// The four-character code of the iTunes item and of the QuickTime user-data text.
+        public var code: FourCharCode {
+            switch self {
+            case .title: "©nam"
+            case .comment: "©cmt"
+            case .creationDate: "©day"
+            case .artist: "©ART"
+            case .encoder: "©too"
+            }
+        }
+
+        public init?(code: FourCharCode) {
+            guard let key = Self.allCases.first(where: { $0.code == code }) else { return nil }
+            self = key
+        }
+    }
+
+    public enum Key: Hashable, Sendable, CustomStringConvertible {
+        case quickTime(String)
+        case userData(FourCharCode)
+        case iTunes(FourCharCode)
+        case common(CommonKey)
+
+        /// The key as text: the reverse-DNS string, or the four characters.
+        public var name: String {
+            switch self {
+            case .quickTime(let key): key
+            case .userData(let code), .iTunes(let code): code.description
+            case .common(let key): key.rawValue
+            }
+        }
+
+        public var space: String {
+            switch self {
+            case .quickTime: "mdta"
+            case .userData: "udta"
+            case .iTunes: "ilst"
+            case .common: "common"
+            }
+        }
+
+        public var description: String { "\(space):\(name)" }
+
+        /// Reads a key from a command line: a reverse-DNS key (it has a '.') is QuickTime
+        /// metadata; "title", "comment", "date", "artist" and "encoder" are the common keys;
+        /// four characters are a user-data key; "udta:XXXX", "ilst:XXXX" and "mdta:KEY" name
+        /// the space.
+        public init(parsing text: String) throws(ContainerError) {
+            func code(_ text: Substring) throws(ContainerError) -> FourCharCode {
+                guard let code = FourCharCode(String(text)), code.isPrintable else {
+                    throw ContainerError(.invalidInput, "metadata key \"\(text)\": a user-data or iTunes key is four characters (such as \"xmpl\" or \"©nam\")", path: "")
+                }
+                return code
+            }
+            if text.hasPrefix("udta:") { self = .userData(try code(text.dropFirst(5))); return }
+            if text.hasPrefix("ilst:") { self = .iTunes(try code(text.dropFirst(5))); return }
+            if text.hasPrefix("mdta:") { self = .quickTime(String(text.dropFirst(5))); return }
+            if let common = CommonKey(rawValue: text) { self = .common(common); return }
+            if text.contains(".") { self = .quickTime(text); return }
+            self = .userData(try code(Substring(text)))
+        }
+    }
+
+    /// A value with its type, as the `data` box's well-known types say (QuickTime File Format,
+    /// "Well-known types").
+    public enum Value: Hashable, Sendable, CustomStringConvertible {
+        case utf8(String)
+        case signed(Int64)
+        case unsigned(UInt64)
+        case float32(Float)
+        case float64(Double)
+        case data([UInt8])
+        /// Another well-known type (JPEG 13, PNG 14, ...), kept as bytes.
+        case typed(UInt32, [UInt8])
+
+        public var description: String {
+            switch self {
+            case .utf8(let text): text
+            case .signed(let value): String(value)
+            case .unsigned(let value): String(value)
+            case .float32(let value): String(value)
+            case .float64(let value): String(value)
+            case .data(let bytes): Self.describe(bytes)
+            case .typed(let type, let bytes): "type \(type): \(Self.describe(bytes))"
+            }
+        }
+
+        /// Bytes as text when they are printable UTF-8, else as hex.
+        static func describe(_ bytes: [UInt8]) -> String {
+            if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\t" }) {
+                return text
+            }
+            let hex = bytes.prefix(64).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            return "0x\(hex)\(bytes.count > 64 ? "… (\(bytes.count) bytes)" : "")"
+        }
+
+        /// The well-known type number and payload of a `data` box.
+        var encoded: (type: UInt32, bytes: [UInt8]) {
+            switch self {
+            case .utf8(let text): return (1, Array(text.utf8))
+            case .signed(let value):
+                if let small = Int32(exactly: value) { return (21, withUnsafeBytes(of: small.bigEndian) { Array($0) }) }
+                return (21, withUnsafeBytes(of: value.bigEndian) { Array($0) })
+            case .unsigned(let value):
+                if let small = UInt32(exactly: value) { return (22, withUnsafeBytes(of: small.bigEndian) { Array($0) }) }
+                return (22, withUnsafeBytes(of: value.bigEndian) { Array($0) })
+            case .float32(let value): return (23, withUnsafeBytes(of: value.bitPattern.bigEndian) { Array($0) })
+            case .float64(let value): return (24, withUnsafeBytes(of: value.bitPattern.bigEndian) { Array($0) })
+            case .data(let bytes): return (0, bytes)
+            case .typed(let type, let bytes): return (type, bytes)
+            }
+        }
+
+        /// The value of a `data` box payload of well-known `type`.
+        init(type: UInt32, bytes: [UInt8]) {
+            func integer() -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
+            switch (type, bytes.count) {
+            case (1, _): self = .utf8(String(decoding: bytes, as: UTF8.self))
+            case (21, 1), (21, 2), (21, 3), (21, 4), (21, 8):
+                let shift = UInt64(64 - 8 * bytes.count)
+                self = .signed(Int64(bitPattern: integer() << shift) >> Int64(shift))
+            case (22, 1), (22, 2), (22, 3), (22, 4), (22, 8): self = .unsigned(integer())
+            case (23, 4): self = .float32(Float(bitPattern: UInt32(integer())))
+            case (24, 8): self = .float64(Double(bitPattern: integer()))
+            case (0, _): self = .data(bytes)
+            default: self = .typed(type, bytes)
+            }
+        }
+
+        /// The bytes a user-data item stores: the raw data, or the text's UTF-8.
+        var rawBytes: [UInt8]? {
+            switch self {
+            case .data(let bytes): bytes
+            case .utf8(let text): Array(text.utf8)
+            default: nil
+            }
+        }
+
+        /// Reads a value from a command line: "int:N", "uint:N", "float:X", "double:X" and
+        /// "hex:..." are typed; "utf8:TEXT" or any other text is UTF-8. (The CLI reads
+        /// "@PATH" as a file's bytes itself.)
+        public init(parsing text: String) throws(ContainerError) {
+            func fail(_ what: String) -> ContainerError { ContainerError(.invalidInput, "metadata value \"\(text)\" is not \(what)", path: "") }
+            guard let colon = text.firstIndex(of: ":") else { self = .utf8(text); return }
+            let body = String(text[text.index(after: colon)...])
+            switch text[..<colon] {
+            case "utf8": self = .utf8(body)
+            case "int": guard let value = Int64(body) else { throw fail("an integer") }; self = .signed(value)
+            case "uint": guard let value = UInt64(body) else { throw fail("an unsigned integer") }; self = .unsigned(value)
+            case "float": guard let value = Float(body) else { throw fail("a number") }; self = .float32(value)
+            case "double": guard let value = Double(body) else { throw fail("a number") }; self = .float64(value)
+            case "hex":
+                let digits = Array(body.utf8)
+                guard digits.count % 2 == 0 else { throw fail("an even number of hex digits") }
+                var bytes: [UInt8] = []
+                for i in stride(from: 0, to: digits.count, by: 2) {
+                    guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { throw fail("hex") }
+                    bytes.append(byte)
+                }
+                self = .data(bytes)
+            default: self = .utf8(text)
+            }
+        }
+    }
+
+    public var key: Key
+    public var value: Value
+
+    public init(key: Key, value: Value) {
+        self.key = key
+        self.value = value
+    }
+
+    /// The common key this item answers to (a `©nam` in `ilst` or `udta` is the title).
+    public var commonKey: CommonKey? {
+        switch key {
+        case .common(let key): key
+        case .iTunes(let code), .userData(let code): CommonKey(code: code)
+        case .quickTime(let name): name.hasPrefix("com.apple.quicktime.") ? CommonKey(rawValue: String(name.dropFirst(20))) : nil
+        }
+    }
+
+    public var description: String { "\(key) = \(value)" }
+}
+
+// MARK: Writing
+
+extension MetadataItem {
+    /// Checks that every item can be stored in `fileType`, and says why not and what to use
+    /// instead when one cannot: never dropped in silence (seed 004's complaint).
+    public static func validate(_ items: [MetadataItem], for fileType: MovieFileType, path: String) throws(ContainerError) {
+        for item in items {
+            switch item.key {
+            case .quickTime(let name) where fileType == .mp4:
+                throw ContainerError(.invalidInput, "metadata key \"\(name)\": MP4 has no place for reverse-DNS (QuickTime mdta) keys, and players would drop it; write a .mov, or use a four-character user-data key such as \"\(Self.suggestedCode(for: name))\" (raw data)", path: path)
+            case .quickTime(let name):
+                guard !name.isEmpty, name.utf8.count < 1 << 16 else { throw ContainerError(.invalidInput, "metadata key \"\(name)\" is empty or too long", path: path) }
+            case .userData(let code):
+                guard code.isPrintable else { throw ContainerError(.invalidInput, "user-data key \(code) is not four printable characters", path: path) }
+                guard code != "meta", code != "free", code != "skip" else { throw ContainerError(.invalidInput, "user-data key \(code) is a structural box of udta", path: path) }
+                guard item.value.rawBytes != nil else {
+                    throw ContainerError(.invalidInput, "user-data item \(code): udta items hold raw data or text, not a typed \(item.value); use a MOV with a reverse-DNS key for typed values", path: path)
+                }
+                if fileType == .mov, code.rawValue >> 24 == 0xA9, case .data = item.value {
+                    throw ContainerError(.invalidInput, "user-data item \(code): in a MOV, keys starting with © hold text; give a UTF-8 value", path: path)
+                }
+            case .iTunes(let code):
+                guard code.isPrintable else { throw ContainerError(.invalidInput, "iTunes key \(code) is not four printable characters", path: path) }
+            case .common:
+                guard case .utf8 = item.value else { throw ContainerError(.invalidInput, "\(item.key.name) is text; give a UTF-8 value", path: path) }
+            }
+        }
+        var seen = Set<Key>()
+        for item in items where !seen.insert(item.key).inserted {
+            throw ContainerError(.invalidInput, "metadata key \(item.key) is given twice", path: path)
+        }
+    }
+
+    /// A four-character key made from the last part of a reverse-DNS key, for the error message.
+    static func suggestedCode(for name: String) -> String {
+        let letters = Array((name.split(separator: ".").last.map(String.init) ?? name).lowercased().filter { $0.isASCII && $0.isLetter })
+        return String((letters + Array("xxxx")).prefix(4))
+    }
+
+    /// The metadata boxes of a `moov`: for a MOV, `meta` (mdta) for QuickTime keys and `udta`
+    /// for user data and QuickTime text; for an MP4, `udta` with user data and an iTunes
+    /// `meta` (mdir).
+    static func write(_ items: [MetadataItem], fileType: MovieFileType, into w: inout BoxWriter) {
+        guard !items.isEmpty else { return }
+        var quickTime: [(String, Value)] = []
+        var userData: [(FourCharCode, [UInt8])] = []
+        var texts: [(FourCharCode, String)] = []
+        var iTunes: [(FourCharCode, Value)] = []
+        for item in items {
+            switch item.key {
+            case .quickTime(let name): quickTime.append((name, item.value))
+            case .userData(let code) where fileType == .mov && code.rawValue >> 24 == 0xA9:
+                if case .utf8(let text) = item.value { texts.append((code, text)) }
+            case .userData(let code): userData.append((code, item.value.rawBytes ?? []))
+            case .iTunes(let code): iTunes.append((code, item.value))
+            case .common(let key):
+                guard case .utf8(let text) = item.value else { continue }
+                if fileType == .mov { texts.append((key.code, text)) } else { iTunes.append((key.code, .utf8(text))) }
+            }
+        }
+        if !quickTime.isEmpty {
+            // QuickTime File Format, "Metadata atoms": `meta` is a plain atom in a MOV.
+            w.box("meta") { w in
+                w.fullBox("hdlr") { w in w.u32(0); w.fourCC("mdta"); w.zeros(12); w.u8(0) }
+                w.fullBox("keys") { w in
+                    w.u32(UInt32(quickTime.count))
+                    for (name, _) in quickTime {
+                        let bytes = Array(name.utf8)
+                        w.u32(UInt32(8 + bytes.count)); w.fourCC("mdta"); w.append(bytes)
+                    }
+                }
+                w.box("ilst") { w in
+                    for (index, (_, value)) in quickTime.enumerated() {
+                        w.box(FourCharCode(rawValue: UInt32(index + 1))) { w in dataBox(&w, value) }
+                    }
+                }
+            }
+        }
+        guard !userData.isEmpty || !texts.isEmpty || !iTunes.isEmpty else { return }
+        w.box("udta") { w in
+            for (code, text) in texts {
+                // QuickTime international text: size, language (0: English), the characters.
+                let bytes = Array(text.utf8)
+                w.box(code) { w in w.u16(UInt16(clamping: bytes.count)); w.u16(0); w.append(Array(bytes.prefix(Int(UInt16.max)))) }
+            }
+            for (code, bytes) in userData { w.box(code) { w in w.append(bytes) } }
+            if !iTunes.isEmpty {
+                w.fullBox("meta") { w in
+                    w.fullBox("hdlr") { w in w.u32(0); w.fourCC("mdir"); w.fourCC("appl"); w.zeros(8); w.u8(0) }
+                    w.box("ilst") { w in
+                        for (code, value) in iTunes { w.box(code) { w in dataBox(&w, value) } }
+                    }
+                }
+            }
+        }
+    }
+
+    private static func dataBox(_ w: inout BoxWriter, _ value: Value) {
+        let (type, bytes) = value.encoded
+        w.box("data") { w in w.u32(type); w.u32(0); w.append(bytes) }
+    }
+}

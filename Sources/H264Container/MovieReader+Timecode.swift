@@ -1,0 +1,97 @@
+public import MediaCore
+
+/// A timecode track as read (the AVAssetReader timecode track output of TN2310 listing 6):
+/// its format, and its samples placed on the movie's presentation timeline.
+public struct TimecodeTrackInfo: Sendable {
+    /// One sample: from `start`, for `duration`, frames count on from `frameNumber`.
+    public struct Sample: Sendable, Hashable {
+        public var frameNumber: Int64
+        /// Presentation time on the movie timeline (edit list applied).
+        public var start: MediaTime
+        public var duration: MediaTime
+    }
+
+    public var trackID: UInt32
+    public var format: TimecodeFormatDescription
+    public var samples: [Sample]
+
+    /// The timecode of the first sample (what FFmpeg reports as the `timecode` tag).
+    public func startTimecode() throws(TimecodeError) -> Timecode? {
+        guard let first = samples.first else { return nil }
+        return try format.timecode(forFrameNumber: first.frameNumber)
+    }
+
+    /// The frame number at presentation time `time`: the sample covering it, counted on by
+    /// whole frames; before the first sample nil, after the last the last keeps counting.
+    public func frameNumber(at time: MediaTime) -> Int64? {
+        guard let index = samples.lastIndex(where: { $0.start <= time }) else { return nil }
+        let sample = samples[index]
+        return format.frameNumber(sample.frameNumber, advancedBy: time - sample.start)
+    }
+
+    public func timecode(at time: MediaTime) throws(TimecodeError) -> Timecode? {
+        guard let number = frameNumber(at: time) else { return nil }
+        return try format.timecode(forFrameNumber: number)
+    }
+
+    /// The track's frame count: its samples' durations in whole frames.
+    public var frameCount: Int64 {
+        samples.reduce(0) { $0 + $1.duration.converted(toTimescale: format.frameDuration.timescale, rounding: .towardZero).value / format.frameDuration.value }
+    }
+}
+
+extension MovieReader {
+    /// The track holding the timecode of video track `index` (its `tref`/`tmcd`), else the
+    /// first timecode track in the movie.
+    public func timecodeTrackIndex(forVideoTrack index: Int? = nil) -> Int? {
+        let isTimecode: (Track) -> Bool = { track in
+            track.descriptions.contains { if case .timecode = $0 { true } else { false } }
+        }
+        if let index, let ids = tracks[index].references["tmcd"] {
+            for id in ids { if let found = tracks.firstIndex(where: { $0.id == id && isTimecode($0) }) { return found } }
+        }
+        return tracks.firstIndex(where: isTimecode)
+    }
+
+    /// Reads a timecode track's samples (4 bytes each in `tmcd`, 8 in `tc64`).
+    public func timecodeTrack(_ index: Int) throws(ContainerError) -> TimecodeTrackInfo {
+        let track = tracks[index]
+        let (shift, delay) = editOffsets(track)
+        var result: [TimecodeTrackInfo.Sample] = []
+        var format: TimecodeFormatDescription?
+        for (number, entry) in track.samples.enumerated() {
+            guard entry.descriptionIndex >= 1, Int(entry.descriptionIndex) <= track.descriptions.count,
+                  case .timecode(let sampleFormat) = track.descriptions[Int(entry.descriptionIndex) - 1] else {
+                throw ContainerError(.invalidBox, "timecode sample \(number + 1) has no timecode sample description", path: path, boxPath: "moov/trak")
+            }
+            format = format ?? sampleFormat
+            let bytes = data[Int(entry.offset)..<(Int(entry.offset) + Int(entry.size))]
+            let frameNumber: Int64
+            do {
+                frameNumber = try bytes.withUnsafeBytes { (raw) throws(TimecodeError) -> Int64 in try sampleFormat.frameNumber(sampleData: raw) }
+            } catch {
+                throw ContainerError(.invalidBox, "timecode sample \(number + 1) of track \(track.id): \(error)", path: path, boxPath: "moov/trak/mdia/minf/stbl", byteOffset: Int(entry.offset))
+            }
+            result.append(.init(frameNumber: frameNumber,
+                                start: MediaTime(value: entry.decodeTime &- shift &+ delay, timescale: track.timescale),
+                                duration: MediaTime(value: Int64(entry.duration), timescale: track.timescale)))
+        }
+        guard let format = format ?? track.descriptions.lazy.compactMap({ if case .timecode(let f) = $0 { f } else { nil } }).first else {
+            throw ContainerError(.unsupported, "track \(track.id) is not a timecode track", path: path)
+        }
+        return TimecodeTrackInfo(trackID: track.id, format: format, samples: result)
+    }
+
+    /// The edit list as a shift: the first edit's media time, and an initial empty edit's
+    /// length in the track's timescale.
+    func editOffsets(_ track: Track) -> (shift: Int64, delay: Int64) {
+        var shift: Int64 = 0
+        var delay: Int64 = 0
+        if let empty = track.edits.first, empty.mediaTime == -1 {
+            let (product, overflow) = Int64(clamping: empty.duration).multipliedReportingOverflow(by: Int64(track.timescale))
+            delay = overflow ? 0 : product / Int64(max(movieTimescale, 1))
+        }
+        if let edit = track.edits.first(where: { $0.mediaTime >= 0 }) { shift = edit.mediaTime }
+        return (shift, delay)
+    }
+}
