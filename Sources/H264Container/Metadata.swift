@@ -28,7 +28,11 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
             }
         }
 
+        /// The code in `fileType`: a MOV names its encoder `©swr`, as FFmpeg and QuickTime do.
+        public func code(in fileType: MovieFileType) -> FourCharCode { self == .encoder && fileType == .mov ? "©swr" : code }
+
         public init?(code: FourCharCode) {
+            if code == "©swr" { self = .encoder; return }
             guard let key = Self.allCases.first(where: { $0.code == code }) else { return nil }
             self = key
         }
@@ -259,7 +263,7 @@ extension MetadataItem {
             case .iTunes(let code): iTunes.append((code, item.value))
             case .common(let key):
                 guard case .utf8(let text) = item.value else { continue }
-                if fileType == .mov { texts.append((key.code, text)) } else { iTunes.append((key.code, .utf8(text))) }
+                if fileType == .mov { texts.append((key.code(in: .mov), text)) } else { iTunes.append((key.code, .utf8(text))) }
             }
         }
         if !quickTime.isEmpty {

@@ -28,6 +28,15 @@ struct Demux: ParsableCommand {
     mutating func run() throws {
         let reader = try MovieReader(path: input)
         for warning in reader.warnings { printError("\(input): warning: \(warning)") }
+        // An elementary stream has no place for container metadata or a timecode track: say
+        // what is left behind, and how to carry it to a new file.
+        var left: [String] = []
+        if reader.timecodeTrackIndex() != nil,
+           let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
+            left.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
+        }
+        if !reader.metadata.isEmpty { left.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
+        if !left.isEmpty { printError("\(input): note: an Annex-B stream does not carry \(left.joined(separator: " or "))") }
         let index: Int
         if let track {
             guard let found = reader.tracks.firstIndex(where: { $0.id == track }) else {
