@@ -55,29 +55,8 @@ public final class DecompressionSession: Sendable {
 
     public let formatDescription: VideoFormatDescription
     public let configuration: Configuration
-    private let handler: OutputHandler?
     private let engine: Mutex<Engine>
-    private let lock = ConditionLock()
-    private nonisolated(unsafe) var state = State()  // guarded by `lock`
-    private let queue: DispatchQueue?
-
-    private struct State {
-        /// Samples handed to the queue and not yet decoded.
-        var queued = 0
-        /// Outputs waiting for the `frames` consumer.
-        var ready: [DecodedFrame] = []
-        var readyStart = 0
-        /// No more outputs will come (finished or invalidated).
-        var ended = false
-        var failure: DecompressionError?
-        var producers: [(id: Int, continuation: UnsafeContinuation<Void, Never>)] = []
-        var consumer: UnsafeContinuation<DecodedFrame?, Never>?
-        var nextWaiterID = 0
-        var highWater = 0
-
-        var readyCount: Int { ready.count - readyStart }
-        var inFlight: Int { queued + readyCount }
-    }
+    private let pipeline: SessionPipeline<DecodedFrame, DecompressionError>
 
     /// A session delivering outputs to `outputHandler`.
     public convenience init(formatDescription: VideoFormatDescription, configuration: Configuration = Configuration(),
@@ -93,13 +72,13 @@ public final class DecompressionSession: Sendable {
     private init(formatDescription: VideoFormatDescription, configuration: Configuration, handler: OutputHandler?) throws(DecompressionError) {
         self.formatDescription = formatDescription
         self.configuration = configuration
-        self.handler = handler
         do {
             engine = Mutex(try Engine(formatDescription: formatDescription, configuration: configuration))
         } catch {
             throw DecompressionError(.decoderFailed, "cannot create the decoder", underlying: error)
         }
-        queue = configuration.isAsynchronous ? DispatchQueue(label: "H264Session.DecompressionSession") : nil
+        pipeline = SessionPipeline(label: "H264Session.DecompressionSession", asynchronous: configuration.isAsynchronous,
+                                   limit: configuration.maximumFramesInFlight, handler: handler)
     }
 
     deinit {
@@ -113,54 +92,24 @@ public final class DecompressionSession: Sendable {
     }
 
     /// Samples queued plus outputs waiting for the consumer, now.
-    public var framesInFlight: Int { lock.withLock { state.inFlight } }
+    public var framesInFlight: Int { pipeline.inFlight }
 
     /// The most samples and outputs that were ever in flight at once.
-    public var maximumFramesInFlightReached: Int { lock.withLock { state.highWater } }
+    public var maximumFramesInFlightReached: Int { pipeline.highWater }
 
     // MARK: Decoding
 
     /// Decodes a sample, blocking while the in-flight bound is reached.
     public func decode(_ sample: SampleBuffer) throws(DecompressionError) {
         try checkAccepts(sample)
-        try lock.withLock { () throws(DecompressionError) in
-            while state.failure == nil && state.inFlight >= configuration.maximumFramesInFlight { lock.wait() }
-            try reserve()
-        }
+        try pipeline.acquire()
         submit(sample)
     }
 
     /// Decodes a sample, suspending while the in-flight bound is reached.
     public func decode(_ sample: SampleBuffer) async throws(DecompressionError) {
         try checkAccepts(sample)
-        while true {
-            let id: Int? = try lock.withLock { () throws(DecompressionError) -> Int? in
-                if state.failure == nil && state.inFlight >= configuration.maximumFramesInFlight {
-                    state.nextWaiterID += 1
-                    return state.nextWaiterID
-                }
-                try reserve()
-                return nil
-            }
-            guard let id else { break }
-            await withTaskCancellationHandler {
-                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                    let resumeNow = lock.withLock {
-                        if state.failure != nil || state.inFlight < configuration.maximumFramesInFlight || Task.isCancelled { return true }
-                        state.producers.append((id, continuation))
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
-                }
-            } onCancel: {
-                let waiter = lock.withLock { () -> UnsafeContinuation<Void, Never>? in
-                    guard let index = state.producers.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.producers.remove(at: index).continuation
-                }
-                waiter?.resume()
-            }
-            if Task.isCancelled { throw DecompressionError(.cancelled, "the task waiting to decode was cancelled") }
-        }
+        try await pipeline.acquire(cancelled: DecompressionError(.cancelled, "the task waiting to decode was cancelled"))
         submit(sample)
     }
 
@@ -170,74 +119,10 @@ public final class DecompressionSession: Sendable {
         }
     }
 
-    /// Counts a sample in flight (lock held).
-    private func reserve() throws(DecompressionError) {
-        if let failure = state.failure { throw failure }
-        if queue != nil {
-            state.queued += 1
-            state.highWater = max(state.highWater, state.inFlight)
-        }
-    }
-
     private func submit(_ sample: SampleBuffer) {
-        guard let queue else {
-            run(releasingQueued: false) { (engine: inout Engine) throws(DecompressionError) in try engine.decode(sample) }
-            return
+        pipeline.submit { [self] () throws(DecompressionError) -> [DecodedFrame] in
+            try self.engine.withLock { (engine) throws(DecompressionError) in try engine.decode(sample) }
         }
-        queue.async { [self] in
-            if lock.withLock({ state.failure != nil }) {
-                lock.withLock { state.queued -= 1 }
-                wakeProducers()
-                return
-            }
-            run(releasingQueued: true) { (engine: inout Engine) throws(DecompressionError) in try engine.decode(sample) }
-        }
-    }
-
-    /// Runs decoder work and delivers what it gives. `releasingQueued`: the work is a queued
-    /// sample, whose place in flight passes to its first output (or ends, if it has none).
-    private func run(releasingQueued: Bool, _ work: (inout Engine) throws(DecompressionError) -> [DecodedFrame]) {
-        let outputs: [DecodedFrame]
-        do {
-            outputs = try engine.withLock { (engine) throws(DecompressionError) in try work(&engine) }
-        } catch {
-            if releasingQueued { lock.withLock { state.queued -= 1 } }
-            fail(error)
-            return
-        }
-        deliver(outputs, releasingQueued: releasingQueued)
-    }
-
-    private func deliver(_ outputs: [DecodedFrame], releasingQueued: Bool) {
-        var release = releasingQueued
-        if let handler {
-            for output in outputs { handler(output) }
-        } else {
-            enum Step { case stop, buffered, handOff(UnsafeContinuation<DecodedFrame?, Never>) }
-            for output in outputs {
-                // Wait for room: the consumer, not the decoder, sets the pace.
-                let step = lock.withLock { () -> Step in
-                    while !state.ended && state.readyCount >= configuration.maximumFramesInFlight { lock.wait() }
-                    if release {
-                        // The sample's place in flight becomes its frame's, in one step.
-                        state.queued -= 1
-                        release = false
-                    }
-                    if state.ended { return .stop }
-                    if let waiting = state.consumer, state.readyCount == 0 {
-                        state.consumer = nil
-                        return .handOff(waiting)
-                    }
-                    state.ready.append(output)
-                    state.highWater = max(state.highWater, state.inFlight)
-                    return .buffered
-                }
-                if case .stop = step { break }
-                if case .handOff(let consumer) = step { consumer.resume(returning: output) }
-            }
-        }
-        if release { lock.withLock { state.queued -= 1 } }
-        wakeProducers()
     }
 
     // MARK: Ending
@@ -246,14 +131,8 @@ public final class DecompressionSession: Sendable {
     /// returning). Call it at the end of the stream or before a discontinuity; decoding then
     /// starts afresh and the next sample should be a sync sample.
     public func finishDelayedFrames() {
-        guard let queue else {
-            run(releasingQueued: false) { (engine: inout Engine) throws(DecompressionError) in try engine.drain() }
-            return
-        }
-        queue.async { [self] in
-            if lock.withLock({ state.failure == nil }) {
-                run(releasingQueued: false) { (engine: inout Engine) throws(DecompressionError) in try engine.drain() }
-            }
+        pipeline.perform { [self] () throws(DecompressionError) -> [DecodedFrame] in
+            try self.engine.withLock { (engine) throws(DecompressionError) in try engine.drain() }
         }
     }
 
@@ -261,61 +140,31 @@ public final class DecompressionSession: Sendable {
     /// or into ``frames``).
     public func waitForAsynchronousFrames() {
         finishDelayedFrames()
-        queue?.sync {}
+        pipeline.waitForQueue()
     }
 
     /// Finishes delayed frames and waits, suspending, until every output has been delivered.
     public func waitForAsynchronousFrames() async {
         finishDelayedFrames()
-        guard let queue else { return }
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in queue.async { continuation.resume() } }
+        await pipeline.waitForQueue()
     }
 
     /// Ends the stream: every remaining frame is delivered, then ``frames`` ends. Decoding after
     /// this is an error.
     public func finish() async {
         await waitForAsynchronousFrames()
-        end(with: DecompressionError(.invalidated, "the session is finished"))
+        pipeline.end(with: DecompressionError(.invalidated, "the session is finished"))
     }
 
     /// Ends the stream, blocking until every remaining frame is delivered.
     public func finish() {
         waitForAsynchronousFrames()
-        end(with: DecompressionError(.invalidated, "the session is finished"))
+        pipeline.end(with: DecompressionError(.invalidated, "the session is finished"))
     }
 
     /// Stops at once: queued samples are dropped, ``frames`` ends, waiting producers get an error.
     public func invalidate() {
-        end(with: DecompressionError(.invalidated, "the session was invalidated"))
-    }
-
-    private func fail(_ error: DecompressionError) {
-        end(with: error)
-    }
-
-    private func end(with error: DecompressionError) {
-        let (consumer, producers) = lock.withLock { () -> (UnsafeContinuation<DecodedFrame?, Never>?, [UnsafeContinuation<Void, Never>]) in
-            if state.failure == nil { state.failure = error }
-            state.ended = true
-            let consumer = state.readyCount == 0 ? state.consumer : nil
-            if consumer != nil { state.consumer = nil }
-            let producers = state.producers.map(\.continuation)
-            state.producers.removeAll()
-            lock.broadcast()
-            return (consumer, producers)
-        }
-        consumer?.resume(returning: nil)
-        for producer in producers { producer.resume() }
-    }
-
-    private func wakeProducers() {
-        let producers = lock.withLock { () -> [UnsafeContinuation<Void, Never>] in
-            lock.broadcast()
-            let waiting = state.producers.map(\.continuation)
-            state.producers.removeAll()
-            return waiting
-        }
-        for producer in producers { producer.resume() }
+        pipeline.end(with: DecompressionError(.invalidated, "the session was invalidated"))
     }
 
     // MARK: The AsyncSequence of outputs
@@ -341,33 +190,7 @@ public final class DecompressionSession: Sendable {
     }
 
     private func nextFrame() async -> DecodedFrame? {
-        precondition(handler == nil, "a session with an output handler has no frame sequence")
-        let frame: DecodedFrame? = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<DecodedFrame?, Never>) in
-                enum Next { case frame(DecodedFrame), end, wait }
-                let next = lock.withLock { () -> Next in
-                    if state.readyCount > 0 {
-                        let frame = state.ready[state.readyStart]
-                        state.readyStart += 1
-                        if state.readyStart == state.ready.count { state.ready.removeAll(keepingCapacity: true); state.readyStart = 0 }
-                        return .frame(frame)
-                    }
-                    if state.ended || Task.isCancelled { return .end }
-                    precondition(state.consumer == nil, "DecompressionSession.frames has one consumer at a time")
-                    state.consumer = continuation
-                    return .wait
-                }
-                switch next {
-                case .frame(let frame): continuation.resume(returning: frame)
-                case .end: continuation.resume(returning: nil)
-                case .wait: break
-                }
-            }
-        } onCancel: {
-            end(with: DecompressionError(.invalidated, "the consumer of the session's frames was cancelled"))
-        }
-        wakeProducers()
-        return frame
+        await pipeline.next(cancelled: DecompressionError(.invalidated, "the consumer of the session's frames was cancelled"))
     }
 }
 

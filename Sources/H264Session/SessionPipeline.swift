@@ -1,0 +1,243 @@
+import Dispatch
+
+/// The plumbing both sessions share: where the codec work runs (the caller's thread, or a
+/// serial dispatch queue of the session's own, off Swift's cooperative pool), where outputs go
+/// (a handler, or one `AsyncSequence` consumer), and the bound on work in flight.
+///
+/// In flight = inputs queued for the codec + outputs waiting for the consumer. At the bound,
+/// producers block (``acquire()``) or suspend (``acquire(cancelled:)``) until the consumer
+/// catches up; when a queued input produces its first output, its place passes to that output
+/// in one step, so the count never dips and lets a producer overshoot. Continuations are
+/// resumed after the lock is released.
+final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
+    typealias Handler = @Sendable (Output) -> Void
+
+    let limit: Int
+    let handler: Handler?
+    let queue: DispatchQueue?
+    private let lock = ConditionLock()
+    private nonisolated(unsafe) var state = State()  // guarded by `lock`
+
+    private enum Step { case stop, buffered, handOff(UnsafeContinuation<Output?, Never>) }
+    private enum Next { case output(Output), end, wait }
+
+    private struct State {
+        /// Inputs handed to the queue and not yet through the codec.
+        var queued = 0
+        /// Outputs waiting for the consumer.
+        var ready: [Output] = []
+        var readyStart = 0
+        /// No more outputs will come (finished or invalidated).
+        var ended = false
+        var failure: Failure?
+        var producers: [(id: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+        var consumer: UnsafeContinuation<Output?, Never>?
+        var nextWaiterID = 0
+        var highWater = 0
+
+        var readyCount: Int { ready.count - readyStart }
+        var inFlight: Int { queued + readyCount }
+    }
+
+    init(label: String, asynchronous: Bool, limit: Int, handler: Handler?) {
+        precondition(limit > 0, "the in-flight bound must be positive")
+        self.limit = limit
+        self.handler = handler
+        queue = asynchronous ? DispatchQueue(label: label) : nil
+    }
+
+    var inFlight: Int { lock.withLock { state.inFlight } }
+    var highWater: Int { lock.withLock { state.highWater } }
+    var failure: Failure? { lock.withLock { state.failure } }
+
+    // MARK: Producers
+
+    /// Waits, blocking, for room in flight, and takes it.
+    func acquire() throws(Failure) {
+        try lock.withLock { () throws(Failure) in
+            while state.failure == nil && state.inFlight >= limit { lock.wait() }
+            try reserve()
+        }
+    }
+
+    /// Waits, suspending, for room in flight, and takes it; throws `cancelled()` when the
+    /// waiting task is cancelled.
+    func acquire(cancelled: @autoclosure () -> Failure) async throws(Failure) {
+        while true {
+            let id: Int? = try lock.withLock { () throws(Failure) -> Int? in
+                if state.failure == nil && state.inFlight >= limit {
+                    state.nextWaiterID += 1
+                    return state.nextWaiterID
+                }
+                try reserve()
+                return nil
+            }
+            guard let id else { return }
+            await withTaskCancellationHandler {
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    let resumeNow = lock.withLock {
+                        if state.failure != nil || state.inFlight < limit || Task.isCancelled { return true }
+                        state.producers.append((id, continuation))
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                let waiter = lock.withLock { () -> UnsafeContinuation<Void, Never>? in
+                    guard let index = state.producers.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.producers.remove(at: index).continuation
+                }
+                waiter?.resume()
+            }
+            if Task.isCancelled { throw cancelled() }
+        }
+    }
+
+    /// Counts an input in flight (lock held).
+    private func reserve() throws(Failure) {
+        if let failure = state.failure { throw failure }
+        if queue != nil {
+            state.queued += 1
+            state.highWater = max(state.highWater, state.inFlight)
+        }
+    }
+
+    /// Runs the work for an input taken with `acquire`: now, or on the queue.
+    func submit(_ work: @escaping @Sendable () throws(Failure) -> [Output]) {
+        guard let queue else {
+            run(releasingQueued: false, work)
+            return
+        }
+        queue.async { [self] in
+            if lock.withLock({ state.failure != nil }) {
+                lock.withLock { state.queued -= 1 }
+                wakeProducers()
+                return
+            }
+            run(releasingQueued: true, work)
+        }
+    }
+
+    /// Runs work that is not an input (a drain): now, or after the queued inputs.
+    func perform(_ work: @escaping @Sendable () throws(Failure) -> [Output]) {
+        guard let queue else {
+            run(releasingQueued: false, work)
+            return
+        }
+        queue.async { [self] in
+            if lock.withLock({ state.failure == nil }) { run(releasingQueued: false, work) }
+        }
+    }
+
+    /// Blocks until the queued work is done.
+    func waitForQueue() { queue?.sync {} }
+
+    /// Suspends until the queued work is done.
+    func waitForQueue() async {
+        guard let queue else { return }
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in queue.async { continuation.resume() } }
+    }
+
+    private func run(releasingQueued: Bool, _ work: () throws(Failure) -> [Output]) {
+        let outputs: [Output]
+        do { outputs = try work() } catch {
+            if releasingQueued { lock.withLock { state.queued -= 1 } }
+            end(with: error)
+            return
+        }
+        deliver(outputs, releasingQueued: releasingQueued)
+    }
+
+    private func deliver(_ outputs: [Output], releasingQueued: Bool) {
+        var release = releasingQueued
+        if let handler {
+            for output in outputs { handler(output) }
+        } else {
+            for output in outputs {
+                // Wait for room: the consumer, not the codec, sets the pace.
+                let step = lock.withLock { () -> Step in
+                    while !state.ended && state.readyCount >= limit { lock.wait() }
+                    if release {
+                        // The input's place in flight becomes its output's, in one step.
+                        state.queued -= 1
+                        release = false
+                    }
+                    if state.ended { return .stop }
+                    if let waiting = state.consumer, state.readyCount == 0 {
+                        state.consumer = nil
+                        return .handOff(waiting)
+                    }
+                    state.ready.append(output)
+                    state.highWater = max(state.highWater, state.inFlight)
+                    return .buffered
+                }
+                if case .stop = step { break }
+                if case .handOff(let consumer) = step { consumer.resume(returning: output) }
+            }
+        }
+        if release { lock.withLock { state.queued -= 1 } }
+        wakeProducers()
+    }
+
+    // MARK: Ending
+
+    /// No more outputs: the consumer's sequence ends once it has taken the waiting ones, and
+    /// producers get `error` (the first error given is kept).
+    func end(with error: Failure) {
+        let (consumer, producers) = lock.withLock { () -> (UnsafeContinuation<Output?, Never>?, [UnsafeContinuation<Void, Never>]) in
+            if state.failure == nil { state.failure = error }
+            state.ended = true
+            let consumer = state.readyCount == 0 ? state.consumer : nil
+            if consumer != nil { state.consumer = nil }
+            let producers = state.producers.map(\.continuation)
+            state.producers.removeAll()
+            lock.broadcast()
+            return (consumer, producers)
+        }
+        consumer?.resume(returning: nil)
+        for producer in producers { producer.resume() }
+    }
+
+    private func wakeProducers() {
+        let producers = lock.withLock { () -> [UnsafeContinuation<Void, Never>] in
+            lock.broadcast()
+            let waiting = state.producers.map(\.continuation)
+            state.producers.removeAll()
+            return waiting
+        }
+        for producer in producers { producer.resume() }
+    }
+
+    // MARK: The consumer
+
+    /// The next output for the one consumer, or nil at the end. Cancelling the consuming task
+    /// ends the pipeline with `cancelled` (nobody would take its outputs).
+    func next(cancelled: @escaping @autoclosure @Sendable () -> Failure) async -> Output? {
+        precondition(handler == nil, "a session with an output handler has no output sequence")
+        let output: Output? = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Output?, Never>) in
+                let next = lock.withLock { () -> Next in
+                    if state.readyCount > 0 {
+                        let output = state.ready[state.readyStart]
+                        state.readyStart += 1
+                        if state.readyStart == state.ready.count { state.ready.removeAll(keepingCapacity: true); state.readyStart = 0 }
+                        return .output(output)
+                    }
+                    if state.ended || Task.isCancelled { return .end }
+                    precondition(state.consumer == nil, "a session's output sequence has one consumer at a time")
+                    state.consumer = continuation
+                    return .wait
+                }
+                switch next {
+                case .output(let output): continuation.resume(returning: output)
+                case .end: continuation.resume(returning: nil)
+                case .wait: break
+                }
+            }
+        } onCancel: {
+            end(with: cancelled())
+        }
+        wakeProducers()
+        return output
+    }
+}
