@@ -112,6 +112,9 @@ public struct H264Encoder: ~Copyable {
         x264_encoder_close(handle)
     }
 
+    /// Whether x264 takes pictures in `format` as they are (others need converting).
+    public static func takes(_ format: PixelFormat) -> Bool { colourSpace(format) != nil }
+
     static func colourSpace(_ format: PixelFormat) -> (Int32, Int)? {
         let high = format.bitDepth > 8 ? X264_CSP_HIGH_DEPTH : 0
         guard format.bitDepth == 8 || format.bitDepth == 10 else { return nil }
@@ -152,8 +155,11 @@ public struct H264Encoder: ~Copyable {
 
     /// Takes out one delayed frame; nil when none is left. Call until nil at the end.
     public mutating func flush() throws(CodecError) -> EncodedFrame? {
-        guard delayedFrames > 0 else { return nil }
-        return try encode(nil)
+        // A flush call may give nothing while frames are still in flight (frame threads).
+        while delayedFrames > 0 {
+            if let frame = try encode(nil) { return frame }
+        }
+        return nil
     }
 
     private mutating func encode(_ input: UnsafeMutablePointer<x264_picture_t>?) throws(CodecError) -> EncodedFrame? {

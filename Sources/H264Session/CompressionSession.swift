@@ -112,7 +112,7 @@ public final class CompressionSession: Sendable {
         self.configuration = configuration
         var settings = configuration.settings
         if let statistics { settings.pass = .first(statistics: statistics) }
-        do { try settings.validate() } catch { throw CompressionError(.invalidSettings, error.reason, underlying: error) }
+        do { try settings.validate() } catch { throw CompressionError(.invalidSettings, error.reason) }
         // A single-pass session opens its encoder now, so bad settings fail here.
         let encoder: H264Encoder?
         if configuration.passes == 1 {

@@ -251,6 +251,16 @@ final class Progress {
         shown = true
     }
 
+    /// Shows a line of its own (at most four times a second).
+    func update(line: String) {
+        guard enabled else { return }
+        let now = clock.currentTime.value
+        guard now - lastUpdate > 250_000_000 else { return }
+        lastUpdate = now
+        printErrorRaw("\r\u{1B}[K" + line)
+        shown = true
+    }
+
     func clear() {
         if shown { printErrorRaw("\r\u{1B}[K"); shown = false }
     }
