@@ -456,8 +456,10 @@ struct SampleTables {
         let kept = result.count
         var time: Int64 = 0
         var index = 0
-        for run in timeToSample {
-            for _ in 0..<run.count where index < kept {
+        // Runs are walked only as far as the samples go: a damaged count must not cost
+        // billions of empty iterations.
+        for run in timeToSample where index < kept {
+            for _ in 0..<min(Int(run.count), kept - index) {
                 result[index].decodeTime = time
                 result[index].duration = run.delta
                 time += Int64(run.delta)
@@ -465,8 +467,8 @@ struct SampleTables {
             }
         }
         index = 0
-        for run in compositionOffsets {
-            for _ in 0..<run.count where index < kept {
+        for run in compositionOffsets where index < kept {
+            for _ in 0..<min(Int(run.count), kept - index) {
                 result[index].compositionOffset = run.offset
                 index += 1
             }

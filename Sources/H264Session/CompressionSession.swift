@@ -89,6 +89,7 @@ public final class CompressionSession: Sendable {
         var passOpen: Bool
         var completed = false
         var lastTime: MediaTime?
+        var lastTick: Int64?
     }
 
     public convenience init(configuration: Configuration, outputHandler: @escaping OutputHandler) throws(CompressionError) {
@@ -171,7 +172,13 @@ public final class CompressionSession: Sendable {
             if let last = intake.lastTime, !(time > last) {
                 throw CompressionError(.invalidFrame, "presentation time \(time) is not after the previous picture's (\(last)); pictures go in in presentation order")
             }
+            // x264 counts whole frame durations: two pictures must not share one.
+            let tick = Engine.ticks(time, rate: configuration.settings.frameRate)
+            if let last = intake.lastTick, tick <= last, let previous = intake.lastTime {
+                throw CompressionError(.invalidFrame, "presentation time \(time) falls in the same \(configuration.settings.frameRate) fps frame as \(previous)")
+            }
             intake.lastTime = time
+            intake.lastTick = tick
         }
     }
 
@@ -241,8 +248,6 @@ public final class CompressionSession: Sendable {
             engine.formatDescription = encoder?.formatDescription
             engine.encoder = encoder.take()
             engine.lastDecodeTime = nil
-            engine.lastTimestamp = nil
-            engine.flushed = false
         }
     }
 
@@ -264,25 +269,12 @@ public final class CompressionSession: Sendable {
     /// The encoded frames of a session made without a handler, in decoding order, for one
     /// consumer. Ends after ``finish()`` or ``invalidate()``; cancelling the consumer
     /// invalidates the session.
-    public var frames: Frames { Frames(session: self) }
-
-    public struct Frames: AsyncSequence, Sendable {
-        public typealias Element = CompressedFrame
-        public typealias Failure = Never
-        let session: CompressionSession
-
-        public struct AsyncIterator: AsyncIteratorProtocol {
-            let session: CompressionSession
-            public mutating func next() async -> CompressedFrame? { await session.nextFrame() }
-            public mutating func next(isolation actor: isolated (any Actor)?) async -> CompressedFrame? { await session.nextFrame() }
-        }
-
-        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(session: session) }
+    public var frames: Frames {
+        SessionOutputs { [pipeline] in await pipeline.next(cancelled: CompressionError(.invalidated, "the consumer of the session's frames was cancelled")) }
     }
 
-    private func nextFrame() async -> CompressedFrame? {
-        await pipeline.next(cancelled: CompressionError(.invalidated, "the consumer of the session's frames was cancelled"))
-    }
+    public typealias Frames = SessionOutputs<CompressedFrame>
+
 }
 
 /// The encoder and the timing it needs, used under the session's mutex.
@@ -295,9 +287,7 @@ private struct Engine: ~Copyable {
     var converter: PixelConverter?
     /// Durations given with pictures, by their timestamp.
     var durations: [Int64: MediaTime] = [:]
-    var lastTimestamp: Int64?
     var lastDecodeTime: Int64?
-    var flushed = false
     let frameDuration: MediaTime
     var multiPass: Bool { pass == 0 || encoderPasses > 1 }
     let encoderPasses: Int
@@ -312,23 +302,16 @@ private struct Engine: ~Copyable {
     }
 
     /// x264's timestamps tick once per frame duration.
-    func ticks(_ time: MediaTime) -> Int64 {
-        time.multiplied(byRatio: Int64(settings.frameRate.numerator), Int64(settings.frameRate.denominator)).converted(toTimescale: 1, rounding: .halfAwayFromZero).value
+    static func ticks(_ time: MediaTime, rate: FrameRate) -> Int64 {
+        time.multiplied(byRatio: Int64(rate.numerator), Int64(rate.denominator)).converted(toTimescale: 1, rounding: .halfAwayFromZero).value
     }
 
     mutating func encode(_ picture: PixelBuffer, _ time: MediaTime, _ duration: MediaTime?, _ keyframe: Bool) throws(CompressionError) -> [CompressedFrame] {
         guard encoder != nil else {
             throw CompressionError(.invalidFrame, pass == 0 ? "call beginPass() before the first picture of a multi-pass session" : "the pass has ended; call beginPass()")
         }
-        guard !flushed else {
-            throw CompressionError(.invalidFrame, "the frames were completed; x264 cannot take more after a flush (make a new session)")
-        }
-        guard time.isNumeric else { throw CompressionError(.invalidFrame, "picture without a numeric presentation time") }
-        let timestamp = ticks(time)
-        if let lastTimestamp, timestamp <= lastTimestamp {
-            throw CompressionError(.invalidFrame, "presentation time \(time) is not after the previous picture's; pictures go in in presentation order")
-        }
-        lastTimestamp = timestamp
+        // Order and completion were checked when the picture was admitted.
+        let timestamp = Self.ticks(time, rate: settings.frameRate)
         if let duration { durations[timestamp] = duration }
         var input = picture
         if picture.format != settings.pixelFormat || picture.width != settings.width || picture.height != settings.height {
@@ -349,7 +332,6 @@ private struct Engine: ~Copyable {
 
     mutating func flush() throws(CompressionError) -> [CompressedFrame] {
         guard encoder != nil else { return [] }
-        flushed = true
         var outputs: [CompressedFrame] = []
         while true {
             let frame: H264Encoder.EncodedFrame?

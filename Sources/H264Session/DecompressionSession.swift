@@ -173,25 +173,12 @@ public final class DecompressionSession: Sendable {
     /// after ``finish()`` (every frame delivered) or ``invalidate()``. Cancelling the consuming
     /// task invalidates the session: nobody would take its frames, so producers waiting on the
     /// bound get an error instead of waiting for ever.
-    public var frames: Frames { Frames(session: self) }
-
-    public struct Frames: AsyncSequence, Sendable {
-        public typealias Element = DecodedFrame
-        public typealias Failure = Never
-        let session: DecompressionSession
-
-        public struct AsyncIterator: AsyncIteratorProtocol {
-            let session: DecompressionSession
-            public mutating func next() async -> DecodedFrame? { await session.nextFrame() }
-            public mutating func next(isolation actor: isolated (any Actor)?) async -> DecodedFrame? { await session.nextFrame() }
-        }
-
-        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(session: session) }
+    public var frames: Frames {
+        SessionOutputs { [pipeline] in await pipeline.next(cancelled: DecompressionError(.invalidated, "the consumer of the session's frames was cancelled")) }
     }
 
-    private func nextFrame() async -> DecodedFrame? {
-        await pipeline.next(cancelled: DecompressionError(.invalidated, "the consumer of the session's frames was cancelled"))
-    }
+    public typealias Frames = SessionOutputs<DecodedFrame>
+
 }
 
 /// The decoder and what it needs to match pictures to samples; used under the session's mutex.

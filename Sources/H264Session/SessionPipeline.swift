@@ -241,3 +241,20 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
         return output
     }
 }
+
+/// The outputs of a session made without a handler, as an `AsyncSequence` for one consumer:
+/// ``DecompressionSession/frames`` and ``CompressionSession/frames``. The sequence ends after
+/// the session finishes or is invalidated; cancelling the consuming task invalidates the
+/// session (nobody would take its outputs, so waiting producers get an error).
+public struct SessionOutputs<Element: Sendable>: AsyncSequence, Sendable {
+    public typealias Failure = Never
+    let next: @Sendable () async -> Element?
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let next: @Sendable () async -> Element?
+        public mutating func next() async -> Element? { await next() }
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? { await next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(next: next) }
+}

@@ -180,7 +180,7 @@ final class EncodeSink: @unchecked Sendable {
         bytes += frame.sampleBuffer.data.count
         do {
             if let movie { try movie.append(frame.sampleBuffer) }
-            if let stream { try stream.write(frame.sampleBuffer.data.withUnsafeBytes { Array($0) }) }
+            if let stream { try frame.sampleBuffer.data.withUnsafeBytes { (raw) throws(ToolError) in try stream.write(raw) } }
         } catch let failure as ToolError {
             error = failure
         } catch {

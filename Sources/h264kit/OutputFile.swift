@@ -37,9 +37,17 @@ final class OutputFile {
     }
 
     func write(_ bytes: [UInt8]) throws(ToolError) {
+        var failure: ToolError?
+        bytes.withUnsafeBytes { raw in
+            do throws(ToolError) { try write(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(ToolError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ToolError("\(path): write failed: \(errnoText())")
