@@ -10,17 +10,8 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 var targets: [Target] = [
-    // C at the edge: one system-library target per C dependency, each with a shim header.
-    .systemLibrary(
-        name: "CX264",
-        pkgConfig: "x264",
-        providers: [.apt(["libx264-dev"])]
-    ),
-    .systemLibrary(
-        name: "CFFmpeg",
-        pkgConfig: "libavcodec",
-        providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswscale-dev"])]
-    ),
+    // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
+    .target(name: "CCodecs"),
 
     // Pure Swift layers, dependencies pointing one way.
     .target(name: "H264Bitstream"),
@@ -28,7 +19,7 @@ var targets: [Target] = [
     .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore"]),
 
     // The only module that imports C: encoder and decoder wrappers, then the sessions over them.
-    .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CFFmpeg", "CX264"]),
+    .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs"]),
     .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Codec"]),
 
     // The command-line tool: one file per subcommand over the libraries.
@@ -50,7 +41,7 @@ var targets: [Target] = [
     .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Codec", "MediaCore", "TestSupport"]),
-    .testTarget(name: "SystemLibrariesTests", dependencies: ["CX264", "CFFmpeg"]),
+    .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
 

@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 
 /// An error code returned by libavcodec, libavutil or libswscale (`AVERROR(...)`), the
 /// swift-system `Errno` pattern: named constants, never magic numbers.
@@ -55,6 +55,17 @@ public struct CodecError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         underlying.map { "\(reason): \($0)" } ?? reason
     }
+}
+
+/// Opens libavcodec, libavutil and libswscale on first use (they are not linked, so that
+/// programs which never decode do not map them), or says which library or symbol is missing.
+func loadFFmpeg() throws(CodecError) {
+    if let message = ccodecs_load_ffmpeg() { throw CodecError(.unavailable, String(cString: message)) }
+}
+
+/// The same for libx264.
+func loadX264() throws(CodecError) {
+    if let message = ccodecs_load_x264() { throw CodecError(.unavailable, String(cString: message)) }
 }
 
 /// Turns a negative return code into a ``CodecError`` saying which call failed.

@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +17,8 @@ enum DecoderLog {
             guard level <= AV_LOG_ERROR, let format, let arguments else { return }
             var buffer = [CChar](repeating: 0, count: 512)
             _ = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress, 512, format, arguments) }
-            let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+            let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !text.isEmpty else { return }
             DecoderLog.messages.withLock { if $0.count < DecoderLog.limit { $0.append(text) } }
         }

@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 public import MediaCore
 
 /// What libavcodec says about a decoded picture's errors (`AVFrame.decode_error_flags`).

@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 import H264Bitstream
 public import MediaCore
 
@@ -43,6 +43,7 @@ public struct H264Decoder: ~Copyable {
     ///   starts with none and drops the pictures it meets out of order before it learns better
     ///   (the `ffmpeg` tool avoids that by probing the stream first).
     public init(formatDescription: VideoFormatDescription?, threading: Threading = Threading(), reorderDepth: Int? = nil) throws(CodecError) {
+        try loadFFmpeg()
         DecoderLog.installed
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
             throw CodecError(.unavailable, "this libavcodec has no H.264 decoder")

@@ -1,5 +1,5 @@
-import CX264
-public import H264Bitstream
+import CCodecs
+import H264Bitstream
 public import MediaCore
 
 /// An x264 encoder (`x264_t`): pictures in presentation order, encoded frames out in decoding
@@ -35,6 +35,7 @@ public struct H264Encoder: ~Copyable {
 
     public init(settings: EncoderSettings) throws(CodecError) {
         try settings.validate()
+        try loadX264()
         var param = x264_param_t()
         guard x264_param_default_preset(&param, settings.preset, settings.tuneString) == 0 else {
             throw CodecError(.invalidConfiguration, "x264 does not know preset \(settings.preset)\(settings.tune.map { " with tune \($0)" } ?? "")")

@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 
 /// An MD5 digest through libavutil, for `framemd5` output that compares with FFmpeg's.
 ///
@@ -6,8 +6,10 @@ import CFFmpeg
 public struct MD5: ~Copyable {
     private let context: OpaquePointer
 
-    public init() {
-        context = av_md5_alloc()!
+    public init() throws(CodecError) {
+        try loadFFmpeg()
+        guard let context = av_md5_alloc() else { throw CodecError(.unavailable, "cannot allocate an MD5 context") }
+        self.context = context
         av_md5_init(context)
     }
 

@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 public import MediaCore
 
 /// Encodes pictures as PNG files with libavcodec's PNG encoder (no image encoder of ours),
@@ -15,7 +15,7 @@ public struct PNGEncoder: ~Copyable {
 
     /// An encoder writing pictures of `size` (nil: each picture's own size).
     public init(size: (width: Int, height: Int)? = nil) throws(CodecError) {
-        let converter = try PixelConverter(format: .rgb24, size: size)
+        let converter = try PixelConverter(format: .rgb24, size: size)  // loads the libraries
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_PNG) else { throw CodecError(.unavailable, "this libavcodec has no PNG encoder") }
         var frame = av_frame_alloc(), packet = av_packet_alloc()
         guard let allocatedFrame = frame, let allocatedPacket = packet else {

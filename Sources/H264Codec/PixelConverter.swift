@@ -1,4 +1,4 @@
-import CFFmpeg
+import CCodecs
 public import MediaCore
 
 /// Converts pictures to another pixel format and size with libswscale, with the settings the
@@ -12,6 +12,7 @@ public struct PixelConverter: ~Copyable {
     private var context: OpaquePointer?
 
     public init(format: PixelFormat, size: (width: Int, height: Int)? = nil) throws(CodecError) {
+        try loadFFmpeg()
         guard sws_isSupportedOutput(format.avPixelFormat) > 0 else {
             throw CodecError(.unsupportedFormat, "libswscale cannot write \(format)")
         }

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import H264Bitstream
+import H264Bitstream
 public import MediaCore
 
 /// Reads MP4 and MOV files: the box tree (with limits), tracks, edit lists, sample tables and

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import H264Bitstream
+import H264Bitstream
 public import MediaCore
 
 /// The container flavour: ISO BMFF `.mp4` or QuickTime `.mov`.

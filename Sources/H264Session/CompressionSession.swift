@@ -2,7 +2,7 @@ import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
-public import H264Bitstream
+import H264Bitstream
 public import H264Codec
 public import MediaCore
 import Synchronization

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import Synchronization
+import Synchronization
 
 /// A source of steadily advancing time (`CMClock`).
 public protocol MediaClock: Sendable {

@@ -213,7 +213,7 @@ final class FrameSink: @unchecked Sendable {  // used from the thread that drive
     private var first: (format: PixelFormat, width: Int, height: Int)?
     private var scaler: PixelConverter?
     private var png: PNGEncoder?
-    private var md5 = MD5()
+    private var md5: MD5
     private var framemd5Lines: [UInt8] = []
     private static let maximumReports = 1000
 
@@ -225,6 +225,7 @@ final class FrameSink: @unchecked Sendable {  // used from the thread that drive
         limit = command.frames
         every = command.every.flatMap(FrameRate.init(parsing:)).map { MediaTime(value: Int64($0.numerator), timescale: Int32(clamping: $0.denominator)) }
         autoscale = !command.noAutoscale
+        md5 = try MD5()
         if kind != .png { file = try OutputFile(path: command.output) }
         if kind == .png { png = try PNGEncoder() }
     }

@@ -23,7 +23,7 @@ public func runProcess(_ executable: URL, _ arguments: [String], stdin: Data? = 
     process.arguments = arguments
     let out = Pipe()
     let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-stderr-\(UUID().uuidString)")
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: errURL) }
     let err = try FileHandle(forWritingTo: errURL)
     let input = Pipe()

@@ -91,6 +91,35 @@ struct MuxCommandTests {
         #expect(failures.isEmpty, "\(failures)")
     }
 
+    /// Muxing never maps the codec libraries (they cost about 10 MB of resident memory): the
+    /// process is caught reading its input from a pipe and its mappings are read.
+    @Test func muxDoesNotMapTheCodecLibraries() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-maps-\(UUID().uuidString).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let process = Process()
+        process.executableURL = try h264kitURL()
+        process.arguments = ["mux", "-", output]
+        let input = Pipe()
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(try Data(contentsOf: URL(fileURLWithPath: Self.sample)).prefix(4096))
+        var maps = ""
+        for _ in 0..<100 where !maps.contains("libswiftCore") {
+            Thread.sleep(forTimeInterval: 0.02)
+            // /proc files report no size: read to the end rather than by the size.
+            let handle = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps")
+            maps = String(decoding: (try? handle?.readToEnd()) ?? Data(), as: UTF8.self)
+            try? handle?.close()
+        }
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        #expect(maps.contains("libswiftCore"), "the mappings were not read")
+        for library in ["libavcodec", "libavutil", "libswscale", "libx264"] {
+            #expect(!maps.contains(library), "mux mapped \(library)")
+        }
+    }
+
     /// A 4-byte start code's leading zero is not garbage, mapped or read from a pipe.
     @Test func noGarbageWarningForACleanStream() throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-clean-\(UUID().uuidString).mp4").path

@@ -1,10 +1,17 @@
-import CFFmpeg
-import CX264
+import CCodecs
 import Testing
 
-@Suite("System libraries link and open")
-struct SystemLibrariesTests {
+@Suite("Codec libraries load on first use and open")
+struct CCodecsTests {
+    @Test func librariesLoadByTheirSonames() {
+        #expect(ccodecs_load_ffmpeg() == nil)
+        #expect(ccodecs_load_x264() == nil)
+        // A second call returns the first result without loading again.
+        #expect(ccodecs_load_ffmpeg() == nil)
+    }
+
     @Test func x264EncoderOpens() throws {
+        #expect(ccodecs_load_x264() == nil)
         var param = x264_param_t()
         #expect(x264_param_default_preset(&param, "ultrafast", "zerolatency") == 0)
         param.i_width = 64
@@ -17,6 +24,7 @@ struct SystemLibrariesTests {
     }
 
     @Test func libavcodecHasTheH264Decoder() throws {
+        #expect(ccodecs_load_ffmpeg() == nil)
         let codec = try #require(avcodec_find_decoder(AV_CODEC_ID_H264))
         #expect(String(cString: codec.pointee.name) == "h264")
         let context = try #require(avcodec_alloc_context3(codec))
