@@ -12,11 +12,13 @@ let swiftSettings: [SwiftSetting] = [
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
     .target(name: "CCodecs"),
+    // Linux calls the Glibc module does not import (fallocate's INSERT_RANGE), as inline functions.
+    .target(name: "CSystemShims"),
 
     // Pure Swift layers, dependencies pointing one way.
     .target(name: "H264Bitstream"),
     .target(name: "MediaCore", dependencies: ["H264Bitstream"]),
-    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore"]),
+    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "CSystemShims"]),
 
     // The only module that imports C: encoder and decoder wrappers, then the sessions over them.
     .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs"]),

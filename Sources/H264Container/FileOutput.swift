@@ -1,3 +1,4 @@
+import CSystemShims
 import MediaCore
 #if canImport(Glibc)
 import Glibc
@@ -5,18 +6,40 @@ import Glibc
 import Darwin
 #endif
 
-/// A file descriptor written through a buffer: large payloads go straight to `write(2)`, small
-/// ones are gathered. Every failure (disk full, a closed pipe) is a ``ContainerError``.
+/// A file descriptor written in large calls that begin and end on `chunkSize` boundaries of the
+/// file, the one pattern the kernel copies at the speed of `cp`. Small writes are gathered in a
+/// buffer; large pieces (samples still in a mapped input) are referenced, never copied, and the
+/// block buffers holding them are kept alive until their bytes are written. Measured on ext4
+/// with Linux 6.18 (480 MB, 1080p samples): 1 MB-aligned `writev` calls 161 ms, `cp` 141 ms, one
+/// `writev` per sample at whatever offset it falls 275 ms, the same bytes in 1 MB writes shifted
+/// 4 bytes off the page grid 415 ms. Every failure (disk full, a closed pipe) is a ``ContainerError``.
 final class FileOutput {
     let fd: Int32
     let path: String
     private let ownsDescriptor: Bool
+    /// Small writes, copied; pending pieces may point into it.
     private let buffer: UnsafeMutableRawBufferPointer
     private var used = 0
-    /// Bytes written so far, buffered ones included: the offset of the next byte.
-    private(set) var position: UInt64 = 0
+    /// Bytes not yet handed to the kernel, in file order.
+    private var pieces: [iovec] = []
+    private var pendingCount = 0
+    /// Block buffers whose memory pending pieces point into, with the file offset where each ends.
+    private var owners: [(buffer: BlockBuffer, end: UInt64)] = []
+    /// Bytes handed to the kernel (or accounted for by ``skipped(_:)``): the first pending byte's offset.
+    private var handedOver: UInt64 = 0
+    /// When set, writeback to the disk is started for every `writebackStep` bytes written, so that
+    /// a later `fallocate(INSERT_RANGE)`, which must wait for it, finds little left to do.
+    var startsWriteback = false
+    private var writebackStarted: UInt64 = 0
+    static let writebackStep: UInt64 = 8 << 20
+    /// Bytes written so far, pending ones included: the offset of the next byte.
+    var position: UInt64 { handedOver + UInt64(pendingCount) }
 
     static let bufferSize = 1 << 20
+    /// The write granularity: every write but the last before a flush ends on a multiple of it.
+    static let chunkSize = 1 << 20
+    /// Pieces at least this large are referenced rather than copied into the buffer.
+    static let referenceThreshold = 4096
 
     init(fd: Int32, path: String, ownsDescriptor: Bool) {
         self.fd = fd
@@ -37,81 +60,140 @@ final class FileOutput {
         if ownsDescriptor { close(fd) }
     }
 
+    /// Copies `bytes` (which may be reused when this returns).
     func write(_ bytes: UnsafeRawBufferPointer) throws(ContainerError) {
-        position += UInt64(bytes.count)
-        if used + bytes.count <= buffer.count {
-            if !bytes.isEmpty { UnsafeMutableRawBufferPointer(rebasing: buffer[used...]).copyMemory(from: bytes) }
-            used += bytes.count
-            return
+        var rest = bytes
+        while !rest.isEmpty {
+            if used == buffer.count {
+                compactBuffer()
+                if used == buffer.count { try flush() }
+            }
+            let n = min(rest.count, buffer.count - used)
+            let target = UnsafeMutableRawBufferPointer(rebasing: buffer[used..<(used + n)])
+            target.copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[..<n]))
+            // Extend the last piece when it ends where these bytes begin in the buffer.
+            if let last = pieces.last, last.iov_base.map({ $0 + last.iov_len }) == target.baseAddress {
+                pieces[pieces.count - 1].iov_len += n
+            } else {
+                pieces.append(iovec(iov_base: target.baseAddress, iov_len: n))
+            }
+            used += n
+            pendingCount += n
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
         }
-        try flush()
-        if bytes.count >= buffer.count / 2 {
-            try writeAll(bytes)
-        } else {
-            UnsafeMutableRawBufferPointer(rebasing: buffer[0...]).copyMemory(from: bytes)
-            used = bytes.count
-        }
+        try writeWholeChunks()
     }
 
     func write(_ bytes: [UInt8]) throws(ContainerError) {
         try bytes.span.withUnsafeBytes { (raw) throws(ContainerError) in try write(raw) }
     }
 
-    /// Writes a block buffer. A large chained one (length prefixes between NAL units still in a
-    /// mapped input) goes to `writev(2)` piece by piece, never through a copy.
+    /// Writes a block buffer: small segments are copied, large ones (NAL units still in a mapped
+    /// input) are referenced, with `data` kept alive until they are written.
     func write(_ data: BlockBuffer) throws(ContainerError) {
-        if data.isContiguous || data.count < Self.bufferSize / 16 {
+        var referenced = false
+        data.forEachSegment { raw in
+            guard raw.count >= Self.referenceThreshold else { return }
+            referenced = true
+        }
+        guard referenced else {
             try data.forEachSegment { (raw) throws(ContainerError) in try write(raw) }
             return
         }
-        try flush()
-        var pieces: [iovec] = []
-        pieces.reserveCapacity(data.segmentCount)
-        data.forEachSegment { raw in pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count)) }
-        // The pointers stay valid: `data` keeps its storage alive until this returns.
-        try withExtendedLifetime(data) { () throws(ContainerError) in try writeAll(&pieces) }
-        position += UInt64(data.count)
+        var failure: ContainerError?
+        data.forEachSegment { raw in
+            guard failure == nil else { return }
+            if raw.count >= Self.referenceThreshold {
+                pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+                pendingCount += raw.count
+            } else {
+                do throws(ContainerError) { try write(raw) } catch { failure = error }
+            }
+        }
+        if let failure { throw failure }
+        // The pointers stay valid while `data` is held: its storage (an array or a mapping) lives on.
+        owners.append((data, position))
+        try writeWholeChunks()
     }
 
-    private func writeAll(_ pieces: inout [iovec]) throws(ContainerError) {
-        var first = 0
-        var written = 0
-        while first < pieces.count {
-            let n = pieces.withUnsafeBufferPointer { writev(fd, $0.baseAddress! + first, Int32(min(pieces.count - first, 1024))) }
+    /// Hands the kernel every whole chunk of the pending bytes, keeping the partial last one.
+    private func writeWholeChunks() throws(ContainerError) {
+        let chunk = UInt64(Self.chunkSize)
+        guard pendingCount >= Self.chunkSize else { return }
+        let end = position / chunk * chunk
+        guard end > handedOver else { return }
+        try writePending(Int(end - handedOver))
+    }
+
+    /// Writes everything pending (before a patch, a seek, or the end).
+    func flush() throws(ContainerError) {
+        try writePending(pendingCount)
+        pieces.removeAll(keepingCapacity: true)
+        owners.removeAll(keepingCapacity: true)
+        used = 0
+    }
+
+    /// Writes the first `count` pending bytes (`writev`, resumed after short writes).
+    private func writePending(_ count: Int) throws(ContainerError) {
+        var left = count
+        while left > 0 {
+            // The pieces that make up the next `left` bytes, the last one cut short.
+            var last = 0, total = 0
+            while last < pieces.count && last < 1024 && total < left { total += pieces[last].iov_len; last += 1 }
+            let cut = max(0, total - left)
+            let n = pieces.withUnsafeMutableBufferPointer { list in
+                list[last - 1].iov_len -= cut
+                defer { list[last - 1].iov_len += cut }
+                return writev(fd, list.baseAddress!, Int32(last))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .system("write failed after \(position + UInt64(written)) bytes", path: path)
+                throw .system("write failed after \(handedOver) bytes", path: path)
             }
-            written += n
-            var left = n
-            while first < pieces.count && left >= pieces[first].iov_len {
-                left -= pieces[first].iov_len
+            // Drop what was written, then split the piece it ended in.
+            var consumed = n
+            var first = 0
+            while first < pieces.count && consumed >= pieces[first].iov_len {
+                consumed -= pieces[first].iov_len
                 first += 1
             }
-            if left > 0 {
-                pieces[first].iov_base += left
-                pieces[first].iov_len -= left
+            pieces.removeFirst(first)
+            if consumed > 0 {
+                pieces[0].iov_base += consumed
+                pieces[0].iov_len -= consumed
             }
+            left -= n
+            pendingCount -= n
+            handedOver += UInt64(n)
         }
+        if startsWriteback && handedOver - writebackStarted >= Self.writebackStep {
+            _ = csystem_start_writeback(fd, off_t(writebackStarted), off_t(handedOver - writebackStarted))
+            writebackStarted = handedOver
+        }
+        // Block buffers whose bytes are all written are let go.
+        var released = 0
+        while released < owners.count && owners[released].end <= handedOver { released += 1 }
+        owners.removeFirst(released)
+        // The copy buffer starts over once nothing pending points into it.
+        if pieces.allSatisfy({ !isInBuffer($0) }) { used = 0 }
     }
 
-    func flush() throws(ContainerError) {
-        guard used > 0 else { return }
-        let pending = UnsafeRawBufferPointer(rebasing: buffer[0..<used])
-        used = 0
-        try writeAll(pending)
+    /// Moves the pending bytes that are in the copy buffer to its start (they are in address
+    /// order, so each moves down), making room without a write off the chunk grid.
+    private func compactBuffer() {
+        var target = 0
+        for index in pieces.indices where isInBuffer(pieces[index]) {
+            let destination = buffer.baseAddress! + target
+            if pieces[index].iov_base != destination { memmove(destination, pieces[index].iov_base, pieces[index].iov_len) }
+            pieces[index].iov_base = destination
+            target += pieces[index].iov_len
+        }
+        used = target
     }
 
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(ContainerError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .system("write failed after \(position - UInt64(bytes.count - offset)) bytes", path: path)
-            }
-            offset += n
-        }
+    private func isInBuffer(_ piece: iovec) -> Bool {
+        guard let base = piece.iov_base, let start = buffer.baseAddress else { return false }
+        return base >= start && base < start + buffer.count
     }
 
     /// Overwrites bytes already written (a box size), after flushing the buffer.
@@ -123,8 +205,8 @@ final class FileOutput {
 
     /// Accounts for bytes written to the descriptor directly (after a flush).
     func skipped(_ count: UInt64) {
-        precondition(used == 0)
-        position += count
+        precondition(pendingCount == 0)
+        handedOver += count
     }
 
 }

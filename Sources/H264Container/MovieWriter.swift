@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CSystemShims
 import H264Bitstream
 public import MediaCore
 
@@ -23,8 +24,12 @@ public enum MovieFileType: String, Sendable, Hashable, CaseIterable {
 /// - Plain: `ftyp`, the media in `mdat` as it comes, `moov` at the end. The file is written
 ///   under a temporary name beside the target and renamed when complete, so a failure never
 ///   leaves a file that looks complete; a failed or abandoned writer removes its files.
-/// - Faststart: `moov` before `mdat`. The media goes to an unlinked temporary file and is copied
-///   after the index (`copy_file_range`), so neither the media nor the input is held or read twice.
+/// - Faststart: `moov` before `mdat`. The media goes to a temporary file first; the index, padded
+///   with `free` to whole 4096-byte blocks, is then inserted in front of it by the file system
+///   (`fallocate(FALLOC_FL_INSERT_RANGE)`, ext4 and XFS: no copy, writeback started as the media
+///   is written so the insert waits for little), or where that is not supported the media is
+///   copied after the index in the kernel (`sendfile`). The same bytes either way; neither the
+///   media nor the input is held in memory or read twice.
 /// - Fragmented: `moov` up front, then `moof`+`mdat` per fragment of about the chosen duration
 ///   (cut at sync samples), `mfra` at the end. Written straight to the target (or a pipe):
 ///   a process killed at any point leaves every complete fragment playable.
@@ -108,8 +113,10 @@ public final class MovieWriter {
     let output: FileOutput
     /// The name written to until the file is complete (nil when writing in place).
     let temporaryPath: String?
-    /// Faststart: the media, in an unlinked temporary file.
+    /// Faststart: the media, written first; the index is then inserted before it (see ``finish()``).
     let media: FileOutput?
+    /// Faststart: the media file's temporary name.
+    let mediaPath: String?
     var finished = false
     var failed = false
 
@@ -186,6 +193,7 @@ public final class MovieWriter {
             output = FileOutput(fd: 1, path: "stdout", ownsDescriptor: false)
             temporaryPath = nil
             media = nil
+            mediaPath = nil
             return
         }
         if options.fragmentDuration != nil {
@@ -195,6 +203,7 @@ public final class MovieWriter {
             output = FileOutput(fd: fd, path: path, ownsDescriptor: true)
             temporaryPath = nil
             media = nil
+            mediaPath = nil
             return
         }
         let temporary = Self.temporaryName(for: path)
@@ -204,18 +213,21 @@ public final class MovieWriter {
             let mediaPath = Self.temporaryName(for: path) + ".mdat"
             do {
                 media = try FileOutput(creating: mediaPath, readable: true)
+                media?.startsWriteback = true
             } catch {
                 unlink(temporary)
                 throw error
             }
-            unlink(mediaPath)
+            self.mediaPath = mediaPath
         } else {
             media = nil
+            mediaPath = nil
         }
     }
 
     deinit {
         if !finished, let temporaryPath { unlink(temporaryPath) }
+        if !finished, let mediaPath { unlink(mediaPath) }
     }
 
     static func temporaryName(for path: String) -> String {
@@ -394,6 +406,8 @@ public final class MovieWriter {
             guard !failed else { throw ContainerError(.invalidInput, "the writer failed earlier; no file written", path: path) }
             guard sampleCount > 0 else { throw ContainerError(.invalidInput, "no samples to write", path: path) }
             var largeOffsets = false
+            var fileSize: UInt64?
+            var complete = temporaryPath
             if isFragmented {
                 try flushFragment()
                 try writeFragmentIndex()
@@ -403,24 +417,27 @@ public final class MovieWriter {
                     try output.patch(w.bytes, at: mehdOffset)
                 }
                 try output.flush()
-            } else if let media {
+            } else if let media, let mediaPath {
                 try writeTimecodeSamples(to: media)
                 try media.flush()
                 let mediaSize = media.position
-                let ftyp = Self.fileTypeBox(options, fragmented: false)
-                // The moov's size depends on the offsets it holds: size it with a guess, then for real.
-                largeOffsets = UInt64(ftyp.count) + mediaSize + 16 + 1 << 24 > UInt64(UInt32.max)
-                let probe = movieBox(mediaOffset: 0, largeOffsets: largeOffsets).count
-                let mdatHeader = mediaSize + 8 > UInt64(UInt32.max) ? 16 : 8
-                mediaDataStart = UInt64(ftyp.count + probe + mdatHeader)
-                let moov = movieBox(mediaOffset: mediaDataStart, largeOffsets: largeOffsets)
-                precondition(moov.count == probe)
-                try output.write(ftyp)
-                try output.write(moov)
-                try output.write(Self.mediaDataHeader(size: mediaSize, large: mdatHeader == 16))
-                try output.flush()
-                try Self.copy(from: media, size: mediaSize, to: output)
-                try output.flush()
+                let header = faststartHeader(mediaSize: mediaSize)
+                largeOffsets = header.largeOffsets
+                fileSize = UInt64(header.bytes.count) + mediaSize
+                if csystem_insert_range(media.fd, 0, off_t(header.bytes.count)) == 0 {
+                    // The file system moved the media up by whole blocks: the index goes in front
+                    // of it without a copy, and the media file is the result.
+                    try media.patch(header.bytes, at: 0)
+                    unlink(output.path)
+                    complete = mediaPath
+                } else {
+                    // No INSERT_RANGE here (tmpfs, btrfs, NFS): copy the media after the index.
+                    try output.write(header.bytes)
+                    try output.flush()
+                    try Self.copy(from: media, size: mediaSize, to: output)
+                    try output.flush()
+                    unlink(mediaPath)
+                }
             } else {
                 try writeTimecodeSamples(to: output)
                 try output.flush()
@@ -436,14 +453,15 @@ public final class MovieWriter {
                 }
                 try output.flush()
             }
-            if let temporaryPath {
-                guard rename(temporaryPath, path) == 0 else { throw ContainerError.system("cannot rename \(temporaryPath) to the output", path: path) }
+            if let complete {
+                guard rename(complete, path) == 0 else { throw ContainerError.system("cannot rename \(complete) to the output", path: path) }
             }
             return Summary(sampleCount: sampleCount, sampleDescriptionCount: max(descriptions.count, 1),
                            duration: MediaTime(value: maximumPresentationEnd - minimumPresentation, timescale: timescale),
-                           fileSize: output.position, fragmentCount: fragmentCount, usesLargeOffsets: largeOffsets)
+                           fileSize: fileSize ?? output.position, fragmentCount: fragmentCount, usesLargeOffsets: largeOffsets)
         } catch {
             if let temporaryPath { unlink(temporaryPath) }
+            if let mediaPath { unlink(mediaPath) }
             throw error
         }
     }
@@ -473,6 +491,39 @@ public final class MovieWriter {
         var w = BoxWriter()
         if large { w.u32(1); w.fourCC("mdat"); w.u64(size + 16) } else { w.u32(UInt32(size + 8)); w.fourCC("mdat") }
         return w.bytes
+    }
+
+    /// What goes before the media in a faststart file: `ftyp`, `moov`, a `free` box padding the
+    /// whole to a multiple of 4096 bytes (so that the file system can insert it in front of the
+    /// media by whole blocks; the same bytes are written where it cannot), and the `mdat` header.
+    func faststartHeader(mediaSize: UInt64) -> (bytes: [UInt8], largeOffsets: Bool) {
+        let block = 4096
+        let ftyp = Self.fileTypeBox(options, fragmented: false)
+        let mdatHeader = mediaSize + 8 > UInt64(UInt32.max) ? 16 : 8
+        func total(_ moovSize: Int) -> (size: Int, padding: Int) {
+            let unpadded = ftyp.count + moovSize + mdatHeader
+            var padding = (block - unpadded % block) % block
+            if padding > 0 && padding < 8 { padding += block }  // a free box takes at least 8
+            return (unpadded + padding, padding)
+        }
+        // The moov's size depends on whether its chunk offsets need 64 bits, which depends on
+        // where the media starts: size it with 32-bit offsets first (when the media alone fits).
+        var largeOffsets = mediaSize > UInt64(UInt32.max)
+        var layout = total(movieBox(mediaOffset: 0, largeOffsets: largeOffsets).count)
+        if !largeOffsets && UInt64(layout.size) + mediaSize > UInt64(UInt32.max) {
+            largeOffsets = true
+            layout = total(movieBox(mediaOffset: 0, largeOffsets: true).count)
+        }
+        let moov = movieBox(mediaOffset: UInt64(layout.size), largeOffsets: largeOffsets)
+        var bytes = ftyp + moov
+        if layout.padding > 0 {
+            var free = BoxWriter()
+            free.u32(UInt32(layout.padding)); free.fourCC("free")
+            bytes += free.bytes + [UInt8](repeating: 0, count: layout.padding - 8)
+        }
+        bytes += Self.mediaDataHeader(size: mediaSize, large: mdatHeader == 16)
+        precondition(bytes.count == layout.size)
+        return (bytes, largeOffsets)
     }
 
     /// Copies the faststart media file after the index, in the kernel where it can.

@@ -140,6 +140,35 @@ struct MuxCommandTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(contentsOf: URL(fileURLWithPath: b)))
     }
 
+    /// Faststart puts the index in front of the media by inserting blocks (ext4, XFS) or, where
+    /// the file system cannot (tmpfs), by copying the media after it: the same bytes either way,
+    /// padded with `free` so that the media starts on a 4096-byte boundary.
+    @Test func faststartIsTheSameOnEveryFileSystem() throws {
+        let shm = "/dev/shm"
+        let mounts = String(decoding: (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/mounts")).readToEnd()) ?? Data(), as: UTF8.self)
+        guard mounts.contains(" \(shm) tmpfs ") else { return }
+        let a = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-fs-\(UUID().uuidString).mp4").path
+        let b = "\(shm)/h264kit-fs-\(UUID().uuidString).mp4"
+        defer { unlink(a); unlink(b) }
+        #expect(try h264kit(["mux", "--faststart", Self.sample, a]).status == 0)
+        #expect(try h264kit(["mux", "--faststart", Self.sample, b]).status == 0)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: a)))
+        #expect(bytes == (try [UInt8](Data(contentsOf: URL(fileURLWithPath: b)))))
+        // ftyp, moov, free, then mdat's payload at a multiple of 4096.
+        var offset = 0
+        var types: [String] = []
+        while offset + 8 <= bytes.count {
+            let size = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            types.append(String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self))
+            if types.last == "mdat" { #expect((offset + 8) % 4096 == 0, "mdat payload at \(offset + 8)") }
+            guard size >= 8 else { break }
+            offset += size
+        }
+        #expect(types == ["ftyp", "moov", "free", "mdat"])
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: shm).filter { $0.contains(".partial") && $0.contains("h264kit-fs") }
+        #expect(leftovers.isEmpty)
+    }
+
     /// A file is mapped and its slices written without a copy; standard input is read in
     /// chunks and copied. Both must give the same bytes, fragmented or not.
     @Test(arguments: [[], ["--fragment-duration", "0.5"]])

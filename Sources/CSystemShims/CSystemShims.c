@@ -1,0 +1,1 @@
+// A header-only shim target; SwiftPM needs one source file.

@@ -1,0 +1,37 @@
+#ifndef CSYSTEMSHIMS_H
+#define CSYSTEMSHIMS_H
+// Linux calls the Swift Glibc module does not import (the swift-nio CNIOLinux pattern).
+#ifdef __linux__
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+
+/// Inserts `length` bytes of hole at `offset`, shifting the rest of the file up without copying it
+/// (`fallocate(FALLOC_FL_INSERT_RANGE)`; ext4 and XFS). Both must be multiples of the file
+/// system's block size. Returns 0, or -1 with errno set (EOPNOTSUPP where unsupported).
+static inline int csystem_insert_range(int fd, off_t offset, off_t length) {
+    return fallocate(fd, FALLOC_FL_INSERT_RANGE, offset, length);
+}
+
+/// Starts writing back `length` bytes at `offset` without waiting for them
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`).
+static inline int csystem_start_writeback(int fd, off_t offset, off_t length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
+#else
+#include <errno.h>
+#include <sys/types.h>
+static inline int csystem_start_writeback(int fd, off_t offset, off_t length) {
+    (void)fd; (void)offset; (void)length;
+    return 0;
+}
+static inline int csystem_insert_range(int fd, off_t offset, off_t length) {
+    (void)fd; (void)offset; (void)length;
+    errno = ENOTSUP;
+    return -1;
+}
+#endif
+#endif
