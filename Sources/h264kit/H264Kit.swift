@@ -6,6 +6,6 @@ struct H264Kit: ParsableCommand {
         commandName: "h264kit",
         abstract: "Inspect, mux, demux, decode and encode H.264 video.",
         version: "0.1.0",
-        subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, TimecodeCommand.self]
+        subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Bench.self, TimecodeCommand.self]
     )
 }
