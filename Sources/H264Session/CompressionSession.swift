@@ -188,6 +188,74 @@ public final class CompressionSession: Sendable {
         }
     }
 
+    // MARK: Live changes
+
+    /// What x264 can change while it encodes (`x264_encoder_reconfig`), as
+    /// `VTSessionSetProperty` changes a running session's data rate: the constant quality of a
+    /// CRF encode, and the bit rate and VBV limits of an encode started with VBV (x264 keeps the
+    /// rate of an encode without VBV). Nil leaves a value as it is.
+    public struct LiveChange: Sendable, Hashable {
+        /// CRF (only when the session encodes at constant quality).
+        public var constantQuality: Double?
+        /// Average bit rate, kbit/s (an average-bit-rate session with VBV limits).
+        public var averageBitRate: Int?
+        /// VBV maximum rate, kbit/s, and buffer size, kbit (a session started with both).
+        public var maximumBitRate: Int?
+        public var bufferSize: Int?
+
+        public init(constantQuality: Double? = nil, averageBitRate: Int? = nil, maximumBitRate: Int? = nil, bufferSize: Int? = nil) {
+            self.constantQuality = constantQuality
+            self.averageBitRate = averageBitRate
+            self.maximumBitRate = maximumBitRate
+            self.bufferSize = bufferSize
+        }
+    }
+
+    /// Changes the rate control, in order with the pictures: x264 applies it to every frame it
+    /// has not encoded yet, those already waiting in its lookahead included (as VideoToolbox
+    /// applies a property to the frames it has not compressed). Checked here: a change x264
+    /// would ignore is an error, not a no-op.
+    public func change(_ change: LiveChange) throws(CompressionError) {
+        let settings = configuration.settings
+        let hasVBV = settings.maximumBitRate != nil && settings.bufferSize != nil
+        var options: [(String, String)] = []
+        if let crf = change.constantQuality {
+            guard case .constantQuality = settings.rateControl else {
+                throw CompressionError(.invalidSettings, "constant quality can change only in a session that encodes at constant quality (CRF)")
+            }
+            guard (0...51).contains(crf) else { throw CompressionError(.invalidSettings, "CRF \(crf): expected 0 to 51") }
+            options.append(("crf", "\(crf)"))
+        }
+        if let rate = change.averageBitRate {
+            guard case .averageBitRate = settings.rateControl, hasVBV else {
+                throw CompressionError(.invalidSettings, "the bit rate can change only in an average-bit-rate session started with VBV limits (maximum bit rate and buffer size): x264 keeps the rate of an encode without VBV")
+            }
+            guard configuration.passes == 1 else { throw CompressionError(.invalidSettings, "the bit rate of a two-pass encode cannot change") }
+            guard rate > 0 else { throw CompressionError(.invalidSettings, "bit rate \(rate): expected a positive kbit/s") }
+            options.append(("bitrate", "\(rate)"))
+        }
+        if change.maximumBitRate != nil || change.bufferSize != nil {
+            guard hasVBV else { throw CompressionError(.invalidSettings, "VBV limits can change only in a session started with them (x264 cannot turn VBV on)") }
+            if let rate = change.maximumBitRate {
+                guard rate > 0 else { throw CompressionError(.invalidSettings, "maximum bit rate \(rate): expected a positive kbit/s") }
+                options.append(("vbv-maxrate", "\(rate)"))
+            }
+            if let size = change.bufferSize {
+                guard size > 0 else { throw CompressionError(.invalidSettings, "buffer size \(size): expected a positive kbit") }
+                options.append(("vbv-bufsize", "\(size)"))
+            }
+        }
+        guard !options.isEmpty else { return }
+        try intake.withLock { (intake) throws(CompressionError) in
+            guard intake.passOpen && !intake.completed else { throw CompressionError(.invalidSettings, "the session is not encoding") }
+        }
+        let changes = options
+        pipeline.perform { [self] () throws(CompressionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(CompressionError) in try engine.reconfigure(changes) }
+            return []
+        }
+    }
+
     /// Gets every delayed frame out (in synchronous mode, before returning). The stream ends
     /// there: a later picture is an error (x264 does not resume after a flush).
     public func completeFrames() {
@@ -328,6 +396,13 @@ private struct Engine: ~Copyable {
         }
         guard let frame, let output = try output(frame) else { return [] }
         return [output]
+    }
+
+    mutating func reconfigure(_ options: [(String, String)]) throws(CompressionError) {
+        guard encoder != nil else { throw CompressionError(.invalidSettings, "no encoder is open") }
+        do { try encoder!.reconfigure(options) } catch {
+            throw CompressionError(.invalidSettings, "x264 refused the change", underlying: error)
+        }
     }
 
     mutating func flush() throws(CompressionError) -> [CompressedFrame] {

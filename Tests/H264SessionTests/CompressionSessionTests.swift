@@ -193,4 +193,57 @@ struct CompressionSessionTests {
         session.finish()
         #expect(frames.all.count == 5)
     }
+
+    /// Bytes of the frames shown among the first 20 and the last 40 of 80 pictures, with
+    /// `change` made after the 40th picture (nil: no change), asynchronous so that the change
+    /// must keep its place among queued pictures. x264 applies a change to every frame it has
+    /// not encoded yet, those waiting in its lookahead too; the first 20 are encoded long before
+    /// (within 10%: x264's rate control does not give them the same bytes once reconfigured).
+    static func sizes(_ settings: EncoderSettings, change: CompressionSession.LiveChange?) throws -> (early: Int, late: Int) {
+        let frames = Gathered<CompressedFrame>()
+        let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true), outputHandler: { frames.append($0) })
+        for index in 0..<80 {
+            if index == 40, let change { try session.change(change) }
+            try session.encode(testPicture(index), presentationTime: time(index))
+        }
+        session.finish()
+        let all = frames.all.map { ($0.sampleBuffer.presentationTime, $0.sampleBuffer.data.count) }
+        #expect(all.count == 80)
+        return (all.filter { $0.0 < time(20) }.reduce(0) { $0 + $1.1 }, all.filter { $0.0 >= time(40) }.reduce(0) { $0 + $1.1 })
+    }
+
+    @Test("live changes: CRF of a constant-quality session, rate and VBV of a VBV session")
+    func liveChanges() throws {
+        var crf = Self.settings()
+        crf.rateControl = .constantQuality(40)
+        let steady = try Self.sizes(crf, change: nil)
+        let sharper = try Self.sizes(crf, change: .init(constantQuality: 12))
+        #expect(abs(sharper.early - steady.early) * 10 < steady.early, "the first frames, encoded before the change: \(steady.early) → \(sharper.early) bytes")
+        #expect(sharper.late > steady.late * 3, "CRF 40 → 12: \(steady.late) → \(sharper.late) bytes")
+
+        var vbv = Self.settings()
+        vbv.rateControl = .averageBitRate(30)
+        vbv.maximumBitRate = 30
+        vbv.bufferSize = 60
+        let capped = try Self.sizes(vbv, change: nil)
+        let raised = try Self.sizes(vbv, change: .init(averageBitRate: 600, maximumBitRate: 600, bufferSize: 1200))
+        #expect(abs(raised.early - capped.early) * 10 < capped.early)
+        #expect(raised.late > capped.late * 2, "30 → 600 kbit/s: \(capped.late) → \(raised.late) bytes")
+    }
+
+    @Test("live changes x264 would ignore are errors")
+    func liveChangesThatCannotApply() throws {
+        var abr = Self.settings()
+        abr.rateControl = .averageBitRate(100)
+        let session = try CompressionSession(configuration: .init(settings: abr))
+        #expect(throws: CompressionError.self) { try session.change(.init(constantQuality: 20)) }
+        #expect(throws: CompressionError.self) { try session.change(.init(averageBitRate: 200)) }  // no VBV
+        #expect(throws: CompressionError.self) { try session.change(.init(maximumBitRate: 200)) }
+        var crf = Self.settings()
+        crf.rateControl = .constantQuality(23)
+        let quality = try CompressionSession(configuration: .init(settings: crf))
+        #expect(throws: CompressionError.self) { try quality.change(.init(constantQuality: 60)) }
+        quality.finish()
+        #expect(throws: CompressionError.self) { try quality.change(.init(constantQuality: 20)) }
+    }
 }
