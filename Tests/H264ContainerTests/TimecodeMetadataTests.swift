@@ -34,7 +34,7 @@ struct TimecodeMetadataTests {
         // The sample lasts the presentation, not the presentation plus the B-frame delay.
         let presentation = MediaTime(value: Int64(written.count), timescale: 25)
         #expect(track.samples.map(\.duration) == [presentation])
-        #expect(try reader.tracks[video].edits.first.map { MediaTime(value: Int64($0.duration), timescale: Int32(reader.movieTimescale)) } == presentation)
+        #expect(reader.tracks[video].edits.first.map { MediaTime(value: Int64($0.duration), timescale: Int32(reader.movieTimescale)) } == presentation)
         #expect(try track.timecode(at: MediaTime(value: 26, timescale: 25))?.description == "10:00:01:01")
         // The video is untouched.
         #expect(try reader.sampleBuffers(track: video).map(\.data) == written.map(\.data))
