@@ -15,7 +15,7 @@ mkdir -p "$out"
 echo "== 1. mux vs cp vs ffmpeg -c copy on $(du -h "$big" | cut -f1) =="
 cat "$big" > /dev/null
 hyperfine --warmup 1 --runs 7 --export-json "$work/mux.json" \
-    --prepare "rm -f $out/*" \
+    --prepare "rm -f $out/*; sync" \
     "cp $big $out/copy.264" \
     "$bin mux $big $out/ours.mp4 2>/dev/null" \
     "$bin mux --faststart $big $out/faststart.mp4 2>/dev/null" \
@@ -24,6 +24,8 @@ python3 - "$work/mux.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 cp, ours, fast, ff = (x["mean"] for x in r)
+med = [x["median"] for x in r]
+print("medians: cp {:.3f} s, mux {:.3f} s, mux --faststart {:.3f} s, ffmpeg {:.3f} s; mux / cp = {:.2f}x".format(*med, med[1] / med[0]))
 print(f"cp {cp:.3f} s, mux {ours:.3f} s, mux --faststart {fast:.3f} s, ffmpeg {ff:.3f} s")
 print(f"mux --faststart / cp = {fast / cp:.2f}x")
 print(f"mux / cp = {ours / cp:.2f}x (target <= 1.3x); ffmpeg / mux = {ff / ours:.2f}x (target >= 2.5x)")
