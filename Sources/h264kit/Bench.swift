@@ -55,7 +55,7 @@ struct Bench: ParsableCommand {
         }
     }
 
-    private var presetList: [String] { presets.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } }
+    private var presetList: [String] { presets.split(separator: ",").map { String($0.filter { $0 != " " }) } }
 
     mutating func run() throws {
         let directory = try TemporaryDirectory()
@@ -77,11 +77,13 @@ struct Bench: ParsableCommand {
             var ours: [Double] = [], theirs: [Double] = []
             var encoded: (bytes: [UInt8], frames: Int) = ([], 0)
             let x264Output = directory.path + "/x264-\(preset).264"
-            for _ in 0..<runs {
-                let run = try encode(path, preset: preset)
-                ours.append(Double(run.frames) / run.seconds)
-                encoded = (run.bytes, run.frames)
-                if let x264 { theirs.append(try runX264(x264, input: path, preset: preset, output: x264Output)) }
+            // Which goes first alternates, so that neither always meets a cold cache.
+            for run in 0..<runs {
+                if run % 2 == 1, let x264 { theirs.append(try runX264(x264, input: path, preset: preset, output: x264Output)) }
+                let result = try encode(path, preset: preset)
+                ours.append(Double(result.frames) / result.seconds)
+                encoded = (result.bytes, result.frames)
+                if run % 2 == 0, let x264 { theirs.append(try runX264(x264, input: path, preset: preset, output: x264Output)) }
             }
             let duration = Double(encoded.frames) * probe.frameDuration.seconds
             let quality = try psnr(of: encoded.bytes, against: path, frames: encoded.frames)
@@ -145,7 +147,7 @@ struct Bench: ParsableCommand {
         guard result.status == 0 else { throw ToolError("x264 failed (exit \(result.status)): \(result.stderr)") }
         // "encoded 120 frames, 23.97 fps, 4565.50 kb/s"
         guard let line = result.stderr.split(separator: "\n").last(where: { $0.hasPrefix("encoded ") }),
-              let fps = line.split(separator: ",").dropFirst().first.flatMap({ String($0).trimmingCharacters(in: .whitespaces).split(separator: " ").first.flatMap { Double($0) } })
+              let words = Optional(line.split(separator: " ")), let unit = words.firstIndex(of: "fps,"), unit > 0, let fps = Double(words[unit - 1])
         else { throw ToolError("x264 printed no \"encoded N frames, F fps\" line: \(result.stderr)") }
         return fps
     }
@@ -292,19 +294,9 @@ struct SquaredError {
 /// square crossing it, colour ramps moving the other way, and a little deterministic noise.
 enum SyntheticSource {
     static func write(to path: String, width: Int, height: Int, frames: Int, frameRate: FrameRate) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ToolError("\(path): cannot create: \(errnoText())") }
-        defer { close(fd) }
-        func put(_ bytes: UnsafeRawBufferPointer) throws {
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 { if errno == EINTR { continue }; throw ToolError("\(path): write failed: \(errnoText())") }
-                done += n
-            }
-        }
+        let output = try OutputFile(path: path)
         let header = "YUV4MPEG2 W\(width) H\(height) F\(frameRate.numerator):\(frameRate.denominator) Ip A1:1 C420jpeg\n"
-        try Array(header.utf8).withUnsafeBytes { try put($0) }
+        try output.write(Array(header.utf8))
         let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
         var frame = [UInt8](repeating: 0, count: width * height + 2 * chromaWidth * chromaHeight)
         for t in 0..<frames {
@@ -329,9 +321,10 @@ enum SyntheticSource {
                     frame[v + y * chromaWidth + x] = UInt8(96 + ((y + 2 * t) & 63))
                 }
             }
-            try Array("FRAME\n".utf8).withUnsafeBytes { try put($0) }
-            try frame.withUnsafeBytes { try put($0) }
+            try output.write(Array("FRAME\n".utf8))
+            try output.write(frame)
         }
+        try output.commit()
     }
 }
 
@@ -395,13 +388,8 @@ func readWholeFile(_ path: String) throws -> [UInt8] {
     guard fd >= 0 else { throw ToolError("\(path): cannot open: \(errnoText())") }
     defer { close(fd) }
     var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 20)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 { if errno == EINTR { continue }; throw ToolError("\(path): read failed: \(errnoText())") }
-        if n == 0 { return bytes }
-        bytes += chunk[0..<n]
-    }
+    try readChunks(fd: fd, name: path) { bytes += $0 }
+    return bytes
 }
 
 private func median(_ values: [Double]) -> Double {
@@ -412,14 +400,4 @@ private func median(_ values: [Double]) -> Double {
 
 extension String {
     fileprivate func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
-        var text = Substring(self)
-        while let last = text.last, set.contains(last) { text.removeLast() }
-        while let first = text.first, set.contains(first) { text.removeFirst() }
-        return String(text)
-    }
-}
-
-extension Set where Element == Character {
-    fileprivate static let whitespaces: Set<Character> = [" ", "\t"]
 }
