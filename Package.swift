@@ -9,40 +9,45 @@ let swiftSettings: [SwiftSetting] = [
     .enableExperimentalFeature("Lifetimes"),
 ]
 
+/// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
+let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session"]
+
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
     .target(name: "CCodecs"),
     // Linux calls the Glibc module does not import (fallocate's INSERT_RANGE), as inline functions.
     .target(name: "CSystemShims"),
+    // The one system-call layer (package access only): Errno, EINTR, mappings, atomic outputs.
+    .target(name: "SystemIO", dependencies: ["CSystemShims", .product(name: "SystemPackage", package: "swift-system")]),
 
     // Pure Swift layers, dependencies pointing one way.
-    .target(name: "H264Bitstream"),
-    .target(name: "MediaCore", dependencies: ["H264Bitstream"]),
-    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "CSystemShims"]),
+    .target(name: "H264Bitstream", dependencies: ["SystemIO"]),
+    .target(name: "MediaCore", dependencies: ["H264Bitstream", "SystemIO"]),
+    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "SystemIO"]),
 
-    // The only module that imports C: encoder and decoder wrappers, then the sessions over them.
+    // The only module over the C codecs: encoder, decoder and scaler wrappers.
     .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs"]),
-    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Codec"]),
+    // Raw, Y4M, framemd5 and PNG files, PSNR, test patterns: what tools and tests share.
+    .target(name: "MediaIO", dependencies: ["H264Bitstream", "MediaCore", "H264Codec", "SystemIO"]),
+    // The VideoToolbox analogue: sessions, and decoding a whole file.
+    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO"]),
 
-    // The command-line tool: one file per subcommand over the libraries.
+    // One import for library users.
+    .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) }),
+
+    // The command-line tool: argument parsing, progress and printing over the libraries.
     .executableTarget(
         name: "h264kit",
-        dependencies: [
-            "H264Bitstream",
-            "MediaCore",
-            "H264Container",
-            "H264Codec",
-            "H264Session",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]
+        dependencies: ["H264Kit", "SystemIO", .product(name: "ArgumentParser", package: "swift-argument-parser")]
     ),
 
-    .target(name: "TestSupport", dependencies: ["H264Bitstream"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["H264Bitstream", "SystemIO"], path: "Tests/TestSupport"),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
-    .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport"]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
-    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Codec", "MediaCore", "TestSupport"]),
+    .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
@@ -56,14 +61,11 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "h264kit", targets: ["h264kit"]),
-        .library(name: "H264Bitstream", targets: ["H264Bitstream"]),
-        .library(name: "MediaCore", targets: ["MediaCore"]),
-        .library(name: "H264Container", targets: ["H264Container"]),
-        .library(name: "H264Codec", targets: ["H264Codec"]),
-        .library(name: "H264Session", targets: ["H264Session"]),
-    ],
+        .library(name: "H264Kit", targets: ["H264Kit"]),
+    ] + libraries.map { .library(name: $0, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: targets
 )
