@@ -224,6 +224,9 @@ public struct AnnexBStreamSplitter: Sendable {
     /// reading an untrusted stream checks this after each ``append(_:_:)`` and stops.
     public var isOverLimit: Bool { pending.count > maximumNALUnitSize }
 
+    /// Bytes of the NAL unit being collected so far.
+    public var pendingCount: Int { pending.count }
+
     /// Stream offset of the NAL unit being collected.
     public var currentNALUnitOffset: Int { currentStartCodeOffset }
 

@@ -9,7 +9,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         @usableFromInline enum Base: Hashable, Sendable {
             case endOfData, invalidExpGolomb, valueOutOfRange, invalidNALUnitHeader, truncated
-            case missingParameterSet, unsupported, invalidLength, invalidStructure, missingTiming
+            case missingParameterSet, unsupported, invalidLength, invalidStructure, missingTiming, io, noPicture
         }
         @usableFromInline let base: Base
         @usableFromInline init(_ base: Base) { self.base = base }
@@ -34,6 +34,11 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         public static let invalidStructure = Code(.invalidStructure)
         /// Timing was needed (a frame rate), the stream has none and none was given.
         public static let missingTiming = Code(.missingTiming)
+        /// Reading the input failed (the reason names the system error).
+        public static let io = Code(.io)
+        /// The input holds no picture that can be decoded (no start code, or no slice with its
+        /// SPS and PPS).
+        public static let noPicture = Code(.noPicture)
 
         public var description: String {
             switch base {
@@ -47,6 +52,8 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
             case .invalidLength: "invalid length"
             case .invalidStructure: "invalid structure"
             case .missingTiming: "missing timing"
+            case .io: "I/O error"
+            case .noPicture: "no picture"
             }
         }
     }
@@ -84,6 +91,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         if let nalIndex { place.append("NAL #\(nalIndex)") }
         if let bitOffset { place.append("bit \(bitOffset) of RBSP") }
         let prefix = place.isEmpty ? "" : place.joined(separator: ", ") + ": "
-        return "\(prefix)\(code): \(reason)"
+        // An I/O error's reason says it all ("cannot open: No such file or directory").
+        return code == .io || code == .noPicture ? "\(prefix)\(reason)" : "\(prefix)\(code): \(reason)"
     }
 }

@@ -1,0 +1,414 @@
+import Dispatch
+import Synchronization
+package import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One NAL unit read from an Annex-B stream: where it was, and its bytes (header byte first),
+/// kept alive by the storage they are in (a mapping of the file, or a buffer of their own).
+public struct NALUnitBuffer: @unchecked Sendable {  // the bytes are immutable and owned by `owner`
+    /// Where the NAL unit is in the stream.
+    public let location: AnnexBNALUnit
+    /// The bytes, valid while this value (or a copy) exists.
+    public let bytes: UnsafeRawBufferPointer
+    /// What keeps ``bytes`` alive.
+    public let owner: AnyObject
+
+    /// Bytes held by `owner`, which must keep them unchanged and alive.
+    public init(location: AnnexBNALUnit, bytes: UnsafeRawBufferPointer, owner: AnyObject) {
+        self.location = location
+        self.bytes = bytes
+        self.owner = owner
+    }
+
+    /// The NAL unit header, from the first byte.
+    public var header: NALUnitHeader { NALUnitHeader(byte: bytes[0]) }
+
+    /// The number of bytes.
+    public var count: Int { bytes.count }
+
+    /// Calls `body` with the bytes as a span.
+    public func withSpan<R, E: Error>(_ body: (Span<UInt8>) throws(E) -> R) throws(E) -> R {
+        try withExtendedLifetime(owner) { () throws(E) -> R in try body(bytes.bindMemory(to: UInt8.self).span) }
+    }
+}
+
+/// Reads the NAL units of an Annex-B byte stream, in order, from a file, a file descriptor
+/// (standard input, a pipe) or bytes in memory.
+///
+/// A regular file is mapped: NAL units refer to the mapping without a copy, and for files of
+/// 8 MB or more a helper thread works a few 1 MB windows ahead of the reader, prefaulting the
+/// pages in one call per window and finding the start codes, and lets the pages well behind
+/// go (they stay in the page cache). Other inputs are read in 4 MB chunks and each NAL unit
+/// gets a buffer of its own. Either way the units, their offsets and start-code lengths are
+/// those ``AnnexB/forEachNALUnit(in:_:)`` finds in the whole stream, and memory is bounded by
+/// the largest NAL unit, which is capped by ``Options/maximumNALUnitSize``.
+///
+/// Read with ``next()`` (`while let unit = try reader.next()`), or as an `AsyncSequence`
+/// (`for try await unit in reader`). Errors (a read failing, a NAL unit over the cap) are a
+/// ``BitstreamError`` with the byte offset.
+public final class AnnexBReader {
+    /// Limits and buffer sizes.
+    public struct Options: Sendable, Hashable {
+        /// The largest NAL unit accepted: 64 MiB by default, several times a 4K intra frame.
+        public var maximumNALUnitSize: Int
+        /// Bytes read at a time from a descriptor.
+        public var chunkSize: Int
+
+        public init(maximumNALUnitSize: Int = AnnexBStreamSplitter.defaultMaximumNALUnitSize, chunkSize: Int = 4 << 20) {
+            self.maximumNALUnitSize = maximumNALUnitSize
+            self.chunkSize = chunkSize
+        }
+    }
+
+    /// The input's name in errors ("stdin" for standard input).
+    public let name: String
+    public let options: Options
+    private var source: Source
+
+    private enum Source {
+        case mapped(MappedCursor)
+        case chunked(ChunkedCursor)
+        case finished
+    }
+
+    /// Opens `path` ("-" for standard input): a regular file is mapped, anything else is read
+    /// in chunks.
+    public convenience init(path: String, options: Options = Options()) throws(BitstreamError) {
+        let name = path == "-" ? "stdin" : path
+        do {
+            let status = path == "-" ? nil : try FileStatus.of(path: path)
+            if status?.kind == .regular && status?.size == 0 { throw BitstreamError(.noPicture, "the file is empty") }
+            if let status, status.kind == .regular {
+                self.init(name: name, options: options, source: .mapped(MappedCursor(file: try MappedFile(path: path))))
+            } else {
+                self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: try ChunkedInput(path: path), chunkSize: options.chunkSize)))
+            }
+        } catch let error as SystemError {
+            throw BitstreamError(systemError: error)
+        } catch let error as BitstreamError {
+            throw error
+        } catch {
+            throw BitstreamError(.io, "\(error)")
+        }
+    }
+
+    /// Reads an open descriptor in chunks (the caller keeps it open and closes it).
+    public convenience init(fileDescriptor: Int32, name: String, options: Options = Options()) {
+        let input = ChunkedInput(fileDescriptor: fileDescriptor, name: name)
+        self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: input, chunkSize: options.chunkSize)))
+    }
+
+    /// Reads a whole stream held in memory (no copy: the units refer to `bytes`' storage).
+    public convenience init(bytes: [UInt8], name: String = "bytes", options: Options = Options()) {
+        self.init(name: name, options: options, source: .mapped(MappedCursor(bytes: bytes)))
+    }
+
+    private init(name: String, options: Options, source: Source) {
+        self.name = name
+        self.options = options
+        self.source = source
+    }
+
+    /// The input's size when known in advance (a file), for progress.
+    public var totalBytes: Int? {
+        if case .mapped(let cursor) = source { return cursor.count }
+        return nil
+    }
+
+    /// Bytes consumed so far (for a mapped file, up to the end of the last unit returned).
+    public private(set) var bytesRead = 0
+
+    /// Bytes before the first start code that are not zero padding (junk a stream should not
+    /// have); final once ``next()`` has returned nil.
+    public private(set) var leadingGarbageCount = 0
+
+    /// The next NAL unit, or nil at the end of the stream.
+    public func next() throws(BitstreamError) -> NALUnitBuffer? {
+        switch source {
+        case .mapped(let cursor):
+            guard let unit = cursor.next() else {
+                leadingGarbageCount = cursor.leadingGarbageCount
+                bytesRead = cursor.count
+                source = .finished
+                return nil
+            }
+            bytesRead = unit.location.payload.upperBound
+            guard unit.count <= options.maximumNALUnitSize else { throw oversized(at: unit.location.startCodeOffset) }
+            return unit
+        case .chunked(let cursor):
+            do {
+                guard let unit = try cursor.next(limit: options.maximumNALUnitSize) else {
+                    leadingGarbageCount = cursor.leadingGarbageCount
+                    bytesRead = cursor.bytesRead
+                    source = .finished
+                    return nil
+                }
+                bytesRead = cursor.bytesRead
+                return unit
+            } catch {
+                switch error {
+                case .oversized(let offset): throw oversized(at: offset)
+                case .system(let failure): throw BitstreamError(systemError: failure)
+                }
+            }
+        case .finished:
+            return nil
+        }
+    }
+
+    private func oversized(at offset: Int) -> BitstreamError {
+        BitstreamError(.invalidLength, "NAL unit larger than \(options.maximumNALUnitSize) bytes; is this an H.264 stream?", byteOffset: offset)
+    }
+
+    /// Whether reading can block (a pipe or a terminal): the async form then reads off the
+    /// cooperative thread pool.
+    package var readsBlock: Bool { if case .chunked = source { true } else { false } }
+}
+
+extension AnnexBReader: AsyncSequence {
+    public typealias Element = NALUnitBuffer
+    public typealias Failure = BitstreamError
+
+    /// Iterates the reader's units; reads that may block run on a dispatch queue, not on the
+    /// caller's (cooperative) thread.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let reader: AnnexBReader
+
+        public mutating func next() async throws(BitstreamError) -> NALUnitBuffer? {
+            try await next(isolation: nil)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(BitstreamError) -> NALUnitBuffer? {
+            guard reader.readsBlock else { return try reader.next() }
+            nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
+            let result: Result<NALUnitBuffer?, BitstreamError> = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    do throws(BitstreamError) { continuation.resume(returning: .success(try reader.next())) } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+            }
+            return try result.get()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: self) }
+}
+
+extension BitstreamError {
+    /// A read or open that failed.
+    package init(systemError: SystemError) {
+        self.init(.io, "\(systemError.operation.rawValue): \(systemError.errno)")
+    }
+}
+
+// MARK: - Mapped input
+
+/// Walks a mapped file (or bytes in memory) unit by unit.
+private final class MappedCursor {
+    private let owner: AnyObject
+    private let bytes: UnsafeRawBufferPointer
+    private let scanner: WindowScanner?
+    /// Start-code prefixes found and not yet turned into units (for the window scanner).
+    private var prefixes: [Int] = []
+    private var prefixIndex = 0
+    /// The prefix of the unit to return next.
+    private var current: Int?
+    private var started = false
+    let leadingGarbageCount: Int
+    var count: Int { bytes.count }
+
+    /// Files this large are scanned ahead on a helper thread.
+    static let scanAheadThreshold = 8 << 20
+
+    init(file: MappedFile) {
+        owner = file
+        bytes = file.bytes
+        leadingGarbageCount = AnnexB.leadingGarbageCount(in: file.bytes)
+        let helpers = sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1
+        scanner = file.count >= Self.scanAheadThreshold && helpers ? WindowScanner(file: file) : nil
+    }
+
+    deinit { scanner?.cancel() }
+
+    init(bytes: [UInt8]) {
+        let storage = ByteStorage(bytes)
+        owner = storage
+        self.bytes = UnsafeRawBufferPointer(storage.bytes)
+        leadingGarbageCount = AnnexB.leadingGarbageCount(in: self.bytes)
+        scanner = nil
+    }
+
+    /// The next prefix at or after `from`, from the scanner's windows or a direct search.
+    private func nextPrefix(after previous: Int?) -> Int? {
+        guard let scanner else {
+            return AnnexB.nextStartCodePrefix(in: bytes, from: previous.map { $0 + 3 } ?? 0)
+        }
+        while prefixIndex == prefixes.count {
+            guard let window = scanner.nextWindow() else { return nil }
+            prefixes = window
+            prefixIndex = 0
+        }
+        defer { prefixIndex += 1 }
+        return prefixes[prefixIndex]
+    }
+
+    func next() -> NALUnitBuffer? {
+        if !started {
+            started = true
+            current = nextPrefix(after: nil)
+        }
+        while let prefix = current {
+            let following = nextPrefix(after: prefix)
+            current = following
+            if let nal = AnnexB.nalUnit(in: bytes, prefix: prefix, nextPrefix: following) {
+                return NALUnitBuffer(location: nal, bytes: UnsafeRawBufferPointer(rebasing: bytes[nal.payload]), owner: owner)
+            }
+        }
+        return nil
+    }
+}
+
+/// Bytes with a stable address for as long as this object lives.
+final class ByteStorage: @unchecked Sendable {  // written once, in init
+    let bytes: UnsafeMutableRawBufferPointer
+
+    init(_ source: [UInt8]) {
+        bytes = .allocate(byteCount: max(source.count, 1), alignment: 16)
+        source.withUnsafeBytes { bytes.copyMemory(from: $0) }
+        if source.isEmpty { bytes.storeBytes(of: 0, as: UInt8.self) }
+    }
+
+    init(copying source: UnsafeRawBufferPointer) {
+        bytes = .allocate(byteCount: max(source.count, 1), alignment: 16)
+        if let base = source.baseAddress { bytes.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+    }
+
+    deinit { bytes.deallocate() }
+}
+
+/// Finds the start codes of a large mapped file a window at a time on a helper thread, at most
+/// `depth` windows ahead of the reader: it prefaults each window's pages in one call and
+/// searches it, and drops the pages `lag` windows behind the reader from the process. The
+/// search and the page-table work thus overlap the reader's parsing.
+private final class WindowScanner: @unchecked Sendable {  // slots are handed over by the semaphores
+    private let file: MappedFile
+    private let window: Int
+    private let depth: Int
+    private var slots: [[Int]]
+    private let filled = DispatchSemaphore(value: 0)
+    private let free: DispatchSemaphore
+    private let finished = DispatchSemaphore(value: 0)
+    private let cancelled = Atomic<Bool>(false)
+    private let windows: Int
+    private var taken = 0
+
+    init(file: MappedFile, window: Int = 1 << 20, depth: Int = 4, lag: Int = 4) {
+        self.file = file
+        self.window = window
+        self.depth = depth
+        slots = Array(repeating: [], count: depth)
+        free = DispatchSemaphore(value: depth)
+        windows = (file.count + window - 1) / window
+        // A dispatch worker of its own for the whole scan (it waits on the reader, never on the
+        // cooperative pool).
+        DispatchQueue.global().async { [self] in scan(lag: lag) }
+    }
+
+    private func scan(lag: Int) {
+        let bytes = file.bytes
+        var released = 0
+        for k in 0..<windows {
+            free.wait()
+            if cancelled.load(ordering: .relaxed) { break }
+            // The reader has taken window k − depth, and is done with the pages well before it.
+            let behind = max(0, k - depth - lag) * window
+            if behind > released {
+                file.advise(.dontNeed, range: released..<behind)
+                released = behind
+            }
+            let range = (k * window)..<min(bytes.count, (k + 1) * window)
+            file.advise(.populate, range: range)
+            var found: [Int] = []
+            var i = range.lowerBound
+            while let p = AnnexB.nextStartCodePrefix(in: bytes, from: i, before: range.upperBound) {
+                found.append(p)
+                i = p + 1
+            }
+            slots[k % depth] = found
+            filled.signal()
+        }
+        finished.signal()
+    }
+
+    /// The prefixes of the next window, or nil after the last.
+    func nextWindow() -> [Int]? {
+        guard taken < windows else { return nil }
+        filled.wait()
+        let prefixes = slots[taken % depth]
+        taken += 1
+        free.signal()
+        return prefixes
+    }
+
+    /// Stops the helper and waits for it (it holds the file, so the mapping stays valid
+    /// meanwhile). Called by the reader when it goes away, once.
+    func cancel() {
+        guard !cancelled.exchange(true, ordering: .relaxed) else { return }
+        for _ in 0..<depth { free.signal() }
+        finished.wait()
+    }
+}
+
+// MARK: - Chunked input
+
+/// Splits a descriptor's bytes into units, a chunk at a time.
+private final class ChunkedCursor {
+    enum Failure: Error { case system(SystemError), oversized(Int) }
+
+    private let input: ChunkedInput
+    private let chunk: UnsafeMutableRawBufferPointer
+    private var splitter: AnnexBStreamSplitter
+    private var ready: [NALUnitBuffer] = []
+    private var readyIndex = 0
+    private var ended = false
+    private(set) var bytesRead = 0
+    var leadingGarbageCount: Int { splitter.leadingGarbageCount }
+
+    init(input: ChunkedInput, chunkSize: Int) {
+        self.input = input
+        chunk = .allocate(byteCount: chunkSize, alignment: 16)
+        splitter = AnnexBStreamSplitter(maximumNALUnitSize: .max)
+    }
+
+    deinit { chunk.deallocate() }
+
+    func next(limit: Int) throws(Failure) -> NALUnitBuffer? {
+        while readyIndex == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyIndex = 0
+            guard !ended else { return nil }
+            let n: Int
+            do { n = try input.read(into: chunk) } catch { throw .system(error) }
+            if n == 0 {
+                ended = true
+                splitter.finish { location, bytes in take(location, bytes) }
+            } else {
+                bytesRead += n
+                splitter.append(UnsafeRawBufferPointer(rebasing: chunk[..<n])) { location, bytes in take(location, bytes) }
+                if splitter.pendingCount > limit { throw .oversized(splitter.currentNALUnitOffset) }
+            }
+        }
+        defer { readyIndex += 1 }
+        let unit = ready[readyIndex]
+        guard unit.count <= limit else { throw .oversized(unit.location.startCodeOffset) }
+        return unit
+    }
+
+    private func take(_ location: AnnexBNALUnit, _ bytes: UnsafeRawBufferPointer) {
+        let storage = ByteStorage(copying: bytes)
+        ready.append(NALUnitBuffer(location: location, bytes: UnsafeRawBufferPointer(rebasing: storage.bytes[..<bytes.count]), owner: storage))
+    }
+}
