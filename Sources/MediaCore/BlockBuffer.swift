@@ -1,3 +1,5 @@
+public import H264Bitstream
+
 /// Bytes that either own their storage or reference memory someone else owns (a mapped file,
 /// a decoder's buffer), the `CMBlockBuffer` analogue.
 ///
@@ -12,6 +14,8 @@ public struct BlockBuffer: Sendable {
         enum Kind {
             case owned([UInt8])
             case referenced(UnsafeRawBufferPointer, deallocator: (@Sendable (UnsafeRawBufferPointer) -> Void)?)
+            /// Memory kept alive by an object (a mapping, a reader's buffer).
+            case retained(UnsafeRawBufferPointer, owner: AnyObject)
         }
         let kind: Kind
         init(_ kind: Kind) { self.kind = kind }
@@ -34,7 +38,7 @@ public struct BlockBuffer: Sendable {
                     do throws(E) { result = .success(try body(UnsafeRawBufferPointer(rebasing: raw[range]))) } catch { result = .failure(error) }
                 }
                 return try result.get()
-            case .referenced(let bytes, _):
+            case .referenced(let bytes, _), .retained(let bytes, _):
                 return try body(UnsafeRawBufferPointer(rebasing: bytes[range]))
             }
         }
@@ -62,6 +66,13 @@ public struct BlockBuffer: Sendable {
     /// static table). The memory must not change while any buffer references it.
     public init(referencing bytes: UnsafeRawBufferPointer, deallocator: (@Sendable (UnsafeRawBufferPointer) -> Void)?) {
         self.init(representation: .contiguous(Segment(storage: Storage(.referenced(bytes, deallocator: deallocator)), range: 0..<bytes.count)), count: bytes.count)
+    }
+
+    /// A NAL unit read from an Annex-B stream, without a copy: the buffer keeps the unit's
+    /// storage (the mapped file, or the reader's buffer) alive.
+    public init(_ nalUnit: NALUnitBuffer) {
+        let storage = Storage(.retained(nalUnit.bytes, owner: nalUnit.owner))
+        self.init(representation: .contiguous(Segment(storage: storage, range: 0..<nalUnit.count)), count: nalUnit.count)
     }
 
     /// The bytes of `buffers` one after another, without copying them (the buffers' storage is

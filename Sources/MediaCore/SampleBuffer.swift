@@ -28,12 +28,18 @@ public struct SampleAttachments: Hashable, Sendable, Codable {
     /// A sync sample after which samples may be shown before it (an open-GOP recovery point,
     /// whose leading pictures reference the previous GOP).
     public var earlierDisplayTimesAllowed: Bool
+    /// Decode the sample (later samples may need it) but do not show its picture: it lies
+    /// outside the movie's edit list (`kCMSampleAttachmentKey_DoNotDisplay`).
+    public var doNotDisplay: Bool
 
-    public init(isSync: Bool, dependsOnOthers: Bool? = nil, isDependedOnByOthers: Bool? = nil, earlierDisplayTimesAllowed: Bool = false) {
+    /// Attachments with the given values.
+    public init(isSync: Bool, dependsOnOthers: Bool? = nil, isDependedOnByOthers: Bool? = nil, earlierDisplayTimesAllowed: Bool = false,
+                doNotDisplay: Bool = false) {
         self.isSync = isSync
         self.dependsOnOthers = dependsOnOthers
         self.isDependedOnByOthers = isDependedOnByOthers
         self.earlierDisplayTimesAllowed = earlierDisplayTimesAllowed
+        self.doNotDisplay = doNotDisplay
     }
 }
 

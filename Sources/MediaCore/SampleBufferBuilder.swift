@@ -120,6 +120,16 @@ public struct SampleBufferBuilder: Sendable {
         }
     }
 
+    /// Adds the next NAL unit as an ``AnnexBReader`` returns it; large units are referenced, not
+    /// copied (see ``append(nalUnit:at:)-(BlockBuffer,_)``).
+    public mutating func append(_ nalUnit: NALUnitBuffer) throws(BitstreamError) {
+        if nalUnit.count >= SampleAssembly.smallestReference {
+            try append(nalUnit: BlockBuffer(nalUnit), at: nalUnit.location)
+        } else {
+            try nalUnit.withSpan { (span) throws(BitstreamError) in try append(span, reference: nil, at: nalUnit.location) }
+        }
+    }
+
     private mutating func append(_ bytes: Span<UInt8>, reference: BlockBuffer?, at location: AnnexBNALUnit) throws(BitstreamError) {
         guard !bytes.isEmpty else { return }
         let picturesBefore = parser.pictures.count

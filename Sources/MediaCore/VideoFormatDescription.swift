@@ -124,16 +124,24 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
         return "\(codec).\(hex(profileIdc))\(hex(profileCompatibility))\(hex(levelIdc))".lowercased()
     }
 
-    /// Whether a decoder configured for this description can take samples described by
-    /// `other` without being set up again: the coded size, chroma format, bit depths,
-    /// profile and field coding must match. (Parameter set contents may otherwise differ:
-    /// the decoder reads them from the samples' description as they come.)
+    /// Whether a decoder made for this description can take samples described by `other`
+    /// without being made again (`CMVideoFormatDescription` and
+    /// `VTDecompressionSessionCanAcceptFormatDescription`): both are H.264 (`avc1` or `avc3`)
+    /// with the same NAL length size. Parameter sets may differ, the picture size, profile,
+    /// chroma format and bit depth included: an H.264 decoder takes new parameter sets in band
+    /// and outputs pictures of the new kind from the next IDR on, as a stream that changes them
+    /// mid-way needs. This is the contract of ``canAccept(_:)`` everywhere in H264Kit (the
+    /// decompression session's included).
     public func canAccept(_ other: VideoFormatDescription) -> Bool {
+        (codec == "avc1" || codec == "avc3") && (other.codec == "avc1" || other.codec == "avc3") && nalUnitLengthSize == other.nalUnitLengthSize
+    }
+
+    /// Whether samples of `other` decode to pictures of the same kind: the same coded size,
+    /// chroma format, bit depths and field coding (no new picture buffers needed).
+    public func hasSamePictureGeometry(as other: VideoFormatDescription) -> Bool {
         codedWidth == other.codedWidth && codedHeight == other.codedHeight
             && chromaFormatIdc == other.chromaFormatIdc && sps.separateColourPlaneFlag == other.sps.separateColourPlaneFlag
-            && bitDepthLuma == other.bitDepthLuma && bitDepthChroma == other.bitDepthChroma
-            && profileIdc == other.profileIdc && sps.frameMbsOnlyFlag == other.sps.frameMbsOnlyFlag
-            && nalUnitLengthSize == other.nalUnitLengthSize
+            && bitDepthLuma == other.bitDepthLuma && bitDepthChroma == other.bitDepthChroma && sps.frameMbsOnlyFlag == other.sps.frameMbsOnlyFlag
     }
 
     /// Equal when the codec, length size and every parameter set are byte-identical.
