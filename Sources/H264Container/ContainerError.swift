@@ -1,12 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An error reading or writing an MP4/MOV file, with where it happened: the file, the box path
 /// ("moov/trak[1]/mdia/minf/stbl/stsz") and the byte offset.
 public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of problem it is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         /// A read, write, open or rename failed (disk full, closed pipe, permissions).
@@ -23,24 +18,22 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
     }
 
     public var code: Code
+    /// What was wrong.
     public var reason: String
     /// The file, when known.
     public var path: String?
     /// The box path, when the error is inside a box.
     public var boxPath: String?
+    /// Where in the file, when known.
     public var byteOffset: Int?
 
+    /// An error of `code`, with its place.
     public init(_ code: Code, _ reason: String, path: String? = nil, boxPath: String? = nil, byteOffset: Int? = nil) {
         self.code = code
         self.reason = reason
         self.path = path
         self.boxPath = boxPath
         self.byteOffset = byteOffset
-    }
-
-    /// An I/O error from `errno`.
-    static func system(_ what: String, path: String?, errno code: Int32 = errno) -> ContainerError {
-        ContainerError(.io, "\(what): \(String(cString: strerror(code)))", path: path)
     }
 
     public var description: String {

@@ -248,8 +248,8 @@ extension MetadataItem {
     /// The metadata boxes of a `moov`: for a MOV, `meta` (mdta) for QuickTime keys and `udta`
     /// for user data and QuickTime text; for an MP4, `udta` with user data and an iTunes
     /// `meta` (mdir).
-    static func write(_ items: [MetadataItem], fileType: MovieFileType, into w: inout BoxWriter) {
-        guard !items.isEmpty else { return }
+    static func boxes(_ items: [MetadataItem], fileType: MovieFileType) -> [AnyBox] {
+        guard !items.isEmpty else { return [] }
         var quickTime: [(String, Value)] = []
         var userData: [(FourCharCode, [UInt8])] = []
         var texts: [(FourCharCode, String)] = []
@@ -266,45 +266,38 @@ extension MetadataItem {
                 if fileType == .mov { texts.append((key.code(in: .mov), text)) } else { iTunes.append((key.code, .utf8(text))) }
             }
         }
+        var result: [AnyBox] = []
         if !quickTime.isEmpty {
             // QuickTime File Format, "Metadata atoms": `meta` is a plain atom in a MOV.
-            w.box("meta") { w in
-                w.fullBox("hdlr") { w in w.u32(0); w.fourCC("mdta"); w.zeros(12); w.u8(0) }
-                w.fullBox("keys") { w in
-                    w.u32(UInt32(quickTime.count))
-                    for (name, _) in quickTime {
-                        let bytes = Array(name.utf8)
-                        w.u32(UInt32(8 + bytes.count)); w.fourCC("mdta"); w.append(bytes)
-                    }
-                }
-                w.box("ilst") { w in
-                    for (index, (_, value)) in quickTime.enumerated() {
-                        w.box(FourCharCode(rawValue: UInt32(index + 1))) { w in dataBox(&w, value) }
-                    }
-                }
+            let items = quickTime.enumerated().map { index, item in
+                AnyBox(ItemListEntryBox(type: FourCharCode(rawValue: UInt32(index + 1)), value: dataBox(item.1)))
             }
+            result.append(AnyBox(MetaBox(isFullBox: false, children: [
+                AnyBox(HandlerBox(handlerType: "mdta", name: "", countedName: false)),
+                AnyBox(KeysBox(keys: quickTime.map { KeysBox.Key(value: Array($0.0.utf8)) })),
+                AnyBox(ItemListBox(children: items)),
+            ])))
         }
-        guard !userData.isEmpty || !texts.isEmpty || !iTunes.isEmpty else { return }
-        w.box("udta") { w in
-            for (code, text) in texts {
-                // QuickTime international text: size, language (0: English), the characters.
-                let bytes = Array(text.utf8)
-                w.box(code) { w in w.u16(UInt16(clamping: bytes.count)); w.u16(0); w.append(Array(bytes.prefix(Int(UInt16.max)))) }
-            }
-            for (code, bytes) in userData { w.box(code) { w in w.append(bytes) } }
-            if !iTunes.isEmpty {
-                w.fullBox("meta") { w in
-                    w.fullBox("hdlr") { w in w.u32(0); w.fourCC("mdir"); w.fourCC("appl"); w.zeros(8); w.u8(0) }
-                    w.box("ilst") { w in
-                        for (code, value) in iTunes { w.box(code) { w in dataBox(&w, value) } }
-                    }
-                }
-            }
+        guard !userData.isEmpty || !texts.isEmpty || !iTunes.isEmpty else { return result }
+        var udta = UserDataBox()
+        for (code, text) in texts {
+            // QuickTime international text: size, language (0: English), the characters.
+            let bytes = Array(text.utf8.prefix(Int(UInt16.max)))
+            udta.append(UnknownBox(type: code, payload: [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF), 0, 0] + bytes))
         }
+        for (code, bytes) in userData { udta.append(UnknownBox(type: code, payload: bytes)) }
+        if !iTunes.isEmpty {
+            udta.append(MetaBox(isFullBox: true, children: [
+                AnyBox(HandlerBox(componentType: FourCharCode(rawValue: 0), handlerType: "mdir", reserved: Array("appl".utf8) + Array(repeating: 0, count: 8), nameBytes: [0])),
+                AnyBox(ItemListBox(children: iTunes.map { AnyBox(ItemListEntryBox(type: $0.0, value: dataBox($0.1))) })),
+            ]))
+        }
+        result.append(AnyBox(udta))
+        return result
     }
 
-    private static func dataBox(_ w: inout BoxWriter, _ value: Value) {
+    private static func dataBox(_ value: Value) -> DataBox {
         let (type, bytes) = value.encoded
-        w.box("data") { w in w.u32(type); w.u32(0); w.append(bytes) }
+        return DataBox(typeIndicator: type, value: bytes)
     }
 }

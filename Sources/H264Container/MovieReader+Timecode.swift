@@ -81,17 +81,33 @@ extension MovieReader {
         }
         return TimecodeTrackInfo(trackID: track.id, format: format, samples: result)
     }
+}
 
-    /// The edit list as a shift: the first edit's media time, and an initial empty edit's
-    /// length in the track's timescale.
-    func editOffsets(_ track: Track) -> (shift: Int64, delay: Int64) {
-        var shift: Int64 = 0
-        var delay: Int64 = 0
-        if let empty = track.edits.first, empty.mediaTime == -1 {
-            let (product, overflow) = Int64(clamping: empty.duration).multipliedReportingOverflow(by: Int64(track.timescale))
-            delay = overflow ? 0 : product / Int64(max(movieTimescale, 1))
+extension MovieReader {
+    /// The presentation times of a video track's shown frames, in order (the edit list
+    /// applied: samples outside it are left out).
+    public func displayTimes(track index: Int) throws(ContainerError) -> [MediaTime] {
+        let samples = try sampleBuffers(track: index, editList: .trim)
+        return samples.filter { !$0.attachments.doNotDisplay }.map(\.presentationTime).sorted { $0 < $1 }
+    }
+
+    /// The timecode of every shown frame of `videoTrack` (or, without a video track, of every
+    /// frame the timecode track spans), from timecode track `index`. A track spanning more
+    /// than `limit` frames is an error rather than a list that size: its durations say more
+    /// than any file holds.
+    public func frameTimecodes(timecodeTrack index: Int, videoTrack: Int?, limit: Int = 10_000_000) throws(ContainerError) -> [(time: MediaTime, frameNumber: Int64)] {
+        let info = try timecodeTrack(index)
+        var times: [MediaTime]
+        if let videoTrack {
+            times = try displayTimes(track: videoTrack)
+        } else {
+            let count = info.frameCount
+            guard count <= Int64(limit) else {
+                throw ContainerError(.invalidBox, "timecode track \(info.trackID) spans \(count) frames, over the limit of \(limit)", path: path, boxPath: "moov/trak/mdia/minf/stbl/stts")
+            }
+            // A timecode track alone: one frame per frame duration.
+            times = (0..<count).map { info.format.frameDuration * $0 }
         }
-        if let edit = track.edits.first(where: { $0.mediaTime >= 0 }) { shift = edit.mediaTime }
-        return (shift, delay)
+        return times.compactMap { time in info.frameNumber(at: time).map { (time, $0) } }
     }
 }

@@ -1,20 +1,19 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import H264Bitstream
+public import H264Bitstream
 public import MediaCore
+import SystemIO
 
-/// Reads MP4 and MOV files: the box tree (with limits), tracks, edit lists, sample tables and
-/// fragments, and yields each H.264 track's samples as sample buffers in decoding order (the
-/// AVAssetReader track-output analogue). The file is mapped, and samples reference the mapping
-/// without copying.
+/// Reads MP4 and MOV files: the box tree (through the box types, with limits), tracks, edit
+/// lists, sample tables and fragments, timecode and metadata (the AVAssetReader analogue).
+/// The file is mapped, and samples reference the mapping without copying.
 ///
 /// A broken file gives a ``ContainerError`` with the box path and offset, or, when the index
 /// is intact but the media is cut short (a truncated download, `mdat` past the end), the intact
-/// samples and a warning in ``warnings``.
-public final class MovieReader: @unchecked Sendable {
+/// samples and a warning in ``warnings``. Every count read from the file is checked against
+/// what the file can hold before anything is allocated from it.
+///
+/// A reader is immutable once made, so it is `Sendable`, and any number of sample sequences
+/// (``sampleBuffers(track:editList:)``) can read it at once.
+public final class MovieReader: Sendable {
     /// One sample's place and timing in the media.
     public struct SampleEntry: Sendable, Hashable {
         public var offset: UInt64
@@ -30,7 +29,7 @@ public final class MovieReader: @unchecked Sendable {
         public var dependency: UInt8?
     }
 
-    /// A sample description: an H.264 format, or another codec we only name.
+    /// A sample description: an H.264 format, a timecode format, or another codec we only name.
     public enum SampleDescription: Sendable {
         case h264(VideoFormatDescription)
         /// A `tmcd` or `tc64` timecode sample entry.
@@ -38,6 +37,7 @@ public final class MovieReader: @unchecked Sendable {
         case other(FourCharCode)
     }
 
+    /// One track.
     public struct Track: Sendable {
         public var id: UInt32
         /// `vide`, `soun`, `tmcd`, ...
@@ -45,124 +45,283 @@ public final class MovieReader: @unchecked Sendable {
         public var timescale: Int32
         /// Media duration (`mdhd`), in the track's timescale.
         public var mediaDuration: UInt64
-        /// Edits: duration in the movie timescale, media time in the track's (-1: empty).
-        public var edits: [(duration: UInt64, mediaTime: Int64, rate: Double)]
+        /// The edit list.
+        public var edits: [EditListBox.Entry]
         public var descriptions: [SampleDescription]
         public var samples: [SampleEntry]
+        /// Display size (`tkhd`).
         public var width: Double
         public var height: Double
+        /// The display transform (`tkhd`): a rotation, for phone video.
+        public var matrix: TransformationMatrix
         public var isFragmented: Bool
         /// Track references (`tref`): type → track ids.
         public var references: [FourCharCode: [UInt32]]
 
-        /// The H.264 format descriptions, when the track is H.264 video.
+        /// Whether the track is H.264 video.
         public var isH264: Bool { descriptions.contains { if case .h264 = $0 { true } else { false } } }
         /// Sum of sample durations.
         public var sampleDuration: Int64 { samples.reduce(0) { $0 + Int64($1.duration) } }
+        /// The average frame rate: samples per second of their durations (what mediainfo and
+        /// ffprobe's `avg_frame_rate` report); nil without samples.
+        public var nominalFrameRate: FrameRate? {
+            let duration = sampleDuration
+            guard duration > 0, !samples.isEmpty else { return nil }
+            return FrameRate(UInt64(samples.count) * UInt64(timescale), UInt64(duration))
+        }
+        /// The H.264 format descriptions, in sample-description order.
+        public var formatDescriptions: [VideoFormatDescription] {
+            descriptions.compactMap { if case .h264(let format) = $0 { format } else { nil } }
+        }
+    }
+
+    /// How a sample sequence applies the track's edit list.
+    public enum EditListHandling: Sendable, Hashable {
+        /// Times are shifted so the edit starts at its place on the movie timeline; every
+        /// sample is shown (a remuxer's view).
+        case shift
+        /// Shifted as for ``shift``, and samples shown before the edit's start or after its
+        /// end are marked ``SampleAttachments/doNotDisplay``: they are decoded for their
+        /// references but not shown (a player's view, and what `ffmpeg` decodes).
+        case trim
     }
 
     /// Limits on untrusted structure.
-    public static let maximumDepth = 16
     public static let maximumSampleDescriptions = 1024
 
     public let path: String
-    public private(set) var tracks: [Track] = []
+    public let tracks: [Track]
     /// The top-level boxes in file order.
-    public private(set) var topLevelBoxes: [BoxHeader] = []
-    public private(set) var movieTimescale: UInt32 = 1000
-    public private(set) var majorBrand: FourCharCode?
-    public private(set) var compatibleBrands: [FourCharCode] = []
-    /// Problems that do not stop reading (media cut short).
-    public private(set) var warnings: [String] = []
+    public let topLevelBoxes: [BoxHeader]
+    /// The parsed `moov`.
+    public let movieBox: MovieBox
+    public let movieTimescale: UInt32
+    public let majorBrand: FourCharCode?
+    public let compatibleBrands: [FourCharCode]
+    /// Problems that do not stop reading (media cut short, damaged metadata).
+    public let warnings: [String]
     /// The movie's metadata: QuickTime `meta` (mdta) items, `udta` user data and iTunes items,
     /// in file order.
-    public private(set) var metadata: [MetadataItem] = []
-    func appendWarning(_ warning: String) { warnings.append(warning) }
-    func appendMetadata(_ item: MetadataItem) { metadata.append(item) }
+    public let metadata: [MetadataItem]
     /// The mapping, kept alive by the sample buffers that reference it.
     public let data: BlockBuffer
 
+    /// The file's size in bytes.
     public var fileSize: Int { data.count }
 
+    /// Opens and indexes `path`.
     public init(path: String) throws(ContainerError) {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .system("cannot open", path: path) }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .system("cannot stat", path: path) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw ContainerError(.invalidInput, "not a regular file", path: path) }
-        let size = Int(info.st_size)
-        guard size >= 8 else { throw ContainerError(.truncated, "\(size) bytes is too short for an MP4/MOV file", path: path) }
-        guard let pointer = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), pointer != MAP_FAILED else {
-            throw .system("cannot map", path: path)
+        let file: MappedFile
+        do { file = try MappedFile(path: path) } catch {
+            if error.isEmptyFile { throw ContainerError(.truncated, "0 bytes is too short for an MP4/MOV file", path: path) }
+            if error.isNotRegularFile { throw ContainerError(.invalidInput, "not a regular file", path: path) }
+            throw ContainerError(systemError: error)
         }
-        nonisolated(unsafe) let mapping = pointer
-        data = BlockBuffer(referencing: UnsafeRawBufferPointer(start: pointer, count: size)) { _ in munmap(mapping, size) }
-        try data.withUnsafeBytes { (bytes) throws(ContainerError) in try parse(bytes) }
+        guard file.count >= 8 else { throw ContainerError(.truncated, "\(file.count) bytes is too short for an MP4/MOV file", path: path) }
+        data = BlockBuffer(referencing: file.bytes) { _ in withExtendedLifetime(file) {} }
+        var parser = Parser(path: path, bytes: file.bytes)
+        try parser.parse()
+        tracks = parser.tracks
+        topLevelBoxes = parser.topLevelBoxes
+        movieBox = parser.movieBox
+        movieTimescale = parser.movieTimescale
+        majorBrand = parser.fileType?.majorBrand
+        compatibleBrands = parser.fileType?.compatibleBrands ?? []
+        warnings = parser.warnings
+        metadata = parser.metadata
     }
 
     /// Whether the first bytes look like an MP4/MOV box (`ftyp`, `moov`, `mdat`, `free`, `wide`, `skip`).
     public static func looksLikeMovie(_ prefix: UnsafeRawBufferPointer) -> Bool {
         guard prefix.count >= 8 else { return false }
-        let type = FieldReader.u32(prefix, 4)
+        let type = BoxReader.u32(prefix, 4)
         return [FourCharCode("ftyp"), "moov", "mdat", "free", "wide", "skip", "pnot"].map(\.rawValue).contains(type)
     }
 
-    // MARK: Parsing
+    /// Whether the file at `path` starts like an MP4/MOV file.
+    public static func looksLikeMovie(path: String) -> Bool {
+        guard let prefix = try? filePrefix(path, count: 8) else { return false }
+        return prefix.withUnsafeBytes { looksLikeMovie($0) }
+    }
 
-    private func parse(_ bytes: UnsafeRawBufferPointer) throws(ContainerError) {
-        var top = FieldReader(bytes, 0..<bytes.count, path: "", file: path)
-        topLevelBoxes = try top.boxes(allowTruncatedLast: true) { header, declared in
-            if declared < 0 {
-                self.warnings.append("byte \(header.start): a box with an impossible size; the \(bytes.count - header.start) bytes from there on are ignored")
-            } else {
-                self.warnings.append("\(header.type) box at byte \(header.start) declares \(declared) bytes but the file ends after \(bytes.count - header.start): the file is truncated")
+    /// The first H.264 video track, if any.
+    public var firstVideoTrackIndex: Int? { tracks.firstIndex { $0.handlerType == "vide" && $0.isH264 } ?? tracks.firstIndex { $0.isH264 } }
+
+    /// The index of the track with ID `id`.
+    public func trackIndex(id: UInt32) -> Int? { tracks.firstIndex { $0.id == id } }
+
+    /// The H.264 samples of track `index` in decoding order, as a random-access collection of
+    /// sample buffers referencing the file. Presentation times have the edit list applied
+    /// (see ``EditListHandling``). Throws when the track is not H.264 video or a sample names
+    /// a description it does not have: the collection itself cannot fail.
+    public func sampleBuffers(track index: Int, editList: EditListHandling = .trim) throws(ContainerError) -> MovieSampleBuffers {
+        guard tracks.indices.contains(index) else { throw ContainerError(.invalidInput, "no track at index \(index) (\(tracks.count) tracks)", path: path) }
+        let track = tracks[index]
+        var formats: [VideoFormatDescription?] = []
+        for description in track.descriptions {
+            if case .h264(let format) = description { formats.append(format) } else { formats.append(nil) }
+        }
+        guard track.isH264 else { throw ContainerError(.unsupported, "track \(track.id) is not H.264 video", path: path) }
+        for (number, entry) in track.samples.enumerated() {
+            guard entry.descriptionIndex >= 1, Int(entry.descriptionIndex) <= formats.count else {
+                throw ContainerError(.invalidBox, "sample \(number + 1) of track \(track.id) uses sample description \(entry.descriptionIndex) of \(formats.count)",
+                                     path: path, boxPath: "moov/trak/mdia/minf/stbl")
+            }
+            guard formats[Int(entry.descriptionIndex) - 1] != nil else {
+                throw ContainerError(.unsupported, "sample \(number + 1) of track \(track.id) is not H.264", path: path)
             }
         }
-        guard let first = topLevelBoxes.first, Self.looksLikeMovie(UnsafeRawBufferPointer(rebasing: bytes[first.start..<min(first.start + 8, bytes.count)])) else {
+        let (shift, delay) = editOffsets(track)
+        var window: Range<Int64>?
+        if editList == .trim {
+            let start = delay
+            var end = Int64.max
+            if let edit = track.edits.first(where: { $0.mediaTime >= 0 }), edit.segmentDuration > 0, movieTimescale > 0 {
+                let (product, overflow) = Int64(clamping: edit.segmentDuration).multipliedReportingOverflow(by: Int64(track.timescale))
+                if !overflow { end = start + product / Int64(movieTimescale) }
+            }
+            window = start..<max(start, end)
+        }
+        return MovieSampleBuffers(samples: track.samples, formats: formats, data: data,
+                                  timescale: track.timescale, shift: shift, delay: delay, window: window)
+    }
+
+    /// The edit list as a shift: the first edit's media time, and an initial empty edit's
+    /// length in the track's timescale.
+    func editOffsets(_ track: Track) -> (shift: Int64, delay: Int64) {
+        var shift: Int64 = 0
+        var delay: Int64 = 0
+        if let empty = track.edits.first, empty.mediaTime == -1 {
+            let (product, overflow) = Int64(clamping: empty.segmentDuration).multipliedReportingOverflow(by: Int64(track.timescale))
+            delay = overflow ? 0 : product / Int64(max(movieTimescale, 1))
+        }
+        if let edit = track.edits.first(where: { $0.mediaTime >= 0 }) { shift = edit.mediaTime }
+        return (shift, delay)
+    }
+}
+
+/// An H.264 track's samples as sample buffers, in decoding order, random access: the file is
+/// mapped and indexed, so reading a sample is making a buffer over its bytes. Made by
+/// ``MovieReader/sampleBuffers(track:editList:)``.
+public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
+    let samples: [MovieReader.SampleEntry]
+    let formats: [VideoFormatDescription?]
+    let data: BlockBuffer
+    let timescale: Int32
+    let shift: Int64
+    let delay: Int64
+    /// Presentation times shown (in the track's timescale, after the shift); nil shows all.
+    let window: Range<Int64>?
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { samples.count }
+
+    /// The sample at `position` (decoding order).
+    public subscript(position: Int) -> SampleBuffer {
+        let entry = samples[position]
+        let dependsOn = entry.dependency.map { $0 >> 4 & 3 }
+        let dependedOn = entry.dependency.map { $0 >> 2 & 3 }
+        let decode = entry.decodeTime &- shift &+ delay
+        let presentation = entry.decodeTime &+ Int64(entry.compositionOffset) &- shift &+ delay
+        let hidden = window.map { !$0.contains(presentation) } ?? false
+        return SampleBuffer(
+            data: data[Int(entry.offset)..<(Int(entry.offset) + Int(entry.size))],
+            formatDescription: formats[Int(entry.descriptionIndex) - 1]!,
+            timing: SampleTiming(presentationTime: MediaTime(value: presentation, timescale: timescale),
+                                 decodeTime: MediaTime(value: decode, timescale: timescale),
+                                 duration: MediaTime(value: Int64(entry.duration), timescale: timescale)),
+            attachments: SampleAttachments(isSync: entry.isSync,
+                                           dependsOnOthers: dependsOn.flatMap { $0 == 0 ? nil : $0 == 1 },
+                                           isDependedOnByOthers: dependedOn.flatMap { $0 == 0 ? nil : $0 == 1 },
+                                           doNotDisplay: hidden))
+    }
+
+    /// The sync sample at or before `position`: where decoding must start to show it.
+    public func syncSample(atOrBefore position: Int) -> Int? {
+        var index = Swift.min(position, samples.count - 1)
+        while index >= 0 {
+            if samples[index].isSync { return index }
+            index -= 1
+        }
+        return nil
+    }
+}
+
+extension ContainerError {
+    /// A system call that failed.
+    init(systemError: SystemError) {
+        self.init(.io, "\(systemError.operation.rawValue): \(systemError.errno)", path: systemError.path)
+    }
+}
+
+// MARK: - Parsing
+
+/// Builds a reader's tracks and metadata from the box tree.
+struct Parser {
+    let path: String
+    let bytes: UnsafeRawBufferPointer
+    var tracks: [MovieReader.Track] = []
+    var topLevelBoxes: [BoxHeader] = []
+    var movieBox = MovieBox()
+    var movieTimescale: UInt32 = 1000
+    var fileType: FileTypeBox?
+    var warnings: [String] = []
+    var metadata: [MetadataItem] = []
+
+    init(path: String, bytes: UnsafeRawBufferPointer) {
+        self.path = path
+        self.bytes = bytes
+    }
+
+    func reader(_ header: BoxHeader) -> BoxReader {
+        BoxReader(bytes, header.payload, boxType: header.type, path: "\(header.type)", file: path)
+    }
+
+    mutating func parse() throws(ContainerError) {
+        var top = BoxReader(bytes, 0..<bytes.count, boxType: FourCharCode(rawValue: 0), path: "", file: path)
+        var moovTruncated = false
+        while top.remaining > 0 {
+            let start = top.offset
+            do {
+                guard let (header, declared) = try top.nextHeader(allowTruncated: true) else { break }
+                topLevelBoxes.append(header)
+                if UInt64(header.end - header.start) < declared {
+                    warnings.append("\(header.type) box at byte \(header.start) declares \(declared) bytes but the file ends after \(bytes.count - header.start): the file is truncated")
+                    if header.type == "moov" { moovTruncated = true }
+                }
+            } catch {
+                warnings.append("byte \(start): a box with an impossible size; the \(bytes.count - start) bytes from there on are ignored")
+                break
+            }
+        }
+        guard let first = topLevelBoxes.first,
+              MovieReader.looksLikeMovie(UnsafeRawBufferPointer(rebasing: bytes[first.start..<min(first.start + 8, bytes.count)])) else {
             throw ContainerError(.invalidInput, "not an MP4/MOV file (no ftyp, moov or mdat box at the start)", path: path, byteOffset: 0)
         }
         if let ftyp = topLevelBoxes.first(where: { $0.type == "ftyp" }) {
-            var r = top.child(ftyp)
-            majorBrand = FourCharCode(rawValue: try r.u32("major_brand"))
-            try r.skip(4, "minor_version")
-            while r.remaining >= 4 { compatibleBrands.append(FourCharCode(rawValue: try r.u32())) }
+            var r = reader(ftyp)
+            fileType = try FileTypeBox(parsing: &r)
         }
         guard let moov = topLevelBoxes.first(where: { $0.type == "moov" }) else {
             throw ContainerError(.invalidInput, "no moov box: the index is missing (an unfinished recording?)", path: path)
         }
-        if moov.end > bytes.count || warnings.contains(where: { $0.hasPrefix("moov") }) {
+        if moovTruncated {
             throw ContainerError(.truncated, "the moov box is cut off by the end of the file", path: path, boxPath: "moov", byteOffset: moov.start)
         }
-        var trackDefaults: [UInt32: (description: UInt32, duration: UInt32, size: UInt32, flags: UInt32)] = [:]
-        var moovReader = top.child(moov)
-        for (index, box) in try moovReader.boxes().enumerated() {
-            var r = top.child(moov).child(box, index: index)
-            switch box.type {
-            case "mvhd":
-                let (version, _) = try r.versionAndFlags()
-                try r.skip(version == 1 ? 16 : 8, "times")
-                movieTimescale = try r.u32("timescale")
-                guard movieTimescale > 0 else { throw r.error("movie timescale 0") }
-            case "trak":
-                if let track = try parseTrack(r) { tracks.append(track) }
-            case "udta":
-                parseLeniently(r, "moov/udta") { r throws(ContainerError) in try parseUserData(r) }
-            case "meta":
-                parseLeniently(r, "moov/meta") { r throws(ContainerError) in try parseMeta(r) }
-            case "mvex":
-                for child in try r.boxes() where child.type == "trex" {
-                    var t = r.child(child)
-                    _ = try t.versionAndFlags()
-                    let id = try t.u32("track_ID")
-                    trackDefaults[id] = (try t.u32(), try t.u32(), try t.u32(), try t.u32())
-                }
-            default: break
-            }
+        var moovReader = reader(moov)
+        movieBox = try MovieBox(parsing: &moovReader)
+        guard let header = movieBox.first(MovieHeaderBox.self) else { throw ContainerError(.invalidBox, "moov without mvhd", path: path, boxPath: "moov") }
+        guard header.timescale > 0 else { throw ContainerError(.invalidBox, "movie timescale 0", path: path, boxPath: "moov/mvhd") }
+        movieTimescale = header.timescale
+        for (index, trak) in movieBox.all(TrackBox.self).enumerated() {
+            tracks.append(try track(trak, path: index == 0 ? "moov/trak" : "moov/trak[\(index)]"))
         }
+        var defaults: [UInt32: TrackExtendsBox] = [:]
+        for trex in movieBox.first(MovieExtendsBox.self)?.all(TrackExtendsBox.self) ?? [] { defaults[trex.trackID] = trex }
         for box in topLevelBoxes where box.type == "moof" {
-            try parseFragment(top.child(box), moofStart: box.start, defaults: trackDefaults)
+            var r = reader(box)
+            try fragment(try MovieFragmentBox(parsing: &r), moofStart: box.start, defaults: defaults)
         }
         // Samples whose bytes lie past the end of the file are dropped, with a warning.
         for index in tracks.indices {
@@ -172,278 +331,129 @@ public final class MovieReader: @unchecked Sendable {
                 warnings.append("track \(tracks[index].id): \(count - firstMissing) of \(count) samples lie past the end of the file (truncated); \(firstMissing) intact samples kept")
             }
         }
+        collectMetadata()
     }
 
-    private func parseTrack(_ trak: FieldReader) throws(ContainerError) -> Track? {
-        var trak = trak
-        var track = Track(id: 0, handlerType: FourCharCode(rawValue: 0), timescale: 1, mediaDuration: 0, edits: [], descriptions: [], samples: [],
-                          width: 0, height: 0, isFragmented: false, references: [:])
-        var tables = SampleTables()
-        for (index, box) in try trak.boxes().enumerated() {
-            var r = trak.child(box, index: index)
-            switch box.type {
-            case "tkhd":
-                let (version, _) = try r.versionAndFlags()
-                try r.skip(version == 1 ? 16 : 8, "times")
-                track.id = try r.u32("track_ID")
-                try r.skip(4 + (version == 1 ? 8 : 4) + 8 + 8 + 36, "tkhd fields")
-                track.width = Double(try r.u32("width")) / 65536
-                track.height = Double(try r.u32("height")) / 65536
-            case "edts":
-                for child in try r.boxes() where child.type == "elst" {
-                    var e = r.child(child)
-                    let (version, _) = try e.versionAndFlags()
-                    let count = try e.u32("entry_count")
-                    try e.checkEntries(count, size: version == 1 ? 20 : 12, "elst")
-                    for _ in 0..<count {
-                        let duration = version == 1 ? try e.u64() : UInt64(try e.u32())
-                        let mediaTime = version == 1 ? Int64(bitPattern: try e.u64()) : Int64(Int32(bitPattern: try e.u32()))
-                        let rate = Double(Int32(bitPattern: try e.u32())) / 65536
-                        track.edits.append((duration, mediaTime, rate))
-                    }
-                }
-            case "tref":
-                for child in try r.boxes() {
-                    var t = r.child(child)
-                    var ids: [UInt32] = []
-                    while t.remaining >= 4 { ids.append(try t.u32()) }
-                    track.references[child.type] = ids
-                }
-            case "mdia":
-                try parseMedia(r, track: &track, tables: &tables)
-            default: break
-            }
+    // MARK: Tracks
+
+    mutating func track(_ trak: TrackBox, path boxPath: String) throws(ContainerError) -> MovieReader.Track {
+        var track = MovieReader.Track(id: 0, handlerType: FourCharCode(rawValue: 0), timescale: 1, mediaDuration: 0, edits: [], descriptions: [],
+                                      samples: [], width: 0, height: 0, matrix: .identity, isFragmented: false, references: [:])
+        if let header = trak.first(TrackHeaderBox.self) {
+            track.id = header.trackID
+            track.width = header.displayWidth
+            track.height = header.displayHeight
+            track.matrix = header.matrix
         }
-        track.samples = try tables.samples(path: path, warnings: &warnings)
+        track.edits = trak.first(EditBox.self)?.first(EditListBox.self)?.entries ?? []
+        for reference in trak.first(TrackReferenceBox.self)?.all(TrackReferenceTypeBox.self) ?? [] {
+            track.references[reference.type] = reference.trackIDs
+        }
+        guard let media = trak.first(MediaBox.self) else { return track }
+        if let header = media.first(MediaHeaderBox.self) {
+            guard header.timescale > 0, header.timescale <= UInt32(Int32.max) else {
+                throw ContainerError(.invalidBox, "media timescale \(header.timescale)", path: path, boxPath: boxPath + "/mdia/mdhd")
+            }
+            track.timescale = Int32(header.timescale)
+            track.mediaDuration = header.duration
+        }
+        track.handlerType = media.first(HandlerBox.self)?.handlerType ?? FourCharCode(rawValue: 0)
+        guard let table = media.first(MediaInformationBox.self)?.first(SampleTableBox.self) else { return track }
+        let tablePath = boxPath + "/mdia/minf/stbl"
+        if let stsd = table.first(SampleDescriptionBox.self) {
+            guard stsd.entries.count <= MovieReader.maximumSampleDescriptions else {
+                throw ContainerError(.invalidBox, "\(stsd.entries.count) sample descriptions (at most \(MovieReader.maximumSampleDescriptions))", path: path, boxPath: tablePath + "/stsd")
+            }
+            for entry in stsd.entries { track.descriptions.append(try description(entry, path: tablePath + "/stsd")) }
+        }
+        track.samples = try samples(table, path: tablePath)
         return track
     }
 
-    private func parseMedia(_ mdia: FieldReader, track: inout Track, tables: inout SampleTables) throws(ContainerError) {
-        var mdia = mdia
-        for (index, box) in try mdia.boxes().enumerated() {
-            var r = mdia.child(box, index: index)
-            switch box.type {
-            case "mdhd":
-                let (version, _) = try r.versionAndFlags()
-                try r.skip(version == 1 ? 16 : 8, "times")
-                let timescale = try r.u32("timescale")
-                guard timescale > 0, timescale <= UInt32(Int32.max) else { throw r.error("media timescale \(timescale)") }
-                track.timescale = Int32(timescale)
-                track.mediaDuration = version == 1 ? try r.u64() : UInt64(try r.u32())
-            case "hdlr":
-                _ = try r.versionAndFlags()
-                try r.skip(4, "pre_defined")
-                track.handlerType = FourCharCode(rawValue: try r.u32("handler_type"))
-            case "minf":
-                for child in try r.boxes() where child.type == "stbl" {
-                    try parseSampleTable(r.child(child), track: &track, tables: &tables)
-                }
-            default: break
+    mutating func description(_ entry: AnyBox, path entryPath: String) throws(ContainerError) -> MovieReader.SampleDescription {
+        if let visual = entry.as(VisualSampleEntry.self) {
+            guard let avcC = visual.first(AVCConfigurationBox.self) else {
+                throw ContainerError(.invalidBox, "\(visual.type) sample entry without an avcC box", path: path, boxPath: entryPath + "/\(visual.type)")
+            }
+            do { return .h264(try VideoFormatDescription(avcC: avcC.record, codec: visual.type)) } catch {
+                throw ContainerError(.invalidBox, "avcC: \(error)", path: path, boxPath: entryPath + "/\(visual.type)/avcC")
             }
         }
+        if let timecode = entry.as(TimecodeSampleEntry.self) { return timecodeDescription(timecode, path: entryPath) }
+        return .other(entry.type)
     }
 
-    private func parseSampleTable(_ stbl: FieldReader, track: inout Track, tables: inout SampleTables) throws(ContainerError) {
-        var stbl = stbl
-        for (index, box) in try stbl.boxes().enumerated() {
-            var r = stbl.child(box, index: index)
-            switch box.type {
-            case "stsd":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                guard count <= Self.maximumSampleDescriptions else { throw r.error("\(count) sample descriptions") }
-                for (entryIndex, entry) in try r.boxes().prefix(Int(count)).enumerated() {
-                    track.descriptions.append(try parseSampleEntry(r.child(entry, index: entryIndex), type: entry.type))
-                }
-            case "stts":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                try r.checkEntries(count, size: 8, "stts")
-                tables.timeToSample.reserveCapacity(Int(count))
-                for _ in 0..<count { tables.timeToSample.append((try r.u32(), try r.u32())) }
-            case "ctts":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                try r.checkEntries(count, size: 8, "ctts")
-                // Version 0 offsets are unsigned, but writers put negative values there too: read signed, as FFmpeg does.
-                for _ in 0..<count { tables.compositionOffsets.append((try r.u32(), Int32(bitPattern: try r.u32()))) }
-            case "stss":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                try r.checkEntries(count, size: 4, "stss")
-                var sync: [UInt32] = []
-                sync.reserveCapacity(Int(count))
-                for _ in 0..<count { sync.append(try r.u32()) }
-                tables.syncSamples = sync
-            case "sdtp":
-                _ = try r.versionAndFlags()
-                tables.dependencies = try r.array(r.remaining)
-            case "stsz":
-                _ = try r.versionAndFlags()
-                let constant = try r.u32("sample_size")
-                let count = try r.u32("sample_count")
-                if constant == 0 {
-                    try r.checkEntries(count, size: 4, "stsz")
-                    tables.sizes.reserveCapacity(Int(count))
-                    for _ in 0..<count { tables.sizes.append(try r.u32()) }
-                } else {
-                    guard UInt64(count) * UInt64(constant) <= UInt64(fileSize) * 2 else { throw r.error("stsz: \(count) samples of \(constant) bytes cannot fit a \(fileSize)-byte file") }
-                    tables.sizes = Array(repeating: constant, count: Int(count))
-                }
-            case "stz2":
-                _ = try r.versionAndFlags()
-                try r.skip(3, "reserved")
-                let fieldSize = try r.u8("field_size")
-                let count = try r.u32("sample_count")
-                guard [4, 8, 16].contains(fieldSize) else { throw r.error("stz2 field size \(fieldSize)") }
-                try r.checkEntries(UInt32((UInt64(count) * UInt64(fieldSize) + 7) / 8), size: 1, "stz2")
-                var sizes: [UInt32] = []
-                var index: UInt32 = 0
-                while index < count {
-                    switch fieldSize {
-                    case 4:
-                        let byte = try r.u8()
-                        sizes.append(UInt32(byte >> 4)); index += 1
-                        if index < count { sizes.append(UInt32(byte & 15)); index += 1 }
-                    case 8: sizes.append(UInt32(try r.u8())); index += 1
-                    default: sizes.append(UInt32(try r.u16())); index += 1
-                    }
-                }
-                tables.sizes = sizes
-            case "stsc":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                try r.checkEntries(count, size: 12, "stsc")
-                for _ in 0..<count { tables.sampleToChunk.append((try r.u32(), try r.u32(), try r.u32())) }
-            case "stco":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                try r.checkEntries(count, size: 4, "stco")
-                tables.chunkOffsets.reserveCapacity(Int(count))
-                for _ in 0..<count { tables.chunkOffsets.append(UInt64(try r.u32())) }
-            case "co64":
-                _ = try r.versionAndFlags()
-                let count = try r.u32("entry_count")
-                try r.checkEntries(count, size: 8, "co64")
-                tables.chunkOffsets.reserveCapacity(Int(count))
-                for _ in 0..<count { tables.chunkOffsets.append(try r.u64()) }
-            default: break
+    /// A timecode sample entry as a format; a format the timecode rules refuse is named with
+    /// a warning. A frame quanta that disagrees with the rate is replaced by the rounded rate
+    /// (a GoPro says 29 frames per second at 29.97), as FFmpeg does, and said so.
+    mutating func timecodeDescription(_ entry: TimecodeSampleEntry, path entryPath: String) -> MovieReader.SampleDescription {
+        let code = entry.type
+        guard let sampleFormat = TimecodeFormatDescription.SampleFormat(fourCC: code) else { return .other(code) }
+        guard entry.timescale > 0, entry.timescale <= UInt32(Int32.max) else {
+            warnings.append("\(entryPath)/\(code): timescale \(entry.timescale); the timecode is not read")
+            return .other(code)
+        }
+        var frameQuanta = Int(entry.numberOfFrames)
+        let flags = TimecodeFlags(rawValue: entry.flags)
+        if !flags.contains(.counter), entry.frameDuration > 0 {
+            let rounded = Int((UInt64(entry.timescale) + UInt64(entry.frameDuration) / 2) / UInt64(entry.frameDuration))
+            if rounded != frameQuanta, (1...255).contains(rounded) {
+                warnings.append("\(entryPath)/\(code): counts \(frameQuanta) frames per second at \(entry.timescale)/\(entry.frameDuration) fps; counting \(rounded), as FFmpeg does")
+                frameQuanta = rounded
             }
         }
-        tables.path = stbl.path
-    }
-
-    private func parseSampleEntry(_ entry: FieldReader, type: FourCharCode) throws(ContainerError) -> SampleDescription {
-        if let format = TimecodeFormatDescription.SampleFormat(fourCC: type) { return try parseTimecodeEntry(entry, format) }
-        guard type == "avc1" || type == "avc3" else { return .other(type) }
-        var r = entry
-        try r.skip(78, "visual sample entry fields")
-        var avcC: [UInt8]?
-        for child in try r.boxes() where child.type == "avcC" {
-            var c = r.child(child)
-            avcC = try c.array(c.remaining)
+        var source: TimecodeFormatDescription.SourceReference?
+        for child in entry.children {
+            if let name = child.as(TimecodeSourceNameBox.self) { source = .init(name: name.name, languageCode: name.languageCode) }
         }
-        guard let avcC else { throw r.error("\(type) sample entry without an avcC box") }
         do {
-            return .h264(try VideoFormatDescription(avcC: avcC, codec: type))
+            return .timecode(try TimecodeFormatDescription(sampleFormat: sampleFormat, frameDuration: MediaTime(value: Int64(entry.frameDuration), timescale: Int32(entry.timescale)),
+                                                           frameQuanta: frameQuanta, flags: flags, sourceReference: source))
         } catch {
-            throw ContainerError(.invalidBox, "avcC: \(error)", path: path, boxPath: r.path + "/avcC")
+            warnings.append("\(entryPath)/\(code) sample entry: \(error); the timecode is not read")
+            return .other(code)
         }
     }
 
-    private func parseFragment(_ moof: FieldReader, moofStart: Int, defaults: [UInt32: (description: UInt32, duration: UInt32, size: UInt32, flags: UInt32)]) throws(ContainerError) {
-        var moof = moof
-        for (trafIndex, traf) in try moof.boxes().enumerated() where traf.type == "traf" {
-            var t = moof.child(traf, index: trafIndex)
-            var trackIndex: Int?
-            var base = UInt64(moofStart)
-            var description: UInt32 = 1, duration: UInt32 = 0, size: UInt32 = 0, flags: UInt32 = 0
-            var decodeTime: Int64?
-            for box in try t.boxes() {
-                var r = t.child(box)
-                switch box.type {
-                case "tfhd":
-                    let (_, tf) = try r.versionAndFlags()
-                    let id = try r.u32("track_ID")
-                    guard let index = tracks.firstIndex(where: { $0.id == id }) else { throw r.error("track fragment for unknown track \(id)") }
-                    trackIndex = index
-                    if let d = defaults[id] { (description, duration, size, flags) = d }
-                    if tf & 0x1 != 0 { base = try r.u64("base_data_offset") }
-                    if tf & 0x2 != 0 { description = try r.u32() }
-                    if tf & 0x8 != 0 { duration = try r.u32() }
-                    if tf & 0x10 != 0 { size = try r.u32() }
-                    if tf & 0x20 != 0 { flags = try r.u32() }
-                case "tfdt":
-                    let (version, _) = try r.versionAndFlags()
-                    decodeTime = version == 1 ? Int64(bitPattern: try r.u64()) : Int64(try r.u32())
-                case "trun":
-                    guard let index = trackIndex else { throw r.error("trun before tfhd") }
-                    let (_, tr) = try r.versionAndFlags()
-                    let count = try r.u32("sample_count")
-                    var dataOffset = base
-                    if tr & 0x1 != 0 {
-                        let relative = Int64(Int32(bitPattern: try r.u32()))
-                        guard base <= UInt64(Int64.max), Int64(base) + relative >= 0 else { throw r.error("trun data_offset \(relative) points before the file") }
-                        dataOffset = UInt64(Int64(base) + relative)
-                    }
-                    var firstFlags: UInt32?
-                    if tr & 0x4 != 0 { firstFlags = try r.u32() }
-                    let perSample = [0x100, 0x200, 0x400, 0x800].filter { tr & UInt32($0) != 0 }.count * 4
-                    try r.checkEntries(count, size: perSample, "trun")
-                    tracks[index].isFragmented = true
-                    var time = decodeTime ?? tracks[index].samples.last.map { $0.decodeTime + Int64($0.duration) } ?? 0
-                    for i in 0..<count {
-                        let d = tr & 0x100 != 0 ? try r.u32() : duration
-                        let s = tr & 0x200 != 0 ? try r.u32() : size
-                        var f = tr & 0x400 != 0 ? try r.u32() : flags
-                        if i == 0, let firstFlags { f = firstFlags }
-                        let c = tr & 0x800 != 0 ? Int32(bitPattern: try r.u32()) : 0
-                        let dependsOn = UInt8(f >> 24 & 3), dependedOn = UInt8(f >> 22 & 3)
-                        tracks[index].samples.append(SampleEntry(offset: dataOffset, size: s, decodeTime: time, compositionOffset: c, duration: d,
-                                                                 isSync: f & 0x0001_0000 == 0, descriptionIndex: description,
-                                                                 dependency: dependsOn << 4 | dependedOn << 2))
-                        dataOffset &+= UInt64(s)
-                        time &+= Int64(d)
-                    }
-                    decodeTime = time
-                    base = dataOffset
-                default: break
+    /// One entry per sample from the sample table boxes. Counts are checked against what the
+    /// file can hold before the entries are made.
+    mutating func samples(_ table: SampleTableBox, path tablePath: String) throws(ContainerError) -> [MovieReader.SampleEntry] {
+        func fail(_ reason: String, _ box: String) -> ContainerError { ContainerError(.invalidBox, reason, path: path, boxPath: tablePath + "/" + box) }
+        let sizes: [UInt32]
+        if let stsz = table.first(SampleSizeBox.self) {
+            if stsz.constantSize == 0 {
+                sizes = stsz.sizes
+            } else {
+                // Every sample lies in the file: the count cannot pass what the file can hold.
+                guard UInt64(stsz.sampleCount) * UInt64(stsz.constantSize) <= UInt64(bytes.count) else {
+                    throw fail("\(stsz.sampleCount) samples of \(stsz.constantSize) bytes cannot fit a \(bytes.count)-byte file", "stsz")
                 }
+                sizes = Array(repeating: stsz.constantSize, count: Int(stsz.sampleCount))
             }
+        } else if let stz2 = table.first(CompactSampleSizeBox.self) {
+            sizes = stz2.sizes
+        } else {
+            sizes = []
         }
-    }
-}
-
-/// The sample table boxes of one track, turned into one entry per sample.
-struct SampleTables {
-    var path = ""
-    var timeToSample: [(count: UInt32, delta: UInt32)] = []
-    var compositionOffsets: [(count: UInt32, offset: Int32)] = []
-    var syncSamples: [UInt32]?
-    var dependencies: [UInt8]?
-    var sizes: [UInt32] = []
-    var sampleToChunk: [(firstChunk: UInt32, samplesPerChunk: UInt32, description: UInt32)] = []
-    var chunkOffsets: [UInt64] = []
-
-    func samples(path file: String, warnings: inout [String]) throws(ContainerError) -> [MovieReader.SampleEntry] {
         let count = sizes.count
         guard count > 0 else { return [] }
-        func fail(_ reason: String) -> ContainerError { ContainerError(.invalidBox, reason, path: file, boxPath: path) }
+        let chunkOffsets: [UInt64] = table.first(ChunkOffsetBox.self)?.offsets.map(UInt64.init) ?? table.first(ChunkLargeOffsetBox.self)?.offsets ?? []
+        let sampleToChunk = table.first(SampleToChunkBox.self)?.entries ?? []
         var result: [MovieReader.SampleEntry] = []
         result.reserveCapacity(count)
         // Offsets: walk chunks with the stsc runs.
         var sample = 0
-        for (runIndex, run) in sampleToChunk.enumerated() {
-            guard run.firstChunk >= 1 else { throw fail("stsc first_chunk 0") }
+        for (runIndex, run) in sampleToChunk.enumerated() where sample < count {
+            guard run.firstChunk >= 1 else { throw fail("stsc first_chunk 0", "stsc") }
             let lastChunk = runIndex + 1 < sampleToChunk.count ? Int(sampleToChunk[runIndex + 1].firstChunk) - 1 : chunkOffsets.count
-            guard lastChunk <= chunkOffsets.count else { throw fail("stsc refers to chunk \(lastChunk) of \(chunkOffsets.count)") }
+            guard lastChunk <= chunkOffsets.count else { throw fail("stsc refers to chunk \(lastChunk) of \(chunkOffsets.count)", "stsc") }
             if Int(run.firstChunk) > lastChunk { continue }
-            for chunk in Int(run.firstChunk)...max(Int(run.firstChunk), lastChunk) where chunk <= lastChunk {
+            for chunk in Int(run.firstChunk)...lastChunk where sample < count {
                 var offset = chunkOffsets[chunk - 1]
                 for _ in 0..<run.samplesPerChunk {
                     guard sample < count else { break }
                     result.append(MovieReader.SampleEntry(offset: offset, size: sizes[sample], decodeTime: 0, compositionOffset: 0, duration: 0,
-                                                          isSync: true, descriptionIndex: run.description, dependency: nil))
+                                                          isSync: true, descriptionIndex: run.sampleDescriptionIndex, dependency: nil))
                     offset &+= UInt64(sizes[sample])
                     sample += 1
                 }
@@ -451,75 +461,91 @@ struct SampleTables {
         }
         if result.count < count {
             // FFmpeg keeps the samples the chunks hold; so do we, and say so.
-            warnings.append("\(path): the chunks hold \(result.count) samples but stsz lists \(count); the first \(result.count) are used")
+            warnings.append("\(tablePath): the chunks hold \(result.count) samples but stsz lists \(count); the first \(result.count) are used")
         }
         let kept = result.count
         var time: Int64 = 0
         var index = 0
         // Runs are walked only as far as the samples go: a damaged count must not cost
         // billions of empty iterations.
-        for run in timeToSample where index < kept {
+        for run in table.first(TimeToSampleBox.self)?.entries ?? [] where index < kept {
             for _ in 0..<min(Int(run.count), kept - index) {
                 result[index].decodeTime = time
-                result[index].duration = run.delta
-                time += Int64(run.delta)
+                result[index].duration = run.value
+                time &+= Int64(run.value)
                 index += 1
             }
         }
         index = 0
-        for run in compositionOffsets where index < kept {
+        for run in table.first(CompositionOffsetBox.self)?.entries ?? [] where index < kept {
             for _ in 0..<min(Int(run.count), kept - index) {
-                result[index].compositionOffset = run.offset
+                result[index].compositionOffset = run.value
                 index += 1
             }
         }
-        if let syncSamples {
+        if let stss = table.first(SyncSampleBox.self) {
             for i in result.indices { result[i].isSync = false }
-            for number in syncSamples where number >= 1 && Int(number) <= kept { result[Int(number) - 1].isSync = true }
+            for number in stss.sampleNumbers where number >= 1 && Int(number) <= kept { result[Int(number) - 1].isSync = true }
         }
-        if let dependencies {
-            for i in result.indices where i < dependencies.count { result[i].dependency = dependencies[i] }
+        if let sdtp = table.first(SampleDependencyTypeBox.self) {
+            for i in result.indices where i < sdtp.entries.count { result[i].dependency = sdtp.entries[i] }
         }
         return result
     }
-}
 
-extension MovieReader {
-    /// The first H.264 video track, if any.
-    public var firstVideoTrackIndex: Int? { tracks.firstIndex { $0.handlerType == "vide" && $0.isH264 } ?? tracks.firstIndex { $0.isH264 } }
+    // MARK: Fragments
 
-    /// The track's samples as sample buffers in decoding order; their data references the
-    /// file mapping. Presentation times have the edit list applied (the first edit's media
-    /// time subtracted, an initial empty edit added).
-    public func sampleBuffers(track index: Int) throws(ContainerError) -> [SampleBuffer] {
-        var result: [SampleBuffer] = []
-        try forEachSampleBuffer(track: index) { result.append($0) }
-        return result
-    }
-
-    public func forEachSampleBuffer(track index: Int, _ body: (SampleBuffer) throws(ContainerError) -> Void) throws(ContainerError) {
-        let track = tracks[index]
-        let scale = track.timescale
-        let (shift, delay) = editOffsets(track)
-        for (number, entry) in track.samples.enumerated() {
-            guard entry.descriptionIndex >= 1, Int(entry.descriptionIndex) <= track.descriptions.count else {
-                throw ContainerError(.invalidBox, "sample \(number + 1) uses sample description \(entry.descriptionIndex) of \(track.descriptions.count)", path: path, boxPath: "moov/trak")
+    mutating func fragment(_ moof: MovieFragmentBox, moofStart: Int, defaults: [UInt32: TrackExtendsBox]) throws(ContainerError) {
+        for traf in moof.all(TrackFragmentBox.self) {
+            guard let header = traf.first(TrackFragmentHeaderBox.self) else { throw ContainerError(.invalidBox, "traf without tfhd", path: path, boxPath: "moof/traf") }
+            guard let index = tracks.firstIndex(where: { $0.id == header.trackID }) else {
+                throw ContainerError(.invalidBox, "track fragment for unknown track \(header.trackID)", path: path, boxPath: "moof/traf/tfhd", byteOffset: moofStart)
             }
-            guard case .h264(let format) = track.descriptions[Int(entry.descriptionIndex) - 1] else {
-                throw ContainerError(.unsupported, "track \(track.id) is not H.264", path: path)
+            let trex = defaults[header.trackID]
+            var base = header.baseDataOffset ?? UInt64(moofStart)
+            let description = header.sampleDescriptionIndex ?? trex?.defaultSampleDescriptionIndex ?? 1
+            let duration = header.defaultSampleDuration ?? trex?.defaultSampleDuration ?? 0
+            let size = header.defaultSampleSize ?? trex?.defaultSampleSize ?? 0
+            let flags = header.defaultSampleFlags ?? trex?.defaultSampleFlags ?? 0
+            var decodeTime: Int64? = traf.first(TrackFragmentBaseMediaDecodeTimeBox.self).map { Int64(bitPattern: $0.baseMediaDecodeTime) }
+            for run in traf.all(TrackRunBox.self) {
+                var dataOffset = base
+                if let relative = run.dataOffset {
+                    guard base <= UInt64(Int64.max), Int64(base) + Int64(relative) >= 0 else {
+                        throw ContainerError(.invalidBox, "trun data_offset \(relative) points before the file", path: path, boxPath: "moof/traf/trun", byteOffset: moofStart)
+                    }
+                    dataOffset = UInt64(Int64(base) + Int64(relative))
+                }
+                var count = Int(run.sampleCount)
+                if run.entries.isEmpty && count > 0 {
+                    // No per-sample fields: the count is bounded only by what the file can
+                    // hold at the default size (a sample of 0 bytes holds nothing to decode).
+                    let room = dataOffset < UInt64(bytes.count) ? UInt64(bytes.count) - dataOffset : 0
+                    let fit = size == 0 ? 0 : Int(min(room / UInt64(size), UInt64(count)))
+                    if fit < count {
+                        warnings.append("moof at byte \(moofStart): a trun of \(count) samples of \(size) bytes from byte \(dataOffset); \(fit) fit in the file")
+                        count = fit
+                    }
+                }
+                tracks[index].isFragmented = true
+                var time = decodeTime ?? tracks[index].samples.last.map { $0.decodeTime &+ Int64($0.duration) } ?? 0
+                tracks[index].samples.reserveCapacity(tracks[index].samples.count + count)
+                for i in 0..<count {
+                    let entry = run.entries.isEmpty ? TrackRunBox.Entry() : run.entries[i]
+                    let d = entry.duration ?? duration
+                    let s = entry.size ?? size
+                    var f = entry.flags ?? flags
+                    if i == 0, let first = run.firstSampleFlags { f = first }
+                    let dependsOn = UInt8(f >> 24 & 3), dependedOn = UInt8(f >> 22 & 3)
+                    tracks[index].samples.append(MovieReader.SampleEntry(
+                        offset: dataOffset, size: s, decodeTime: time, compositionOffset: entry.compositionOffset ?? 0, duration: d,
+                        isSync: f & 0x0001_0000 == 0, descriptionIndex: description, dependency: dependsOn << 4 | dependedOn << 2))
+                    dataOffset &+= UInt64(s)
+                    time &+= Int64(d)
+                }
+                decodeTime = time
+                base = dataOffset
             }
-            let dependsOn = entry.dependency.map { $0 >> 4 & 3 }
-            let dependedOn = entry.dependency.map { $0 >> 2 & 3 }
-            let decode = MediaTime(value: entry.decodeTime &- shift &+ delay, timescale: scale)
-            let presentation = MediaTime(value: entry.decodeTime &+ Int64(entry.compositionOffset) &- shift &+ delay, timescale: scale)
-            let sample = SampleBuffer(
-                data: data[Int(entry.offset)..<(Int(entry.offset) + Int(entry.size))],
-                formatDescription: format,
-                timing: SampleTiming(presentationTime: presentation, decodeTime: decode, duration: MediaTime(value: Int64(entry.duration), timescale: scale)),
-                attachments: SampleAttachments(isSync: entry.isSync,
-                                               dependsOnOthers: dependsOn.flatMap { $0 == 0 ? nil : $0 == 1 },
-                                               isDependedOnByOthers: dependedOn.flatMap { $0 == 0 ? nil : $0 == 1 }))
-            try body(sample)
         }
     }
 }

@@ -16,6 +16,16 @@ public struct BoxWriter: Sendable {
     public mutating func u64(_ value: UInt64) { u32(UInt32(value >> 32)); u32(UInt32(truncatingIfNeeded: value)) }
     public mutating func i16(_ value: Int16) { u16(UInt16(bitPattern: value)) }
     public mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
+    public mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+    /// A field of `size` bytes (1, 2, 3, 4 or 8), big-endian, truncated to fit.
+    public mutating func unsigned(_ value: UInt64, size: Int) {
+        for index in (0..<size).reversed() { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * index))) }
+    }
+    /// The version and flags that start a full box's payload.
+    public mutating func versionAndFlags(_ version: UInt8, _ flags: UInt32) {
+        u8(version)
+        u24(flags)
+    }
     public mutating func fourCC(_ code: FourCharCode) { u32(code.rawValue) }
     public mutating func append(_ data: [UInt8]) { bytes.append(contentsOf: data) }
     public mutating func zeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }

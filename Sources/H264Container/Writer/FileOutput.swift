@@ -1,5 +1,6 @@
 import CSystemShims
 import MediaCore
+import SystemIO
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -46,13 +47,6 @@ final class FileOutput {
         self.path = path
         self.ownsDescriptor = ownsDescriptor
         buffer = .allocate(byteCount: Self.bufferSize, alignment: 64)
-    }
-
-    /// Creates `path` (which must not exist: a temporary name of ours), readable too when asked.
-    convenience init(creating path: String, readable: Bool = false) throws(ContainerError) {
-        let fd = open(path, (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .system("cannot create", path: path) }
-        self.init(fd: fd, path: path, ownsDescriptor: true)
     }
 
     deinit {
@@ -141,15 +135,14 @@ final class FileOutput {
             var last = 0, total = 0
             while last < pieces.count && last < 1024 && total < left { total += pieces[last].iov_len; last += 1 }
             let cut = max(0, total - left)
-            let n = pieces.withUnsafeMutableBufferPointer { list in
-                list[last - 1].iov_len -= cut
-                defer { list[last - 1].iov_len += cut }
-                return writev(fd, list.baseAddress!, Int32(last))
+            pieces[last - 1].iov_len -= cut
+            let result = pieces.withUnsafeBufferPointer { list in writev(fd, list.baseAddress!, Int32(last)) }
+            pieces[last - 1].iov_len += cut
+            if result < 0 && errno == EINTR { continue }
+            guard result >= 0 else {
+                throw ContainerError(.io, "write failed after \(handedOver) bytes: \(SystemError.last(.write, path: path).errno)", path: path)
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .system("write failed after \(handedOver) bytes", path: path)
-            }
+            let n = result
             // Drop what was written, then split the piece it ended in.
             var consumed = n
             var first = 0
@@ -199,8 +192,25 @@ final class FileOutput {
     /// Overwrites bytes already written (a box size), after flushing the buffer.
     func patch(_ bytes: [UInt8], at offset: UInt64) throws(ContainerError) {
         try flush()
-        let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
-        guard n == bytes.count else { throw .system("cannot update the file at byte \(offset)", path: path) }
+        do {
+            try bytes.span.withUnsafeBytes { (raw) throws(SystemError) in
+                try FileDescriptorHandle.writeAll(fd, raw, at: Int64(offset), path: path)
+            }
+        } catch {
+            throw ContainerError(.io, "cannot update the file at byte \(offset): \(error.errno)", path: path)
+        }
+    }
+
+    /// Reads written bytes back (the faststart copy's fallback).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(ContainerError) -> Int {
+        do { return try FileDescriptorHandle.read(fd, into: buffer, at: Int64(offset), path: path) } catch { throw .io(error) }
+    }
+
+    /// An `mdat` header for `size` bytes of media, 64-bit when asked.
+    static func mediaDataHeader(size: UInt64, large: Bool) -> [UInt8] {
+        var w = BoxWriter()
+        if large { w.u32(1); w.fourCC("mdat"); w.u64(size + 16) } else { w.u32(UInt32(truncatingIfNeeded: size + 8)); w.fourCC("mdat") }
+        return w.bytes
     }
 
     /// Accounts for bytes written to the descriptor directly (after a flush).

@@ -1,0 +1,53 @@
+public import MediaCore
+
+// Top-level boxes other than the movie: ISO/IEC 14496-12 §4.3 (ftyp) and §8.1.2 (free, skip).
+
+/// `ftyp`: the brands a file conforms to (QuickTime: `qt  `).
+public struct FileTypeBox: Box {
+    public var type: FourCharCode { "ftyp" }
+    public var majorBrand: FourCharCode
+    public var minorVersion: UInt32
+    public var compatibleBrands: [FourCharCode]
+    /// Bytes after the last whole brand.
+    public var trailer: [UInt8] = []
+
+    public init(majorBrand: FourCharCode, minorVersion: UInt32, compatibleBrands: [FourCharCode]) {
+        self.majorBrand = majorBrand
+        self.minorVersion = minorVersion
+        self.compatibleBrands = compatibleBrands
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        majorBrand = try reader.fourCC("major_brand")
+        minorVersion = try reader.u32("minor_version")
+        compatibleBrands = []
+        while reader.remaining >= 4 { compatibleBrands.append(try reader.fourCC("compatible_brand")) }
+        trailer = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.fourCC(majorBrand)
+        writer.u32(minorVersion)
+        for brand in compatibleBrands { writer.fourCC(brand) }
+        writer.append(trailer)
+    }
+}
+
+/// `free`, `skip` or `wide`: space that means nothing (padding, room to grow an index).
+public struct FreeSpaceBox: Box {
+    public var type: FourCharCode
+    public var payload: [UInt8]
+
+    /// A `free` box of `size` bytes in all (at least 8).
+    public init(size: Int, type: FourCharCode = "free") {
+        self.type = type
+        payload = [UInt8](repeating: 0, count: max(0, size - 8))
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        type = reader.boxType
+        payload = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) { writer.append(payload) }
+}

@@ -1,0 +1,640 @@
+public import MediaCore
+
+// The movie and track structure: ISO/IEC 14496-12 §8.2–8.4, §8.6.5–8.6.6 and the QuickTime
+// File Format's movie, track and media atoms.
+
+/// A 3×3 transformation matrix as stored (`mvhd`, `tkhd`): a, b, u, c, d, v, x, y, w, with
+/// u, v, w in 2.30 fixed point and the rest in 16.16.
+public struct TransformationMatrix: Sendable, Hashable {
+    /// The nine values as stored.
+    public var values: [Int32]
+
+    /// The identity: no rotation, no scaling.
+    public static let identity = TransformationMatrix(values: [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000])
+
+    public init(values: [Int32]) {
+        precondition(values.count == 9, "a transformation matrix has nine values")
+        self.values = values
+    }
+
+    init(reading reader: inout BoxReader) throws(ContainerError) {
+        var values: [Int32] = []
+        for _ in 0..<9 { values.append(try reader.i32("matrix")) }
+        self.values = values
+    }
+
+    func write(to writer: inout BoxWriter) { for value in values { writer.i32(value) } }
+
+    /// The rotation the matrix applies, in degrees counter-clockwise as FFmpeg reports it
+    /// (0, 90, 180 or 270; nil for any other transform).
+    public var rotation: Int? {
+        let (a, b, c, d) = (values[0], values[1], values[3], values[4])
+        let one: Int32 = 0x0001_0000
+        switch (a, b, c, d) {
+        case (one, 0, 0, one): return 0
+        case (0, one, -one, 0): return 270
+        case (-one, 0, 0, -one): return 180
+        case (0, -one, one, 0): return 90
+        default: return nil
+        }
+    }
+}
+
+/// `moov`: the movie's index.
+public struct MovieBox: ContainerBox {
+    public var type: FourCharCode { "moov" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `mvhd`: the movie's timescale, duration and next track ID.
+public struct MovieHeaderBox: Box {
+    public var type: FourCharCode { "mvhd" }
+    public var version: UInt8
+    public var flags: UInt32 = 0
+    public var creationTime: UInt64 = 0
+    public var modificationTime: UInt64 = 0
+    public var timescale: UInt32
+    public var duration: UInt64
+    /// Preferred rate, 16.16 fixed point (0x00010000 is 1.0).
+    public var rate: Int32 = 0x0001_0000
+    /// Preferred volume, 8.8 fixed point.
+    public var volume: Int16 = 0x0100
+    public var reserved: [UInt8] = Array(repeating: 0, count: 10)
+    public var matrix: TransformationMatrix = .identity
+    /// ISO pre_defined; QuickTime preview, poster and selection times.
+    public var predefined: [UInt8] = Array(repeating: 0, count: 24)
+    public var nextTrackID: UInt32
+
+    /// A header; version 1 when the duration needs 64 bits.
+    public init(timescale: UInt32, duration: UInt64, nextTrackID: UInt32) {
+        version = duration > UInt64(UInt32.max) ? 1 : 0
+        self.timescale = timescale
+        self.duration = duration
+        self.nextTrackID = nextTrackID
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        if version == 1 {
+            creationTime = try reader.u64("creation_time")
+            modificationTime = try reader.u64("modification_time")
+            timescale = try reader.u32("timescale")
+            duration = try reader.u64("duration")
+        } else {
+            creationTime = UInt64(try reader.u32("creation_time"))
+            modificationTime = UInt64(try reader.u32("modification_time"))
+            timescale = try reader.u32("timescale")
+            duration = UInt64(try reader.u32("duration"))
+        }
+        rate = try reader.i32("rate")
+        volume = try reader.i16("volume")
+        reserved = try reader.bytes(10, "reserved")
+        matrix = try TransformationMatrix(reading: &reader)
+        predefined = try reader.bytes(24, "pre_defined")
+        nextTrackID = try reader.u32("next_track_ID")
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        if version == 1 {
+            writer.u64(creationTime); writer.u64(modificationTime); writer.u32(timescale); writer.u64(duration)
+        } else {
+            writer.u32(UInt32(truncatingIfNeeded: creationTime)); writer.u32(UInt32(truncatingIfNeeded: modificationTime))
+            writer.u32(timescale); writer.u32(UInt32(truncatingIfNeeded: duration))
+        }
+        writer.i32(rate)
+        writer.i16(volume)
+        writer.append(reserved)
+        matrix.write(to: &writer)
+        writer.append(predefined)
+        writer.u32(nextTrackID)
+    }
+}
+
+/// `trak`: one track.
+public struct TrackBox: ContainerBox {
+    public var type: FourCharCode { "trak" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `tkhd`: the track's ID, duration, layer, matrix and display size.
+public struct TrackHeaderBox: Box {
+    /// Flag bits: the track is enabled, used in the movie, used in previews.
+    public static let enabled: UInt32 = 1, inMovie: UInt32 = 2, inPreview: UInt32 = 4
+
+    public var type: FourCharCode { "tkhd" }
+    public var version: UInt8
+    public var flags: UInt32
+    public var creationTime: UInt64 = 0
+    public var modificationTime: UInt64 = 0
+    public var trackID: UInt32
+    public var reserved1: UInt32 = 0
+    public var duration: UInt64
+    public var reserved2: [UInt8] = Array(repeating: 0, count: 8)
+    public var layer: Int16 = 0
+    public var alternateGroup: Int16 = 0
+    /// 8.8 fixed point; 0 for video.
+    public var volume: Int16 = 0
+    public var reserved3: UInt16 = 0
+    public var matrix: TransformationMatrix = .identity
+    /// Display size, 16.16 fixed point.
+    public var width: UInt32
+    public var height: UInt32
+
+    /// A header; version 1 when the duration needs 64 bits.
+    public init(trackID: UInt32, duration: UInt64, flags: UInt32, width: Double = 0, height: Double = 0) {
+        version = duration > UInt64(UInt32.max) ? 1 : 0
+        self.flags = flags
+        self.trackID = trackID
+        self.duration = duration
+        self.width = UInt32(truncatingIfNeeded: Int64((width * 65536).rounded()))
+        self.height = UInt32(truncatingIfNeeded: Int64((height * 65536).rounded()))
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        if version == 1 {
+            creationTime = try reader.u64("creation_time")
+            modificationTime = try reader.u64("modification_time")
+            trackID = try reader.u32("track_ID")
+            reserved1 = try reader.u32("reserved")
+            duration = try reader.u64("duration")
+        } else {
+            creationTime = UInt64(try reader.u32("creation_time"))
+            modificationTime = UInt64(try reader.u32("modification_time"))
+            trackID = try reader.u32("track_ID")
+            reserved1 = try reader.u32("reserved")
+            duration = UInt64(try reader.u32("duration"))
+        }
+        reserved2 = try reader.bytes(8, "reserved")
+        layer = try reader.i16("layer")
+        alternateGroup = try reader.i16("alternate_group")
+        volume = try reader.i16("volume")
+        reserved3 = try reader.u16("reserved")
+        matrix = try TransformationMatrix(reading: &reader)
+        width = try reader.u32("width")
+        height = try reader.u32("height")
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        if version == 1 {
+            writer.u64(creationTime); writer.u64(modificationTime); writer.u32(trackID); writer.u32(reserved1); writer.u64(duration)
+        } else {
+            writer.u32(UInt32(truncatingIfNeeded: creationTime)); writer.u32(UInt32(truncatingIfNeeded: modificationTime))
+            writer.u32(trackID); writer.u32(reserved1); writer.u32(UInt32(truncatingIfNeeded: duration))
+        }
+        writer.append(reserved2)
+        writer.i16(layer); writer.i16(alternateGroup); writer.i16(volume); writer.u16(reserved3)
+        matrix.write(to: &writer)
+        writer.u32(width)
+        writer.u32(height)
+    }
+
+    /// The display width in pixels.
+    public var displayWidth: Double { Double(width) / 65536 }
+    /// The display height in pixels.
+    public var displayHeight: Double { Double(height) / 65536 }
+}
+
+/// `edts`: the track's edits.
+public struct EditBox: ContainerBox {
+    public var type: FourCharCode { "edts" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `elst`: which parts of the media the movie shows, and when.
+public struct EditListBox: Box {
+    /// One edit: `segmentDuration` in the movie timescale, from `mediaTime` in the media's
+    /// (-1: an empty edit, nothing shown), at `rate` (16.16 as integer and fraction).
+    public struct Entry: Sendable, Hashable {
+        public var segmentDuration: UInt64
+        public var mediaTime: Int64
+        public var mediaRateInteger: Int16
+        public var mediaRateFraction: Int16
+        public init(segmentDuration: UInt64, mediaTime: Int64, mediaRateInteger: Int16 = 1, mediaRateFraction: Int16 = 0) {
+            self.segmentDuration = segmentDuration
+            self.mediaTime = mediaTime
+            self.mediaRateInteger = mediaRateInteger
+            self.mediaRateFraction = mediaRateFraction
+        }
+        /// The rate as a number.
+        public var rate: Double { Double(mediaRateInteger) + Double(mediaRateFraction) / 65536 }
+    }
+
+    public var type: FourCharCode { "elst" }
+    public var version: UInt8
+    public var flags: UInt32 = 0
+    public var entries: [Entry]
+
+    /// Edits; version 1 when a value needs 64 bits.
+    public init(entries: [Entry]) {
+        self.entries = entries
+        version = entries.contains { $0.segmentDuration > UInt64(UInt32.max) || $0.mediaTime > Int64(Int32.max) || $0.mediaTime < Int64(Int32.min) } ? 1 : 0
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        let count = try reader.u32("entry_count")
+        try reader.checkEntries(count, size: version == 1 ? 20 : 12, "elst")
+        entries = []
+        entries.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            let duration = version == 1 ? try reader.u64("segment_duration") : UInt64(try reader.u32("segment_duration"))
+            let mediaTime = version == 1 ? try reader.i64("media_time") : Int64(try reader.i32("media_time"))
+            entries.append(Entry(segmentDuration: duration, mediaTime: mediaTime, mediaRateInteger: try reader.i16("media_rate_integer"),
+                                 mediaRateFraction: try reader.i16("media_rate_fraction")))
+        }
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.u32(UInt32(entries.count))
+        for entry in entries {
+            if version == 1 { writer.u64(entry.segmentDuration); writer.i64(entry.mediaTime) } else {
+                writer.u32(UInt32(truncatingIfNeeded: entry.segmentDuration)); writer.i32(Int32(truncatingIfNeeded: entry.mediaTime))
+            }
+            writer.i16(entry.mediaRateInteger)
+            writer.i16(entry.mediaRateFraction)
+        }
+    }
+}
+
+/// `tref`: references from this track to others, one child per reference type.
+public struct TrackReferenceBox: ContainerBox {
+    public var type: FourCharCode { "tref" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public static var childTable: BoxTable { BoxTable([:], fallback: TrackReferenceTypeBox.self) }
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// A `tref` child: the tracks referenced for one reason (`tmcd`: the timecode track).
+public struct TrackReferenceTypeBox: Box {
+    public var type: FourCharCode
+    public var trackIDs: [UInt32]
+    public var trailer: [UInt8] = []
+
+    public init(type: FourCharCode, trackIDs: [UInt32]) {
+        self.type = type
+        self.trackIDs = trackIDs
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        type = reader.boxType
+        trackIDs = []
+        while reader.remaining >= 4 { trackIDs.append(try reader.u32("track_IDs")) }
+        trailer = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        for id in trackIDs { writer.u32(id) }
+        writer.append(trailer)
+    }
+}
+
+/// `mdia`: the track's media.
+public struct MediaBox: ContainerBox {
+    public var type: FourCharCode { "mdia" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `mdhd`: the media's timescale, duration and language.
+public struct MediaHeaderBox: Box {
+    public var type: FourCharCode { "mdhd" }
+    public var version: UInt8
+    public var flags: UInt32 = 0
+    public var creationTime: UInt64 = 0
+    public var modificationTime: UInt64 = 0
+    public var timescale: UInt32
+    public var duration: UInt64
+    /// ISO-639-2/T packed in 15 bits (0x55C4 is "und"), or a QuickTime language code.
+    public var language: UInt16
+    /// ISO pre_defined; QuickTime quality.
+    public var quality: UInt16 = 0
+
+    /// A header; version 1 when the duration needs 64 bits.
+    public init(timescale: UInt32, duration: UInt64, language: UInt16 = 0x55C4) {
+        version = duration > UInt64(UInt32.max) ? 1 : 0
+        self.timescale = timescale
+        self.duration = duration
+        self.language = language
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        if version == 1 {
+            creationTime = try reader.u64("creation_time")
+            modificationTime = try reader.u64("modification_time")
+            timescale = try reader.u32("timescale")
+            duration = try reader.u64("duration")
+        } else {
+            creationTime = UInt64(try reader.u32("creation_time"))
+            modificationTime = UInt64(try reader.u32("modification_time"))
+            timescale = try reader.u32("timescale")
+            duration = UInt64(try reader.u32("duration"))
+        }
+        language = try reader.u16("language")
+        quality = try reader.u16("pre_defined")
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        if version == 1 {
+            writer.u64(creationTime); writer.u64(modificationTime); writer.u32(timescale); writer.u64(duration)
+        } else {
+            writer.u32(UInt32(truncatingIfNeeded: creationTime)); writer.u32(UInt32(truncatingIfNeeded: modificationTime))
+            writer.u32(timescale); writer.u32(UInt32(truncatingIfNeeded: duration))
+        }
+        writer.u16(language)
+        writer.u16(quality)
+    }
+}
+
+/// `hdlr`: what the media (or metadata) is: `vide`, `soun`, `tmcd`, `mdta`, `mdir`, ...
+public struct HandlerBox: Box {
+    public var type: FourCharCode { "hdlr" }
+    public var version: UInt8 = 0
+    public var flags: UInt32 = 0
+    /// ISO pre_defined (0); QuickTime's component type (`mhlr`, `dhlr`).
+    public var componentType: FourCharCode
+    public var handlerType: FourCharCode
+    /// ISO reserved; QuickTime manufacturer, flags and flags mask.
+    public var reserved: [UInt8] = Array(repeating: 0, count: 12)
+    /// The name as stored: a C string in ISO files, a counted (Pascal) string in QuickTime.
+    public var name: [UInt8]
+
+    /// A handler with `name` stored as MOV (counted) or MP4 (NUL-terminated) stores it.
+    public init(componentType: FourCharCode = FourCharCode(rawValue: 0), handlerType: FourCharCode, name: String, countedName: Bool) {
+        self.componentType = componentType
+        self.handlerType = handlerType
+        let bytes = Array(name.utf8.prefix(255))
+        self.name = countedName ? [UInt8(bytes.count)] + bytes : bytes + [0]
+    }
+
+    /// A handler with the name bytes as given.
+    public init(componentType: FourCharCode, handlerType: FourCharCode, reserved: [UInt8], nameBytes: [UInt8]) {
+        self.componentType = componentType
+        self.handlerType = handlerType
+        self.reserved = reserved
+        self.name = nameBytes
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        componentType = try reader.fourCC("pre_defined")
+        handlerType = try reader.fourCC("handler_type")
+        reserved = try reader.bytes(12, "reserved")
+        name = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.fourCC(componentType)
+        writer.fourCC(handlerType)
+        writer.append(reserved)
+        writer.append(name)
+    }
+
+    /// The name as text, counted or NUL-terminated.
+    public var nameText: String {
+        if let count = name.first, Int(count) == name.count - 1, count > 0 { return String(decoding: name.dropFirst(), as: UTF8.self) }
+        return String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+    }
+}
+
+/// `minf`: how the media is stored.
+public struct MediaInformationBox: ContainerBox {
+    public var type: FourCharCode { "minf" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `vmhd`: video media header (graphics mode and colour, flags 1).
+public struct VideoMediaHeaderBox: Box {
+    public var type: FourCharCode { "vmhd" }
+    public var version: UInt8 = 0
+    public var flags: UInt32 = 1
+    public var graphicsMode: UInt16 = 0
+    public var opcolor: [UInt16] = [0, 0, 0]
+
+    public init() {}
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        graphicsMode = try reader.u16("graphicsmode")
+        opcolor = [try reader.u16("opcolor"), try reader.u16("opcolor"), try reader.u16("opcolor")]
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.u16(graphicsMode)
+        for value in opcolor { writer.u16(value) }
+    }
+}
+
+/// `nmhd`: the null media header of tracks that are not audio or video (an MP4 timecode track).
+public struct NullMediaHeaderBox: Box {
+    public var type: FourCharCode { "nmhd" }
+    public var version: UInt8 = 0
+    public var flags: UInt32 = 0
+    public var trailer: [UInt8] = []
+
+    public init() {}
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        trailer = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.append(trailer)
+    }
+}
+
+/// `gmhd`: QuickTime's base media information header (timecode and other non-AV media).
+public struct BaseMediaInformationHeaderBox: ContainerBox {
+    public var type: FourCharCode { "gmhd" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public static var childTable: BoxTable { BoxTable(["gmin": BaseMediaInfoBox.self, "tmcd": TimecodeMediaInformationBox.self]) }
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `gmin`: base media info (graphics mode, colour, balance).
+public struct BaseMediaInfoBox: Box {
+    public var type: FourCharCode { "gmin" }
+    public var version: UInt8 = 0
+    public var flags: UInt32 = 0
+    public var graphicsMode: UInt16 = 0x40  // dither copy
+    public var opcolor: [UInt16] = [0x8000, 0x8000, 0x8000]
+    public var balance: Int16 = 0
+    public var reserved: UInt16 = 0
+
+    public init() {}
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        graphicsMode = try reader.u16("graphics mode")
+        opcolor = [try reader.u16("opcolor"), try reader.u16("opcolor"), try reader.u16("opcolor")]
+        balance = try reader.i16("balance")
+        reserved = try reader.u16("reserved")
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.u16(graphicsMode)
+        for value in opcolor { writer.u16(value) }
+        writer.i16(balance)
+        writer.u16(reserved)
+    }
+}
+
+/// `tmcd` in `gmhd`: the timecode media information, holding `tcmi`.
+public struct TimecodeMediaInformationBox: ContainerBox {
+    public var type: FourCharCode { "tmcd" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public static var childTable: BoxTable { BoxTable(["tcmi": TimecodeMediaInfoBox.self]) }
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `tcmi`: how a player draws the timecode (font, size, colours).
+public struct TimecodeMediaInfoBox: Box {
+    public var type: FourCharCode { "tcmi" }
+    public var version: UInt8 = 0
+    public var flags: UInt32 = 0
+    public var textFont: UInt16 = 0
+    public var textFace: UInt16 = 0
+    public var textSize: UInt16 = 12
+    public var reserved: UInt16 = 0
+    public var textColor: [UInt16] = [0, 0, 0]
+    public var backgroundColor: [UInt16] = [0xFFFF, 0xFFFF, 0xFFFF]
+    /// The font name as stored: a counted string (and whatever follows it).
+    public var fontName: [UInt8]
+
+    /// The settings Apple and FFmpeg write: 12 point black on white, "Lucida Grande".
+    public init(fontName: String = "Lucida Grande") {
+        let bytes = Array(fontName.utf8.prefix(255))
+        self.fontName = [UInt8(bytes.count)] + bytes
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        textFont = try reader.u16("text font")
+        textFace = try reader.u16("text face")
+        textSize = try reader.u16("text size")
+        reserved = try reader.u16("reserved")
+        textColor = [try reader.u16("text color"), try reader.u16("text color"), try reader.u16("text color")]
+        backgroundColor = [try reader.u16("background color"), try reader.u16("background color"), try reader.u16("background color")]
+        fontName = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.u16(textFont); writer.u16(textFace); writer.u16(textSize); writer.u16(reserved)
+        for value in textColor { writer.u16(value) }
+        for value in backgroundColor { writer.u16(value) }
+        writer.append(fontName)
+    }
+}
+
+/// `dinf`: where the media data is.
+public struct DataInformationBox: ContainerBox {
+    public var type: FourCharCode { "dinf" }
+    public var children: [AnyBox]
+    public var trailer: [UInt8]
+    public init(children: [AnyBox] = [], trailer: [UInt8] = []) {
+        self.children = children
+        self.trailer = trailer
+    }
+}
+
+/// `dref`: data references; one self-reference (`url ` or QuickTime `alis`, flag 1) in a
+/// self-contained file.
+public struct DataReferenceBox: Box {
+    public var type: FourCharCode { "dref" }
+    public var version: UInt8 = 0
+    public var flags: UInt32 = 0
+    public var entries: [AnyBox]
+    public var trailer: [UInt8] = []
+
+    /// One self-reference of `entryType`.
+    public init(selfReference entryType: FourCharCode) {
+        entries = [AnyBox(DataEntryBox(type: entryType, flags: 1, data: []))]
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        (version, flags) = try reader.versionAndFlags()
+        let count = try reader.u32("entry_count")
+        try reader.checkEntries(count, size: 8, "dref")
+        (entries, trailer) = try reader.children(BoxTable([:], fallback: DataEntryBox.self))
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.u32(UInt32(entries.count))
+        for entry in entries { entry.write(to: &writer) }
+        writer.append(trailer)
+    }
+}
+
+/// A `dref` entry (`url `, `urn `, `alis`, ...): flag 1 means the data is in this file.
+public struct DataEntryBox: Box {
+    public var type: FourCharCode
+    public var version: UInt8 = 0
+    public var flags: UInt32
+    /// The location, as stored.
+    public var data: [UInt8]
+
+    public init(type: FourCharCode, flags: UInt32, data: [UInt8]) {
+        self.type = type
+        self.flags = flags
+        self.data = data
+    }
+
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        type = reader.boxType
+        (version, flags) = try reader.versionAndFlags()
+        data = reader.rest()
+    }
+
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.versionAndFlags(version, flags)
+        writer.append(data)
+    }
+}

@@ -1,0 +1,196 @@
+import H264Bitstream
+import MediaCore
+
+/// A sample placed on the track's media timeline: what every layout writes.
+struct PlacedSample {
+    /// The bytes to store (parameter sets put in band in front when the layout needs them).
+    var data: BlockBuffer
+    /// 1-based sample description.
+    var descriptionIndex: Int
+    /// Decode time and duration, media ticks.
+    var decodeTime: Int64
+    var duration: Int64
+    /// Presentation minus decode time (minus the initial delay with signed offsets), ticks.
+    var compositionOffset: Int64
+    var isSync: Bool
+    var attachments: SampleAttachments
+    /// How long the previous sample must be extended to close a gap before this one, ticks.
+    var gapBefore: Int64
+}
+
+/// The video track as it is written: its timescale, the timing of the samples so far, and
+/// the sample descriptions. Turns sample buffers into ``PlacedSample``s, checking everything
+/// the container needs before a byte is written.
+struct VideoTrack {
+    enum Descriptions {
+        /// A sample entry per distinct description (`avc1`).
+        case perChange
+        /// One sample entry; a sample whose parameter sets differ from the previous sample's
+        /// carries them in band (`avc3`, and the fragments of a fragmented `avc1` file).
+        case single
+    }
+
+    let path: String
+    let descriptionPolicy: Descriptions
+    let signedOffsets: Bool
+    private(set) var descriptions: [VideoFormatDescription] = []
+    /// The description of the previous sample (for in-band parameter sets).
+    private var previousDescription: VideoFormatDescription?
+    private(set) var timescale: Int32 = 0
+    private(set) var firstDecodeTime: MediaTime?
+    private(set) var nextDecodeTime: Int64 = 0
+    /// The first sample's composition offset (the B-frame reorder delay), ticks.
+    private(set) var initialDelay: Int64 = 0
+    private(set) var minimumPresentation: Int64 = .max
+    private(set) var maximumPresentationEnd: Int64 = .min
+    private(set) var sampleCount = 0
+    private(set) var largestSample = 0
+    private(set) var totalBytes: UInt64 = 0
+
+    /// The most sample descriptions one track gets before in-band parameter sets are the way.
+    static let maximumDescriptions = 1000
+
+    init(path: String, descriptions: Descriptions, signedOffsets: Bool) {
+        self.path = path
+        descriptionPolicy = descriptions
+        self.signedOffsets = signedOffsets
+    }
+
+    /// The presentation's length, from the first shown frame to the end of the last, ticks.
+    var presentationDuration: Int64 { sampleCount == 0 ? 0 : maximumPresentationEnd - minimumPresentation }
+
+    private func error(_ reason: String) -> ContainerError { ContainerError(.invalidInput, "sample \(sampleCount): \(reason)", path: path) }
+
+    /// Checks a sample and places it on the timeline.
+    mutating func place(_ sample: SampleBuffer) throws(ContainerError) -> PlacedSample {
+        let timing = sample.timing
+        guard timing.decodeTime.isNumeric, timing.presentationTime.isNumeric, timing.duration.isNumeric else {
+            throw error("no numeric timing (\(sample)); a movie needs decode and presentation times and a duration")
+        }
+        if firstDecodeTime == nil { try start(with: sample) }
+        let description = try descriptionIndex(for: sample.formatDescription)
+        var data = sample.data
+        if description.inBand { data = try Self.prependingParameterSets(of: sample.formatDescription, to: data, path: path) }
+        let decode = try ticks(timing.decodeTime - firstDecodeTime!, "decode time")
+        let presentation = try ticks(timing.presentationTime - firstDecodeTime!, "presentation time")
+        let duration = try ticks(timing.duration, "duration")
+        guard decode >= nextDecodeTime || sampleCount == 0 else {
+            throw error("decode time \(timing.decodeTime) is before the previous sample's end; samples go in in decoding order")
+        }
+        guard duration > 0, duration <= Int64(UInt32.max) else { throw error("duration \(timing.duration) is not positive, or too long for a movie") }
+        var offset = presentation - decode
+        if signedOffsets { offset -= initialDelay }
+        guard offset >= Int64(Int32.min), offset <= Int64(Int32.max) else { throw error("composition offset \(offset) is out of range") }
+        guard signedOffsets || offset >= 0 else {
+            throw error("presented before it is decoded (\(sample)); write signed composition offsets instead")
+        }
+        guard data.count <= Int(UInt32.max) else { throw error("over 4 GiB") }
+        let gap = sampleCount > 0 ? decode - nextDecodeTime : 0
+        guard gap <= Int64(UInt32.max) else { throw error("a gap of \(gap) ticks before it is too long") }
+        nextDecodeTime = decode + duration
+        minimumPresentation = min(minimumPresentation, presentation)
+        maximumPresentationEnd = max(maximumPresentationEnd, presentation + duration)
+        largestSample = max(largestSample, data.count)
+        totalBytes += UInt64(data.count)
+        sampleCount += 1
+        return PlacedSample(data: data, descriptionIndex: description.index, decodeTime: decode, duration: duration, compositionOffset: offset,
+                            isSync: sample.isSync, attachments: sample.attachments, gapBefore: gap)
+    }
+
+    /// The timescale: the first sample's duration's, doubled up to at least 10000 (room for
+    /// the other samples' times), as FFmpeg picks a fine one.
+    private mutating func start(with sample: SampleBuffer) throws(ContainerError) {
+        firstDecodeTime = sample.decodeTime
+        var scale = sample.duration.timescale
+        while scale < 10000 && scale <= Int32.max / 2 { scale *= 2 }
+        timescale = scale
+        initialDelay = try ticks(sample.presentationTime - sample.decodeTime, "composition offset")
+    }
+
+    private func ticks(_ time: MediaTime, _ what: String) throws(ContainerError) -> Int64 {
+        let converted = time.converted(toTimescale: timescale)
+        guard converted.isNumeric, !converted.flags.contains(.hasBeenRounded) else {
+            throw error("\(what) \(time) is not a whole number of 1/\(timescale) s (the track's timescale, from its first sample)")
+        }
+        return converted.value
+    }
+
+    /// The description a sample uses, and whether its parameter sets must go in band.
+    private mutating func descriptionIndex(for description: VideoFormatDescription) throws(ContainerError) -> (index: Int, inBand: Bool) {
+        defer { previousDescription = description }
+        if let first = descriptions.first, description.nalUnitLengthSize != first.nalUnitLengthSize {
+            throw error("\(description.nalUnitLengthSize)-byte NAL lengths after \(first.nalUnitLengthSize)-byte ones; a track has one length size")
+        }
+        switch descriptionPolicy {
+        case .single:
+            if descriptions.isEmpty { descriptions.append(description) }
+            let changed = previousDescription.map { $0 != description } ?? false
+            return (1, changed)
+        case .perChange:
+            if let index = descriptions.firstIndex(of: description) { return (index + 1, false) }
+            guard descriptions.count < Self.maximumDescriptions else {
+                throw error("over \(Self.maximumDescriptions) parameter-set changes; keep the parameter sets in band (avc3)")
+            }
+            descriptions.append(description)
+            return (descriptions.count, false)
+        }
+    }
+
+    /// The sample with its description's SPS and PPS in front, unless it starts with an SPS
+    /// already (a stream that keeps them in band).
+    static func prependingParameterSets(of description: VideoFormatDescription, to data: BlockBuffer, path: String) throws(ContainerError) -> BlockBuffer {
+        let lengthSize = description.nalUnitLengthSize
+        var hasSPS = false
+        data.withUnsafeBytes { raw in
+            _ = try? AVCC.forEachNALUnit(in: raw.bindMemory(to: UInt8.self).span, lengthSize: lengthSize) { range in
+                if raw[range.lowerBound] & 0x1F == 7 { hasSPS = true }
+            }
+        }
+        guard !hasSPS else { return data }
+        var prefix: [UInt8] = []
+        for nal in description.sequenceParameterSets + description.pictureParameterSets {
+            do { try AVCC.append(nalUnit: nal.span, lengthSize: lengthSize, to: &prefix) } catch {
+                throw ContainerError(.invalidInput, "a \(nal.count)-byte parameter set does not fit \(lengthSize)-byte NAL lengths", path: path)
+            }
+        }
+        return BlockBuffer(chaining: [BlockBuffer(prefix), data])
+    }
+}
+
+/// The sample tables of a plain or faststart movie, built as samples are written.
+struct SampleTables {
+    var sizes: [UInt32] = []
+    var timeToSample: [SampleRun<UInt32>] = []
+    var compositionOffsets: [SampleRun<Int32>] = []
+    var syncSamples: [UInt32] = []
+    var dependencies: [UInt8] = []
+    var chunks: [(offset: UInt64, samples: UInt32, description: UInt32)] = []
+    private var chunkBytes = 0
+    private var chunkStart: Int64 = 0
+
+    /// A chunk ends at a description change, at 1 MB, or after a second of media.
+    mutating func append(_ sample: PlacedSample, at offset: UInt64, timescale: Int32) {
+        if sample.gapBefore > 0, let last = timeToSample.indices.last {
+            // The previous sample lasts until this one starts.
+            if timeToSample[last].count == 1 {
+                timeToSample[last].value += UInt32(sample.gapBefore)
+            } else {
+                timeToSample[last].count -= 1
+                timeToSample.append(SampleRun(count: 1, value: timeToSample[last].value + UInt32(sample.gapBefore)))
+            }
+        }
+        let description = UInt32(sample.descriptionIndex)
+        if chunks.isEmpty || chunks[chunks.count - 1].description != description || chunkBytes >= 1 << 20 || sample.decodeTime - chunkStart >= Int64(timescale) {
+            chunks.append((offset, 0, description))
+            chunkBytes = 0
+            chunkStart = sample.decodeTime
+        }
+        chunks[chunks.count - 1].samples += 1
+        chunkBytes += sample.data.count
+        sizes.append(UInt32(sample.data.count))
+        timeToSample.appendSample(UInt32(sample.duration))
+        compositionOffsets.appendSample(Int32(sample.compositionOffset))
+        if sample.isSync { syncSamples.append(UInt32(sizes.count)) }
+        dependencies.append(SampleDependencyTypeBox.entry(sample.attachments))
+    }
+}
