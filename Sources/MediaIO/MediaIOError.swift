@@ -1,0 +1,49 @@
+public import H264Codec
+import SystemIO
+
+/// Why a media file could not be read or written: which file, where in it, and what was wrong.
+public struct MediaIOError: Error, Sendable, CustomStringConvertible {
+    /// What kind of problem it is.
+    public enum Code: Sendable, Hashable {
+        /// Opening, reading or writing failed (the reason names the system error).
+        case io
+        /// The file is not in the format (a Y4M header that is not one, a cut frame).
+        case invalidData
+        /// Valid, but not something this module handles (a Y4M colour space, a pixel format).
+        case unsupported
+        /// The caller's values do not fit (a size that does not divide the file, a picture of another size).
+        case invalidArgument
+        /// The codec library failed (PNG, MD5).
+        case codec
+    }
+
+    public var code: Code
+    public var reason: String
+    /// The file.
+    public var path: String?
+    /// Where in the file, when known.
+    public var byteOffset: Int?
+    /// The codec error underneath, for ``Code/codec``.
+    public var underlying: CodecError?
+
+    public init(_ code: Code, _ reason: String, path: String? = nil, byteOffset: Int? = nil, underlying: CodecError? = nil) {
+        self.code = code
+        self.reason = reason
+        self.path = path
+        self.byteOffset = byteOffset
+        self.underlying = underlying
+    }
+
+    init(_ error: SystemError) {
+        self.init(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path)
+    }
+
+    public var description: String {
+        var text = ""
+        if let path { text += "\(path): " }
+        if let byteOffset { text += "byte \(byteOffset): " }
+        text += reason
+        if let underlying { text += ": \(underlying)" }
+        return text
+    }
+}
