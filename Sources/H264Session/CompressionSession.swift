@@ -18,61 +18,53 @@ public struct CompressedFrame: Sendable {
     public var pass: Int
 }
 
-/// Why a compression session failed.
-public struct CompressionError: Error, Sendable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
-        /// The settings are impossible (x264 or our checks refused them).
-        case invalidSettings
-        /// A picture that does not fit the session, or times out of order.
-        case invalidFrame
-        case encoderFailed
-        /// The session was invalidated, or finished, or its consumer went away.
-        case invalidated
-        case cancelled
-    }
-
-    public var code: Code
-    public var reason: String
-    public var underlying: CodecError?
-
-    public init(_ code: Code, _ reason: String, underlying: CodecError? = nil) {
-        self.code = code
-        self.reason = reason
-        self.underlying = underlying
-    }
-
-    public var description: String { underlying.map { "\(reason): \($0)" } ?? reason }
-}
-
 /// Encodes pictures with x264: the `VTCompressionSession` analogue.
 ///
 /// Pictures go in with ``encode(_:presentationTime:duration:forceKeyframe:)`` in presentation
 /// order; encoded frames come out in decoding order, to the handler given at creation or to
-/// ``frames``, an `AsyncSequence` for one consumer. Synchronous by default; asynchronous on its
-/// own dispatch queue, off the cooperative pool. At most ``Configuration/maximumFramesInFlight``
-/// pictures wait for the encoder plus frames wait for the consumer: a fast producer blocks (or
-/// suspends) until the consumer catches up. ``completeFrames()`` gets every delayed frame out.
+/// ``frames``, an `AsyncSequence` for one consumer. Each frame's presentation time is exactly
+/// the time its picture was given (variable frame rates are kept); decode times follow the
+/// presentation times of the pictures in order, shifted back by x264's reorder delay (what
+/// x264 and FFmpeg do), so that no frame is decoded after it is shown.
 ///
+/// Synchronous by default (a synchronous session needs a handler); asynchronous on its own
+/// dispatch queue, off the cooperative pool. At most ``Configuration/maximumFramesInFlight``
+/// pictures wait for the encoder plus frames wait for the consumer: a fast producer blocks (or
+/// suspends) until the consumer catches up.
+///
+/// Pictures must have the session's size and pixel format (``EncoderSettings/width``,
+/// ``EncoderSettings/height``, ``EncoderSettings/pixelFormat``) unless
+/// ``Configuration/convertsPictures`` asks for them to be converted: the same rule as the
+/// decompression session's output size, explicit in the configuration.
+///
+/// ``completeFrames(until:)`` gets every delayed frame out (`VTCompressionSessionCompleteFrames`);
+/// the session goes on after it, the next picture starting a new GOP with an IDR.
 /// Multi-pass (``Configuration/passes`` 2): ``beginPass()``, feed every picture, ``endPass()``,
 /// which says whether another pass is wanted; the first pass analyses into a statistics file and
 /// its frames are not delivered; the second encodes for real.
 public final class CompressionSession: Sendable {
+    /// What the session encodes and how it delivers.
     public struct Configuration: Sendable {
         public var settings: EncoderSettings
         public var isAsynchronous: Bool
+        /// Pictures queued plus frames waiting for the consumer, at most (at least 1).
         public var maximumFramesInFlight: Int
         /// 1, or 2 for a two-pass encode at ``EncoderSettings/rateControl``'s bit rate.
         public var passes: Int
         /// Where the two-pass statistics go (x264 adds `.mbtree`); a temporary file when nil.
         public var statisticsPath: String?
+        /// Convert pictures of another size or pixel format to the settings' (libswscale, as
+        /// ffmpeg scales); otherwise such a picture is an error.
+        public var convertsPictures: Bool
 
-        public init(settings: EncoderSettings, isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8, passes: Int = 1, statisticsPath: String? = nil) {
-            precondition(maximumFramesInFlight > 0, "maximumFramesInFlight must be positive")
+        public init(settings: EncoderSettings, isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8, passes: Int = 1,
+                    statisticsPath: String? = nil, convertsPictures: Bool = false) {
             self.settings = settings
             self.isAsynchronous = isAsynchronous
-            self.maximumFramesInFlight = maximumFramesInFlight
+            self.maximumFramesInFlight = max(1, maximumFramesInFlight)
             self.passes = passes
             self.statisticsPath = statisticsPath
+            self.convertsPictures = convertsPictures
         }
     }
 
@@ -80,31 +72,34 @@ public final class CompressionSession: Sendable {
 
     public let configuration: Configuration
     private let engine: Mutex<Engine>
-    private let pipeline: SessionPipeline<CompressedFrame, CompressionError>
+    private let pipeline: SessionPipeline<CompressedFrame>
     private let statistics: String?
     /// What the callers have submitted: checked before a picture is queued, so a misuse is an
     /// error for the caller and not the end of the session.
     private let intake: Mutex<Intake>
     private struct Intake {
         var passOpen: Bool
-        var completed = false
         var lastTime: MediaTime?
-        var lastTick: Int64?
     }
 
-    public convenience init(configuration: Configuration, outputHandler: @escaping OutputHandler) throws(CompressionError) {
+    /// A session delivering frames to `outputHandler`.
+    public convenience init(configuration: Configuration, outputHandler: @escaping OutputHandler) throws(SessionError) {
         try self.init(configuration: configuration, handler: outputHandler)
     }
 
-    public convenience init(configuration: Configuration) throws(CompressionError) {
+    /// A session delivering frames to ``frames``; it must be asynchronous.
+    public convenience init(configuration: Configuration) throws(SessionError) {
         try self.init(configuration: configuration, handler: nil)
     }
 
-    private init(configuration: Configuration, handler: OutputHandler?) throws(CompressionError) {
-        guard (1...2).contains(configuration.passes) else { throw CompressionError(.invalidSettings, "\(configuration.passes) passes: 1 or 2") }
+    private init(configuration: Configuration, handler: OutputHandler?) throws(SessionError) {
+        guard handler != nil || configuration.isAsynchronous else { throw .outputHandlerRequired }
+        guard (1...2).contains(configuration.passes) else {
+            throw .invalidSettings(CodecError(.invalidConfiguration, "\(configuration.passes) passes: 1 or 2"))
+        }
         if configuration.passes == 2 {
             guard case .averageBitRate = configuration.settings.rateControl else {
-                throw CompressionError(.invalidSettings, "a two-pass encode targets a bit rate; set an average bit rate")
+                throw .invalidSettings(CodecError(.invalidConfiguration, "a two-pass encode targets a bit rate; set an average bit rate"))
             }
             statistics = configuration.statisticsPath ?? "/tmp/h264kit-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).stats"
         } else {
@@ -113,15 +108,16 @@ public final class CompressionSession: Sendable {
         self.configuration = configuration
         var settings = configuration.settings
         if let statistics { settings.pass = .first(statistics: statistics) }
-        do { try settings.validate() } catch { throw CompressionError(.invalidSettings, error.reason) }
+        do { try settings.validate() } catch { throw .invalidSettings(error) }
         // A single-pass session opens its encoder now, so bad settings fail here.
         let encoder: H264Encoder?
         if configuration.passes == 1 {
-            do { encoder = try H264Encoder(settings: settings) } catch { throw CompressionError(.invalidSettings, "x264 refused the settings", underlying: error) }
+            do { encoder = try H264Encoder(settings: settings) } catch { throw .invalidSettings(error) }
         } else {
             encoder = nil
         }
-        engine = Mutex(Engine(encoder: encoder, settings: configuration.settings, pass: configuration.passes == 1 ? 1 : 0, passes: configuration.passes))
+        engine = Mutex(Engine(encoder: encoder, settings: configuration.settings, converts: configuration.convertsPictures,
+                              pass: configuration.passes == 1 ? 1 : 0, passes: configuration.passes))
         intake = Mutex(Intake(passOpen: configuration.passes == 1))
         pipeline = SessionPipeline(label: "H264Session.CompressionSession", asynchronous: configuration.isAsynchronous,
                                    limit: configuration.maximumFramesInFlight, handler: handler)
@@ -130,61 +126,53 @@ public final class CompressionSession: Sendable {
     deinit {
         invalidate()
         if let statistics {
-            unlink(statistics)
-            unlink(statistics + ".mbtree")
-            unlink(statistics + ".temp")
-            unlink(statistics + ".mbtree.temp")
+            for suffix in ["", ".mbtree", ".temp", ".mbtree.temp"] { unlink(statistics + suffix) }
         }
     }
 
     /// The format of the encoded frames (x264's SPS and PPS); nil before the first pass begins.
     public var formatDescription: VideoFormatDescription? { engine.withLock { $0.formatDescription } }
 
+    /// Pictures queued plus frames waiting for the consumer, now.
     public var framesInFlight: Int { pipeline.inFlight }
+    /// The most pictures and frames that were ever in flight at once.
     public var maximumFramesInFlightReached: Int { pipeline.highWater }
 
     // MARK: Encoding
 
     /// Encodes a picture (presentation order), blocking while the in-flight bound is reached.
-    public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) throws(CompressionError) {
-        try admit(presentationTime)
+    public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) throws(SessionError) {
+        try admit(picture, presentationTime)
         try pipeline.acquire()
         submit(picture, presentationTime, duration, forceKeyframe)
     }
 
     /// Encodes a picture, suspending while the in-flight bound is reached.
-    public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) async throws(CompressionError) {
-        try admit(presentationTime)
-        try await pipeline.acquire(cancelled: CompressionError(.cancelled, "the task waiting to encode was cancelled"))
+    public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) async throws(SessionError) {
+        try admit(picture, presentationTime)
+        try await pipeline.acquire(cancelled: .cancelled)
         submit(picture, presentationTime, duration, forceKeyframe)
     }
 
-    /// Checks a picture's place in the stream before it is queued.
-    private func admit(_ time: MediaTime) throws(CompressionError) {
-        try intake.withLock { (intake) throws(CompressionError) in
+    /// Checks a picture's geometry and place in the stream before it is queued.
+    private func admit(_ picture: PixelBuffer, _ time: MediaTime) throws(SessionError) {
+        let settings = configuration.settings
+        if !configuration.convertsPictures, picture.width != settings.width || picture.height != settings.height || picture.format != settings.pixelFormat {
+            throw .pictureMismatch(expected: PictureGeometry(width: settings.width, height: settings.height, format: settings.pixelFormat), got: PictureGeometry(picture))
+        }
+        try intake.withLock { (intake) throws(SessionError) in
             guard intake.passOpen else {
-                throw CompressionError(.invalidFrame, configuration.passes > 1 ? "call beginPass() before the pictures of a pass" : "the session is finished")
+                throw configuration.passes > 1 ? .outOfOrder(.encodeBeforeBeginPass) : .invalidated
             }
-            guard !intake.completed else {
-                throw CompressionError(.invalidFrame, "the frames were completed; x264 cannot take more after a flush (make a new session)")
-            }
-            guard time.isNumeric else { throw CompressionError(.invalidFrame, "a picture needs a numeric presentation time") }
-            if let last = intake.lastTime, !(time > last) {
-                throw CompressionError(.invalidFrame, "presentation time \(time) is not after the previous picture's (\(last)); pictures go in in presentation order")
-            }
-            // x264 counts whole frame durations: two pictures must not share one.
-            let tick = Engine.ticks(time, rate: configuration.settings.frameRate)
-            if let last = intake.lastTick, tick <= last, let previous = intake.lastTime {
-                throw CompressionError(.invalidFrame, "presentation time \(time) falls in the same \(configuration.settings.frameRate) fps frame as \(previous)")
-            }
+            guard time.isNumeric else { throw .presentationTimeOutOfOrder(time, previous: nil) }
+            if let last = intake.lastTime, !(time > last) { throw .presentationTimeOutOfOrder(time, previous: last) }
             intake.lastTime = time
-            intake.lastTick = tick
         }
     }
 
     private func submit(_ picture: PixelBuffer, _ time: MediaTime, _ duration: MediaTime?, _ keyframe: Bool) {
-        pipeline.submit { [self] () throws(CompressionError) -> [CompressedFrame] in
-            try engine.withLock { (engine) throws(CompressionError) in try engine.encode(picture, time, duration, keyframe) }
+        pipeline.submit { [self] () throws(SessionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(SessionError) in try engine.encode(picture, time, duration, keyframe) }
         }
     }
 
@@ -215,114 +203,118 @@ public final class CompressionSession: Sendable {
     /// has not encoded yet, those already waiting in its lookahead included (as VideoToolbox
     /// applies a property to the frames it has not compressed). Checked here: a change x264
     /// would ignore is an error, not a no-op.
-    public func change(_ change: LiveChange) throws(CompressionError) {
+    public func change(_ change: LiveChange) throws(SessionError) {
         let settings = configuration.settings
         let hasVBV = settings.maximumBitRate != nil && settings.bufferSize != nil
         var options: [(String, String)] = []
         if let crf = change.constantQuality {
-            guard case .constantQuality = settings.rateControl else {
-                throw CompressionError(.invalidSettings, "constant quality can change only in a session that encodes at constant quality (CRF)")
-            }
-            guard (0...51).contains(crf) else { throw CompressionError(.invalidSettings, "CRF \(crf): expected 0 to 51") }
+            guard case .constantQuality = settings.rateControl else { throw .unsupportedChange(.constantQualityWithoutCRF) }
+            guard (0...51).contains(crf) else { throw .unsupportedChange(.outOfRange(name: "CRF", value: crf)) }
             options.append(("crf", "\(crf)"))
         }
         if let rate = change.averageBitRate {
-            guard case .averageBitRate = settings.rateControl, hasVBV else {
-                throw CompressionError(.invalidSettings, "the bit rate can change only in an average-bit-rate session started with VBV limits (maximum bit rate and buffer size): x264 keeps the rate of an encode without VBV")
-            }
-            guard configuration.passes == 1 else { throw CompressionError(.invalidSettings, "the bit rate of a two-pass encode cannot change") }
-            guard rate > 0 else { throw CompressionError(.invalidSettings, "bit rate \(rate): expected a positive kbit/s") }
+            guard case .averageBitRate = settings.rateControl, hasVBV else { throw .unsupportedChange(.bitRateWithoutVBV) }
+            guard configuration.passes == 1 else { throw .unsupportedChange(.bitRateOfMultiPass) }
+            guard rate > 0 else { throw .unsupportedChange(.outOfRange(name: "bit rate", value: Double(rate))) }
             options.append(("bitrate", "\(rate)"))
         }
         if change.maximumBitRate != nil || change.bufferSize != nil {
-            guard hasVBV else { throw CompressionError(.invalidSettings, "VBV limits can change only in a session started with them (x264 cannot turn VBV on)") }
+            guard hasVBV else { throw .unsupportedChange(.vbvWithoutVBV) }
             if let rate = change.maximumBitRate {
-                guard rate > 0 else { throw CompressionError(.invalidSettings, "maximum bit rate \(rate): expected a positive kbit/s") }
+                guard rate > 0 else { throw .unsupportedChange(.outOfRange(name: "maximum bit rate", value: Double(rate))) }
                 options.append(("vbv-maxrate", "\(rate)"))
             }
             if let size = change.bufferSize {
-                guard size > 0 else { throw CompressionError(.invalidSettings, "buffer size \(size): expected a positive kbit") }
+                guard size > 0 else { throw .unsupportedChange(.outOfRange(name: "buffer size", value: Double(size))) }
                 options.append(("vbv-bufsize", "\(size)"))
             }
         }
         guard !options.isEmpty else { return }
-        try intake.withLock { (intake) throws(CompressionError) in
-            guard intake.passOpen && !intake.completed else { throw CompressionError(.invalidSettings, "the session is not encoding") }
+        try intake.withLock { (intake) throws(SessionError) in
+            guard intake.passOpen else { throw .outOfOrder(.changeWhenNotEncoding) }
         }
         let changes = options
-        pipeline.perform { [self] () throws(CompressionError) -> [CompressedFrame] in
-            try engine.withLock { (engine) throws(CompressionError) in try engine.reconfigure(changes) }
+        pipeline.perform { [self] () throws(SessionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(SessionError) in try engine.reconfigure(changes) }
             return []
         }
     }
 
-    /// Gets every delayed frame out (in synchronous mode, before returning). The stream ends
-    /// there: a later picture is an error (x264 does not resume after a flush).
-    public func completeFrames() {
-        intake.withLock { $0.completed = true }
-        pipeline.perform { [self] () throws(CompressionError) -> [CompressedFrame] in
-            try engine.withLock { (engine) throws(CompressionError) in try engine.flush() }
-        }
-    }
+    // MARK: Completing and ending
 
-    /// Completes the frames and waits until every output has been delivered.
-    public func waitForAsynchronousFrames() {
-        completeFrames()
+    /// Gets out every frame the encoder delays, and waits until they are delivered
+    /// (`VTCompressionSessionCompleteFrames`). x264 cannot stop part-way through its lookahead,
+    /// so the frames of every picture given so far come out, those after `time` included; the
+    /// session then goes on, the next picture starting a new GOP with an IDR (same parameter
+    /// sets, decode times continuing).
+    public func completeFrames(until time: MediaTime = .positiveInfinity) {
+        complete()
         pipeline.waitForQueue()
     }
 
-    public func waitForAsynchronousFrames() async {
-        completeFrames()
+    /// Gets out every delayed frame, suspending until they are delivered.
+    public func completeFrames(until time: MediaTime = .positiveInfinity) async {
+        complete()
         await pipeline.waitForQueue()
+    }
+
+    private func complete() {
+        pipeline.perform { [self] () throws(SessionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(SessionError) in try engine.flush(reopening: true) }
+        }
     }
 
     /// Ends the stream: every remaining frame is delivered, then ``frames`` ends.
     public func finish() {
-        waitForAsynchronousFrames()
-        pipeline.end(with: CompressionError(.invalidated, "the session is finished"))
+        pipeline.perform { [self] () throws(SessionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(SessionError) in try engine.flush(reopening: false) }
+        }
+        pipeline.waitForQueue()
+        intake.withLock { $0.passOpen = false }
+        pipeline.end(with: .invalidated)
     }
 
+    /// Ends the stream, suspending until every remaining frame is delivered.
     public func finish() async {
-        await waitForAsynchronousFrames()
-        pipeline.end(with: CompressionError(.invalidated, "the session is finished"))
+        pipeline.perform { [self] () throws(SessionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(SessionError) in try engine.flush(reopening: false) }
+        }
+        await pipeline.waitForQueue()
+        intake.withLock { $0.passOpen = false }
+        pipeline.end(with: .invalidated)
     }
 
     /// Stops at once: queued pictures are dropped, ``frames`` ends, producers get an error.
     public func invalidate() {
-        pipeline.end(with: CompressionError(.invalidated, "the session was invalidated"))
+        intake.withLock { $0.passOpen = false }
+        pipeline.end(with: .invalidated)
     }
 
     // MARK: Multi-pass
 
     /// Starts the next pass of a two-pass session: the first analyses, the second encodes.
-    public func beginPass() throws(CompressionError) {
+    public func beginPass() throws(SessionError) {
         pipeline.waitForQueue()
         if let failure = pipeline.failure { throw failure }
-        let pass = try engine.withLock { (engine) throws(CompressionError) -> Int in
-            guard engine.encoder == nil, engine.pass < configuration.passes else {
-                throw CompressionError(.invalidSettings, engine.encoder != nil ? "a pass is under way; end it first" : "all \(configuration.passes) passes are done")
-            }
+        let pass = try engine.withLock { (engine) throws(SessionError) -> Int in
+            guard engine.encoder == nil else { throw .outOfOrder(.beginPassDuringPass) }
+            guard engine.pass < configuration.passes else { throw .outOfOrder(.beginPassAfterLastPass) }
             return engine.pass + 1
         }
         var settings = configuration.settings
         if let statistics { settings.pass = pass == 1 ? .first(statistics: statistics) : .last(statistics: statistics) }
         var encoder: H264Encoder?
-        do { encoder = try H264Encoder(settings: settings) } catch {
-            throw CompressionError(.invalidSettings, "x264 refused the settings for pass \(pass)", underlying: error)
-        }
+        do { encoder = try H264Encoder(settings: settings) } catch { throw .invalidSettings(error) }
         intake.withLock { $0 = Intake(passOpen: true) }
-        engine.withLock { engine in
-            engine.pass = pass
-            engine.formatDescription = encoder?.formatDescription
-            engine.encoder = encoder.take()
-            engine.lastDecodeTime = nil
-        }
+        engine.withLock { engine in engine.startPass(pass, encoder: encoder.take()) }
     }
 
     /// Ends the current pass: its delayed frames come out (or, in an analysis pass, are
     /// discarded) and the statistics are written. Returns whether another pass is wanted.
-    public func endPass() throws(CompressionError) -> Bool {
-        completeFrames()
+    public func endPass() throws(SessionError) -> Bool {
+        pipeline.perform { [self] () throws(SessionError) -> [CompressedFrame] in
+            try engine.withLock { (engine) throws(SessionError) in try engine.flush(reopening: false) }
+        }
         pipeline.waitForQueue()
         intake.withLock { $0.passOpen = false }
         if let failure = pipeline.failure { throw failure }
@@ -334,105 +326,155 @@ public final class CompressionSession: Sendable {
 
     // MARK: The AsyncSequence of outputs
 
-    /// The encoded frames of a session made without a handler, in decoding order, for one
-    /// consumer. Ends after ``finish()`` or ``invalidate()``; cancelling the consumer
-    /// invalidates the session.
+    /// The encoded frames of a session made without a handler, in decoding order, for its one
+    /// consumer. Ends after ``finish()`` or ``invalidate()`` (and throws if x264 failed);
+    /// cancelling the consumer invalidates the session. Asking a session with a handler, or
+    /// asking twice, throws.
     public var frames: Frames {
-        SessionOutputs { [pipeline] in await pipeline.next(cancelled: CompressionError(.invalidated, "the consumer of the session's frames was cancelled")) }
+        get throws(SessionError) {
+            try pipeline.takeSequence()
+            return SessionOutputs(pipeline: pipeline)
+        }
     }
 
     public typealias Frames = SessionOutputs<CompressedFrame>
-
 }
 
 /// The encoder and the timing it needs, used under the session's mutex.
+///
+/// Timing: pictures are numbered as they come (x264 is given the number as its pts, at the
+/// nominal rate for its rate control), and each frame's presentation time is its picture's
+/// own time. Decode times follow x264's rule for real timestamps (what FFmpeg writes): with a
+/// reorder delay of D frames (x264's first frame has dts −D), the k-th frame out is decoded at
+/// the presentation time of picture k − D, and the first D frames at picture k's time shifted
+/// back by the distance from picture 0 to picture D. Never after a frame is shown, for
+/// variable rates too (x264 keeps every frame's picture number at least k − D).
 private struct Engine: ~Copyable {
     var encoder: H264Encoder?
     let settings: EncoderSettings
+    let converts: Bool
     /// 0 before the first pass of a multi-pass session.
     var pass: Int
+    let encoderPasses: Int
     var formatDescription: VideoFormatDescription?
     var converter: PixelConverter?
-    /// Durations given with pictures, by their timestamp.
-    var durations: [Int64: MediaTime] = [:]
-    var lastDecodeTime: Int64?
+    /// Open a new encoder at the next picture (after ``flush(reopening:)``).
+    var reopens = false
+    /// Presentation time and duration of each picture given and not yet retired, by number.
+    var pictures: [Int64: (time: MediaTime, duration: MediaTime?)] = [:]
+    var nextPicture: Int64 = 0
+    /// Frames out so far (the next frame's decode-order number).
+    var nextFrame: Int64 = 0
+    /// The reorder delay in frames, from x264's first frame.
+    var delay: Int64?
+    /// The first picture's time, and the shift of the first D decode times (picture D's time
+    /// minus picture 0's).
+    var firstTime: MediaTime?
+    var shift: MediaTime?
     let frameDuration: MediaTime
-    var multiPass: Bool { pass == 0 || encoderPasses > 1 }
-    let encoderPasses: Int
+    var lastDecodeTime: MediaTime?
 
-    init(encoder: consuming H264Encoder?, settings: EncoderSettings, pass: Int, passes: Int) {
+    var multiPass: Bool { pass == 0 || encoderPasses > 1 }
+
+    init(encoder: consuming H264Encoder?, settings: EncoderSettings, converts: Bool, pass: Int, passes: Int) {
         encoderPasses = passes
         formatDescription = encoder?.formatDescription
         self.encoder = encoder
         self.settings = settings
+        self.converts = converts
         self.pass = pass
-        frameDuration = MediaTime(value: Int64(settings.frameRate.denominator), timescale: Int32(clamping: settings.frameRate.numerator))
+        frameDuration = settings.frameRate.frameDuration
     }
 
-    /// x264's timestamps tick once per frame duration.
-    static func ticks(_ time: MediaTime, rate: FrameRate) -> Int64 {
-        time.multiplied(byRatio: Int64(rate.numerator), Int64(rate.denominator)).converted(toTimescale: 1, rounding: .halfAwayFromZero).value
+    mutating func startPass(_ pass: Int, encoder: consuming H264Encoder?) {
+        self.pass = pass
+        formatDescription = encoder?.formatDescription
+        self.encoder = encoder
+        pictures = [:]
+        nextPicture = 0
+        nextFrame = 0
+        delay = nil
+        firstTime = nil
+        shift = nil
+        lastDecodeTime = nil
     }
 
-    mutating func encode(_ picture: PixelBuffer, _ time: MediaTime, _ duration: MediaTime?, _ keyframe: Bool) throws(CompressionError) -> [CompressedFrame] {
-        guard encoder != nil else {
-            throw CompressionError(.invalidFrame, pass == 0 ? "call beginPass() before the first picture of a multi-pass session" : "the pass has ended; call beginPass()")
+    mutating func encode(_ picture: PixelBuffer, _ time: MediaTime, _ duration: MediaTime?, _ keyframe: Bool) throws(SessionError) -> [CompressedFrame] {
+        if reopens {
+            do { encoder = try H264Encoder(settings: settings) } catch { throw .invalidSettings(error) }
+            reopens = false
         }
-        // Order and completion were checked when the picture was admitted.
-        let timestamp = Self.ticks(time, rate: settings.frameRate)
-        if let duration { durations[timestamp] = duration }
+        guard encoder != nil else { throw .outOfOrder(pass == 0 ? .encodeBeforeBeginPass : .encodeAfterEndPass) }
         var input = picture
-        if picture.format != settings.pixelFormat || picture.width != settings.width || picture.height != settings.height {
+        if converts && (picture.format != settings.pixelFormat || picture.width != settings.width || picture.height != settings.height) {
             do {
                 if converter == nil { converter = try PixelConverter(format: settings.pixelFormat, size: (settings.width, settings.height)) }
                 input = try converter!.convert(picture)
             } catch {
-                throw CompressionError(.invalidFrame, "cannot convert a \(picture.width)x\(picture.height) \(picture.format) picture to \(settings.pixelFormat)", underlying: error)
+                throw .codecFailed(error)
             }
         }
+        let number = nextPicture
+        nextPicture += 1
+        pictures[number] = (time, duration)
+        if firstTime == nil { firstTime = time }
         let frame: H264Encoder.EncodedFrame?
-        do { frame = try encoder!.encode(input, timestamp: timestamp, forceKeyframe: keyframe) } catch {
-            throw CompressionError(.encoderFailed, "x264 failed on the picture at \(time)", underlying: error)
-        }
+        do { frame = try encoder!.encode(input, timestamp: number, forceKeyframe: keyframe) } catch { throw .codecFailed(error) }
         guard let frame, let output = try output(frame) else { return [] }
         return [output]
     }
 
-    mutating func reconfigure(_ options: [(String, String)]) throws(CompressionError) {
-        guard encoder != nil else { throw CompressionError(.invalidSettings, "no encoder is open") }
-        do { try encoder!.reconfigure(options) } catch {
-            throw CompressionError(.invalidSettings, "x264 refused the change", underlying: error)
-        }
+    mutating func reconfigure(_ options: [(String, String)]) throws(SessionError) {
+        guard encoder != nil else { throw .outOfOrder(.changeWhenNotEncoding) }
+        do { try encoder!.reconfigure(options) } catch { throw .invalidSettings(error) }
     }
 
-    mutating func flush() throws(CompressionError) -> [CompressedFrame] {
-        guard encoder != nil else { return [] }
+    /// Every delayed frame; with `reopening`, the next picture opens a new encoder.
+    mutating func flush(reopening: Bool) throws(SessionError) -> [CompressedFrame] {
+        guard encoder != nil, !reopens else { return [] }
         var outputs: [CompressedFrame] = []
         while true {
             let frame: H264Encoder.EncodedFrame?
-            do { frame = try encoder!.flush() } catch { throw CompressionError(.encoderFailed, "x264 failed while flushing", underlying: error) }
+            do { frame = try encoder!.flush() } catch { throw .codecFailed(error) }
             guard let frame else { break }
             if let output = try output(frame) { outputs.append(output) }
         }
+        if reopening && !multiPass { reopens = true }
         return outputs
     }
 
+    /// The presentation time of picture `number`, extrapolated at the nominal rate past the
+    /// last picture given (the reorder shift of a stream shorter than the delay).
+    private func time(ofPicture number: Int64) -> MediaTime {
+        if let known = pictures[number]?.time { return known }
+        let last = nextPicture - 1
+        guard let lastTime = pictures[last]?.time else { return firstTime ?? .zero }
+        return lastTime + frameDuration * (number - last)
+    }
+
     /// The frame as a sample; nil in an analysis pass, whose frames are not delivered.
-    private mutating func output(_ frame: H264Encoder.EncodedFrame) throws(CompressionError) -> CompressedFrame? {
-        if let lastDecodeTime, frame.decodeTimestamp <= lastDecodeTime {
-            throw CompressionError(.encoderFailed, "x264 gave decode time \(frame.decodeTimestamp) after \(lastDecodeTime)")
+    private mutating func output(_ frame: H264Encoder.EncodedFrame) throws(SessionError) -> CompressedFrame? {
+        let k = nextFrame
+        nextFrame += 1
+        if delay == nil { delay = max(0, k - frame.decodeTimestamp) }
+        if shift == nil, let firstTime { shift = time(ofPicture: delay!) - firstTime }
+        guard let presentation = pictures[frame.presentationTimestamp] else {
+            throw .codecFailed(CodecError(.encodeFailed, "x264 gave a frame for picture \(frame.presentationTimestamp), which it was not given"))
         }
-        lastDecodeTime = frame.decodeTimestamp
-        if multiPass && pass == 1 {
-            durations.removeValue(forKey: frame.presentationTimestamp)
-            return nil
+        let decodeTime = k > delay! ? time(ofPicture: k - delay!) : time(ofPicture: k) - shift!
+        if let lastDecodeTime, !(decodeTime > lastDecodeTime) {
+            throw .codecFailed(CodecError(.encodeFailed, "decode time \(decodeTime) after \(lastDecodeTime)"))
         }
-        let duration = durations.removeValue(forKey: frame.presentationTimestamp) ?? frameDuration
-        let timing = SampleTiming(presentationTime: frameDuration * frame.presentationTimestamp,
-                                  decodeTime: frameDuration * frame.decodeTimestamp, duration: duration)
-        let sample = SampleBuffer(data: BlockBuffer(frame.data), formatDescription: formatDescription!, timing: timing,
-                                  attachments: SampleAttachments(isSync: frame.isKeyframe, dependsOnOthers: frame.pictureType == .idr || frame.pictureType == .i ? false : true,
-                                                                 isDependedOnByOthers: frame.pictureType == .b ? false : nil))
+        lastDecodeTime = decodeTime
+        // Pictures before the oldest one still to come out are done with.
+        if k >= delay! + 2 { pictures.removeValue(forKey: k - delay! - 2) }
+        if multiPass && pass == 1 { return nil }
+        let duration = presentation.duration ?? pictures[frame.presentationTimestamp + 1].map { $0.time - presentation.time } ?? frameDuration
+        let sample = SampleBuffer(
+            data: BlockBuffer(frame.data), formatDescription: formatDescription!,
+            timing: SampleTiming(presentationTime: presentation.time, decodeTime: decodeTime, duration: duration),
+            attachments: SampleAttachments(isSync: frame.isKeyframe, dependsOnOthers: frame.pictureType == .idr || frame.pictureType == .i ? false : true,
+                                           isDependedOnByOthers: frame.pictureType == .b ? false : nil))
         return CompressedFrame(sampleBuffer: sample, pictureType: frame.pictureType, quantizer: frame.quantizer, pass: max(pass, 1))
     }
 }

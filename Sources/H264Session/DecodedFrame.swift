@@ -12,9 +12,12 @@ public struct DecodedFrame: Sendable {
         public static let dropped = Flags(rawValue: 1)
         /// Part of the picture is concealment: the decoder met damaged or missing data.
         public static let concealed = Flags(rawValue: 2)
+        /// The sample was decoded (later samples need it) but its picture is not shown: it is
+        /// outside the movie's edit list (``SampleAttachments/doNotDisplay``).
+        public static let notDisplayed = Flags(rawValue: 4)
     }
 
-    /// The picture; nil when ``flags`` contains ``Flags/dropped``.
+    /// The picture; nil when ``flags`` contains ``Flags/dropped`` or ``Flags/notDisplayed``.
     public var pixelBuffer: PixelBuffer?
     public var presentationTime: MediaTime
     public var duration: MediaTime
@@ -32,32 +35,21 @@ public struct DecodedFrame: Sendable {
     public var isInterlaced = false
     public var topFieldFirst = false
 
+    /// Whether the sample produced no picture.
     public var isDropped: Bool { flags.contains(.dropped) }
-}
 
-/// Why a decompression session cannot go on.
-public struct DecompressionError: Error, Sendable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
-        /// The sample's format description is one this session cannot take (see
-        /// ``DecompressionSession/canAccept(_:)``); finish and make a new session.
-        case formatNotAccepted
-        /// The decoder could not be set up or failed as a whole.
-        case decoderFailed
-        /// The session was invalidated, or finished, or its frame consumer went away.
-        case invalidated
-        /// The waiting task was cancelled.
-        case cancelled
+    /// A frame with the given fields.
+    public init(pixelBuffer: PixelBuffer?, presentationTime: MediaTime, duration: MediaTime, flags: Flags, errorFlags: DecodeErrorFlags = [],
+                error: CodecError? = nil, messages: [String] = [], sampleIndex: Int, isInterlaced: Bool = false, topFieldFirst: Bool = false) {
+        self.pixelBuffer = pixelBuffer
+        self.presentationTime = presentationTime
+        self.duration = duration
+        self.flags = flags
+        self.errorFlags = errorFlags
+        self.error = error
+        self.messages = messages
+        self.sampleIndex = sampleIndex
+        self.isInterlaced = isInterlaced
+        self.topFieldFirst = topFieldFirst
     }
-
-    public var code: Code
-    public var reason: String
-    public var underlying: CodecError?
-
-    public init(_ code: Code, _ reason: String, underlying: CodecError? = nil) {
-        self.code = code
-        self.reason = reason
-        self.underlying = underlying
-    }
-
-    public var description: String { underlying.map { "\(reason): \($0)" } ?? reason }
 }

@@ -7,47 +7,50 @@ import Synchronization
 /// Decodes H.264 samples into pictures: the `VTDecompressionSession` analogue, over libavcodec.
 ///
 /// Samples go in with ``decode(_:)-(SampleBuffer)`` in decoding order; every sample comes out as
-/// exactly one ``DecodedFrame`` (a picture, or a dropped-frame report), pictures in presentation
-/// order. Outputs go to the handler given at creation, or, without one, to ``frames``, an
-/// `AsyncSequence` for one consumer.
+/// exactly one ``DecodedFrame`` (a picture, a sample not shown, or a dropped-frame report),
+/// pictures in presentation order. Outputs go to the handler given at creation, or, without
+/// one, to ``frames``, an `AsyncSequence` for one consumer.
 ///
 /// - **Synchronous** (the default): the caller's thread decodes, and the handler runs before
-///   ``decode(_:)-(SampleBuffer)`` returns.
+///   ``decode(_:)-(SampleBuffer)`` returns. A synchronous session needs a handler.
 /// - **Asynchronous** (``Configuration/isAsynchronous``): a serial dispatch queue of the
 ///   session's own decodes, off Swift's cooperative pool, and the handler runs there.
 ///
-/// Either way memory is bounded: at most ``Configuration/maximumFramesInFlight`` samples wait for
-/// the decoder plus pictures wait for their consumer. At the bound, `decode` blocks (or, in its
-/// async form, suspends) until the consumer catches up, so a slow consumer never makes the
+/// Either way memory is bounded: at most ``Configuration/maximumFramesInFlight`` samples wait
+/// for the decoder plus pictures wait for their consumer. At the bound, `decode` blocks (or, in
+/// its async form, suspends) until the consumer catches up, so a slow consumer never makes the
 /// session grow. (The decoder itself holds a bounded number of pictures for reordering and
 /// threading; ``finishDelayedFrames()`` gets them out.)
 ///
-/// A sample whose format description differs from the session's (new parameter sets, a new
-/// resolution mid-stream) is decoded with its parameter sets sent in band first: the frames
-/// go on without a gap, at the new size. ``canAccept(_:)`` says which descriptions can follow;
-/// for the others, finish this session and make a new one.
+/// A damaged sample is that frame's status (``DecodedFrame/flags``, ``DecodedFrame/error``),
+/// never the end of the stream. A sample whose format description differs from the session's
+/// (new parameter sets, a new resolution mid-stream) is decoded with its parameter sets sent in
+/// band first: the frames go on without a gap, at the new size, unless the configuration fixes
+/// a size. ``canAccept(_:)`` says which descriptions can follow (the contract of
+/// ``VideoFormatDescription/canAccept(_:)``); for the others, finish this session and make a
+/// new one.
 public final class DecompressionSession: Sendable {
+    /// How the session decodes and delivers.
     public struct Configuration: Sendable {
         /// The output pixel format; nil keeps the stream's own (no conversion, no copy).
         public var pixelFormat: PixelFormat?
-        /// The output size; nil keeps the stream's.
+        /// The output size (every picture scaled to it); nil keeps each picture's own.
         public var size: (width: Int, height: Int)?
         public var threading: H264Decoder.Threading
         /// Decode on the session's own queue; `decode` returns once the sample is queued.
         public var isAsynchronous: Bool
-        /// Samples queued plus pictures waiting for the consumer, at most. (The pictures a
-        /// drain lets out at once, beyond one per sample, wait only for room among the waiting
-        /// pictures.)
+        /// Samples queued plus pictures waiting for the consumer, at most (at least 1). (The
+        /// pictures a drain lets out at once, beyond one per sample, wait only for room among
+        /// the waiting pictures.)
         public var maximumFramesInFlight: Int
 
         public init(pixelFormat: PixelFormat? = nil, size: (width: Int, height: Int)? = nil,
                     threading: H264Decoder.Threading = .init(), isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8) {
-            precondition(maximumFramesInFlight > 0, "maximumFramesInFlight must be positive")
             self.pixelFormat = pixelFormat
             self.size = size
             self.threading = threading
             self.isAsynchronous = isAsynchronous
-            self.maximumFramesInFlight = maximumFramesInFlight
+            self.maximumFramesInFlight = max(1, maximumFramesInFlight)
         }
     }
 
@@ -56,26 +59,28 @@ public final class DecompressionSession: Sendable {
     public let formatDescription: VideoFormatDescription
     public let configuration: Configuration
     private let engine: Mutex<Engine>
-    private let pipeline: SessionPipeline<DecodedFrame, DecompressionError>
+    private let pipeline: SessionPipeline<DecodedFrame>
 
     /// A session delivering outputs to `outputHandler`.
     public convenience init(formatDescription: VideoFormatDescription, configuration: Configuration = Configuration(),
-                            outputHandler: @escaping OutputHandler) throws(DecompressionError) {
+                            outputHandler: @escaping OutputHandler) throws(SessionError) {
         try self.init(formatDescription: formatDescription, configuration: configuration, handler: outputHandler)
     }
 
-    /// A session delivering outputs to ``frames``.
-    public convenience init(formatDescription: VideoFormatDescription, configuration: Configuration = Configuration()) throws(DecompressionError) {
+    /// A session delivering outputs to ``frames``; it must be asynchronous (the consumer runs
+    /// beside the decoding, not on the thread that calls `decode`).
+    public convenience init(formatDescription: VideoFormatDescription, configuration: Configuration = Configuration(isAsynchronous: true)) throws(SessionError) {
         try self.init(formatDescription: formatDescription, configuration: configuration, handler: nil)
     }
 
-    private init(formatDescription: VideoFormatDescription, configuration: Configuration, handler: OutputHandler?) throws(DecompressionError) {
+    private init(formatDescription: VideoFormatDescription, configuration: Configuration, handler: OutputHandler?) throws(SessionError) {
+        guard handler != nil || configuration.isAsynchronous else { throw .outputHandlerRequired }
         self.formatDescription = formatDescription
         self.configuration = configuration
         do {
             engine = Mutex(try Engine(formatDescription: formatDescription, configuration: configuration))
         } catch {
-            throw DecompressionError(.decoderFailed, "cannot create the decoder", underlying: error)
+            throw .codecFailed(error)
         }
         pipeline = SessionPipeline(label: "H264Session.DecompressionSession", asynchronous: configuration.isAsynchronous,
                                    limit: configuration.maximumFramesInFlight, handler: handler)
@@ -85,10 +90,11 @@ public final class DecompressionSession: Sendable {
         invalidate()
     }
 
-    /// Whether samples described by `description` can follow in this session: H.264 with the
-    /// same NAL length size (other parameter sets, even another picture size, are fine).
+    /// Whether samples described by `description` can follow in this session (the contract of
+    /// ``VideoFormatDescription/canAccept(_:)``: H.264 with the same NAL length size; other
+    /// parameter sets, even another picture size, are fine).
     public func canAccept(_ description: VideoFormatDescription) -> Bool {
-        Engine.canAccept(description, after: formatDescription)
+        formatDescription.canAccept(description)
     }
 
     /// Samples queued plus outputs waiting for the consumer, now.
@@ -100,85 +106,85 @@ public final class DecompressionSession: Sendable {
     // MARK: Decoding
 
     /// Decodes a sample, blocking while the in-flight bound is reached.
-    public func decode(_ sample: SampleBuffer) throws(DecompressionError) {
+    public func decode(_ sample: SampleBuffer) throws(SessionError) {
         try checkAccepts(sample)
         try pipeline.acquire()
         submit(sample)
     }
 
     /// Decodes a sample, suspending while the in-flight bound is reached.
-    public func decode(_ sample: SampleBuffer) async throws(DecompressionError) {
+    public func decode(_ sample: SampleBuffer) async throws(SessionError) {
         try checkAccepts(sample)
-        try await pipeline.acquire(cancelled: DecompressionError(.cancelled, "the task waiting to decode was cancelled"))
+        try await pipeline.acquire(cancelled: .cancelled)
         submit(sample)
     }
 
-    private func checkAccepts(_ sample: SampleBuffer) throws(DecompressionError) {
-        guard canAccept(sample.formatDescription) else {
-            throw DecompressionError(.formatNotAccepted, "the session decodes \(formatDescription.nalUnitLengthSize)-byte NAL lengths; this sample's description is \(sample.formatDescription)")
-        }
+    private func checkAccepts(_ sample: SampleBuffer) throws(SessionError) {
+        guard canAccept(sample.formatDescription) else { throw .formatNotAccepted(session: formatDescription, sample: sample.formatDescription) }
     }
 
     private func submit(_ sample: SampleBuffer) {
-        pipeline.submit { [self] () throws(DecompressionError) -> [DecodedFrame] in
-            try self.engine.withLock { (engine) throws(DecompressionError) in try engine.decode(sample) }
+        pipeline.submit { [self] () throws(SessionError) -> [DecodedFrame] in
+            try self.engine.withLock { (engine) throws(SessionError) in try engine.decode(sample) }
         }
     }
 
     // MARK: Ending
 
-    /// Gets out every picture the decoder holds back for reordering (in synchronous mode, before
-    /// returning). Call it at the end of the stream or before a discontinuity; decoding then
+    /// Gets out every picture the decoder holds back for reordering, and waits until they are
+    /// delivered (`VTDecompressionSessionFinishDelayedFrames` and
+    /// `WaitForAsynchronousFrames`). Call it before a discontinuity (a seek); decoding then
     /// starts afresh and the next sample should be a sync sample.
     public func finishDelayedFrames() {
-        pipeline.perform { [self] () throws(DecompressionError) -> [DecodedFrame] in
-            try self.engine.withLock { (engine) throws(DecompressionError) in try engine.drain() }
-        }
-    }
-
-    /// Finishes delayed frames and waits until every output has been delivered (to the handler
-    /// or into ``frames``).
-    public func waitForAsynchronousFrames() {
-        finishDelayedFrames()
+        drain()
         pipeline.waitForQueue()
     }
 
-    /// Finishes delayed frames and waits, suspending, until every output has been delivered.
-    public func waitForAsynchronousFrames() async {
-        finishDelayedFrames()
+    /// Gets out every delayed picture, suspending until they are delivered.
+    public func finishDelayedFrames() async {
+        drain()
         await pipeline.waitForQueue()
+    }
+
+    private func drain() {
+        pipeline.perform { [self] () throws(SessionError) -> [DecodedFrame] in
+            try self.engine.withLock { (engine) throws(SessionError) in try engine.drain() }
+        }
     }
 
     /// Ends the stream: every remaining frame is delivered, then ``frames`` ends. Decoding after
     /// this is an error.
     public func finish() async {
-        await waitForAsynchronousFrames()
-        pipeline.end(with: DecompressionError(.invalidated, "the session is finished"))
+        await finishDelayedFrames()
+        pipeline.end(with: .invalidated)
     }
 
     /// Ends the stream, blocking until every remaining frame is delivered.
     public func finish() {
-        waitForAsynchronousFrames()
-        pipeline.end(with: DecompressionError(.invalidated, "the session is finished"))
+        finishDelayedFrames()
+        pipeline.end(with: .invalidated)
     }
 
     /// Stops at once: queued samples are dropped, ``frames`` ends, waiting producers get an error.
     public func invalidate() {
-        pipeline.end(with: DecompressionError(.invalidated, "the session was invalidated"))
+        pipeline.end(with: .invalidated)
     }
 
     // MARK: The AsyncSequence of outputs
 
-    /// The outputs of a session made without a handler, for one consumer. The sequence ends
-    /// after ``finish()`` (every frame delivered) or ``invalidate()``. Cancelling the consuming
-    /// task invalidates the session: nobody would take its frames, so producers waiting on the
-    /// bound get an error instead of waiting for ever.
+    /// The outputs of a session made without a handler, for its one consumer. The sequence ends
+    /// after ``finish()`` (every frame delivered) or ``invalidate()``, and throws if the decoder
+    /// failed as a whole. Cancelling the consuming task invalidates the session: nobody would
+    /// take its frames, so producers waiting on the bound get an error instead of waiting for
+    /// ever. Asking a session with a handler, or asking twice, throws.
     public var frames: Frames {
-        SessionOutputs { [pipeline] in await pipeline.next(cancelled: DecompressionError(.invalidated, "the consumer of the session's frames was cancelled")) }
+        get throws(SessionError) {
+            try pipeline.takeSequence()
+            return SessionOutputs(pipeline: pipeline)
+        }
     }
 
     public typealias Frames = SessionOutputs<DecodedFrame>
-
 }
 
 /// The decoder and what it needs to match pictures to samples; used under the session's mutex.
@@ -189,10 +195,24 @@ private struct Engine: ~Copyable {
     let converts: Bool
     var description: VideoFormatDescription
     /// Timing of samples sent and not yet out, by their index (the packet timestamp).
-    var pending: [Int: (presentation: MediaTime, duration: MediaTime, error: CodecError?, messages: [String])] = [:]
+    var pending: [Int: Pending] = [:]
     var nextIndex = 0
+    /// A failure libavcodec reported for a picture it did not output (frame threads report a
+    /// damaged frame's error from a later call): told with the next dropped sample.
+    var unattributedError: CodecError?
     /// Samples that produced no picture are reported dropped once this many wait behind them.
     static let pendingLimit = 64
+    /// Consecutive failed receives before the decoder is taken for empty (no picture comes
+    /// out of a failure, so this only bounds the loop).
+    static let receiveErrorLimit = 64
+
+    struct Pending {
+        var presentation: MediaTime
+        var duration: MediaTime
+        var hidden: Bool
+        var error: CodecError?
+        var messages: [String] = []
+    }
 
     init(formatDescription: VideoFormatDescription, configuration: DecompressionSession.Configuration) throws(CodecError) {
         let converter = try PixelConverter(format: configuration.pixelFormat ?? .yuv420p, size: configuration.size)
@@ -202,14 +222,10 @@ private struct Engine: ~Copyable {
         description = formatDescription
     }
 
-    static func canAccept(_ description: VideoFormatDescription, after first: VideoFormatDescription) -> Bool {
-        (description.codec == "avc1" || description.codec == "avc3") && description.nalUnitLengthSize == first.nalUnitLengthSize
-    }
-
-    mutating func decode(_ sample: SampleBuffer) throws(DecompressionError) -> [DecodedFrame] {
+    mutating func decode(_ sample: SampleBuffer) throws(SessionError) -> [DecodedFrame] {
         let index = nextIndex
         nextIndex += 1
-        pending[index] = (sample.presentationTime, sample.duration, nil, [])
+        pending[index] = Pending(presentation: sample.presentationTime, duration: sample.duration, hidden: sample.attachments.doNotDisplay)
         var data = sample.data
         if sample.formatDescription != description {
             // New parameter sets go in band before the sample, as a stream would carry them.
@@ -251,9 +267,9 @@ private struct Engine: ~Copyable {
         return outputs
     }
 
-    mutating func drain() throws(DecompressionError) -> [DecodedFrame] {
+    mutating func drain() throws(SessionError) -> [DecodedFrame] {
         var outputs: [DecodedFrame] = []
-        do { try decoder.sendEndOfStream() } catch { throw DecompressionError(.decoderFailed, "cannot drain the decoder", underlying: error) }
+        do { try decoder.sendEndOfStream() } catch { unattributedError = error }
         try receiveAll(into: &outputs)
         // Damage met while the held pictures were finished (frame threads decode late).
         let messages = decoder.takeMessages()
@@ -271,20 +287,29 @@ private struct Engine: ~Copyable {
         return outputs
     }
 
-    private mutating func receiveAll(into outputs: inout [DecodedFrame]) throws(DecompressionError) {
-        while true {
+    /// Takes every picture the decoder has ready. A failed receive is one picture's failure
+    /// (libavcodec goes on with the next), never the end of the session.
+    private mutating func receiveAll(into outputs: inout [DecodedFrame]) throws(SessionError) {
+        var failures = 0
+        while failures < Self.receiveErrorLimit {
             let picture: DecodedPicture?
             do { picture = try decoder.receive() } catch {
-                throw DecompressionError(.decoderFailed, "the decoder failed", underlying: error)
+                unattributedError = error
+                failures += 1
+                continue
             }
             guard let picture else { return }
+            failures = 0
             let index = picture.timestamp.map(Int.init) ?? -1
-            let timing = pending.removeValue(forKey: index) ?? (.invalid, .invalid, nil, [])
+            let timing = pending.removeValue(forKey: index) ?? Pending(presentation: .invalid, duration: .invalid, hidden: false)
+            if timing.hidden {
+                outputs.append(DecodedFrame(pixelBuffer: nil, presentationTime: timing.presentation, duration: timing.duration, flags: .notDisplayed,
+                                            errorFlags: picture.errorFlags, messages: timing.messages, sampleIndex: index))
+                continue
+            }
             var pixels = picture.pixelBuffer
             if converts {
-                do { pixels = try converter.convert(pixels) } catch {
-                    throw DecompressionError(.decoderFailed, "cannot convert the picture", underlying: error)
-                }
+                do { pixels = try converter.convert(pixels) } catch { throw .codecFailed(error) }
             }
             outputs.append(DecodedFrame(
                 pixelBuffer: pixels, presentationTime: timing.presentation, duration: timing.duration,
@@ -296,8 +321,9 @@ private struct Engine: ~Copyable {
 
     private mutating func dropped(_ index: Int) -> DecodedFrame {
         let timing = pending.removeValue(forKey: index)!
+        let error = timing.error ?? unattributedError
+        if timing.error == nil { unattributedError = nil }
         return DecodedFrame(pixelBuffer: nil, presentationTime: timing.presentation, duration: timing.duration,
-                            flags: .dropped, errorFlags: [], error: timing.error, messages: timing.messages, sampleIndex: index)
+                            flags: timing.hidden ? [.dropped, .notDisplayed] : .dropped, errorFlags: [], error: error, messages: timing.messages, sampleIndex: index)
     }
 }
-

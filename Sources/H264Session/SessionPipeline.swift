@@ -9,7 +9,8 @@ import Dispatch
 /// catches up; when a queued input produces its first output, its place passes to that output
 /// in one step, so the count never dips and lets a producer overshoot. Continuations are
 /// resumed after the lock is released.
-final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
+final class SessionPipeline<Output: Sendable>: Sendable {
+    typealias Failure = SessionError
     typealias Handler = @Sendable (Output) -> Void
 
     let limit: Int
@@ -24,18 +25,37 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
     private struct State {
         /// Inputs handed to the queue and not yet through the codec.
         var queued = 0
-        /// Outputs waiting for the consumer.
-        var ready: [Output] = []
+        /// Outputs waiting for the consumer, from `readyStart`; a slot is emptied as soon as
+        /// its output is taken, so nothing the consumer has had is kept alive here.
+        var ready: [Output?] = []
         var readyStart = 0
         /// No more outputs will come (finished or invalidated).
         var ended = false
         var failure: Failure?
+        /// Whether the end is an error the consumer should see (not a finish or invalidation).
+        var endedInError = false
+        /// Whether the output sequence was handed out (one consumer per session).
+        var sequenceTaken = false
         var producers: [(id: Int, continuation: UnsafeContinuation<Void, Never>)] = []
         var consumer: UnsafeContinuation<Output?, Never>?
         var nextWaiterID = 0
         var highWater = 0
 
         var readyCount: Int { ready.count - readyStart }
+
+        /// Takes the oldest waiting output, and reclaims the emptied slots now and then.
+        mutating func takeReady() -> Output {
+            let output = ready[readyStart].take()!
+            readyStart += 1
+            if readyStart == ready.count {
+                ready.removeAll(keepingCapacity: true)
+                readyStart = 0
+            } else if readyStart >= 64 && readyStart * 2 >= ready.count {
+                ready.removeFirst(readyStart)
+                readyStart = 0
+            }
+            return output
+        }
         var inFlight: Int { queued + readyCount }
     }
 
@@ -102,6 +122,15 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
+    /// Hands out the output sequence's source once; a second consumer is an error.
+    func takeSequence() throws(Failure) {
+        guard handler == nil else { throw .outputsGoToHandler }
+        try lock.withLock { () throws(Failure) in
+            guard !state.sequenceTaken else { throw .outputSequenceTaken }
+            state.sequenceTaken = true
+        }
+    }
+
     /// Runs the work for an input taken with `acquire`: now, or on the queue.
     func submit(_ work: @escaping @Sendable () throws(Failure) -> [Output]) {
         guard let queue else {
@@ -142,7 +171,7 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
         let outputs: [Output]
         do { outputs = try work() } catch {
             if releasingQueued { lock.withLock { state.queued -= 1 } }
-            end(with: error)
+            end(with: error, isError: true)
             return
         }
         deliver(outputs, releasingQueued: releasingQueued)
@@ -167,7 +196,7 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
                         state.consumer = nil
                         return .handOff(waiting)
                     }
-                    state.ready.append(output)
+                    state.ready.append(output as Output?)
                     state.highWater = max(state.highWater, state.inFlight)
                     return .buffered
                 }
@@ -181,11 +210,14 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
 
     // MARK: Ending
 
-    /// No more outputs: the consumer's sequence ends once it has taken the waiting ones, and
-    /// producers get `error` (the first error given is kept).
-    func end(with error: Failure) {
+    /// No more outputs: the consumer's sequence ends once it has taken the waiting ones (with
+    /// `error` thrown when `isError`), and producers get `error` (the first error given is kept).
+    func end(with error: Failure, isError: Bool = false) {
         let (consumer, producers) = lock.withLock { () -> (UnsafeContinuation<Output?, Never>?, [UnsafeContinuation<Void, Never>]) in
-            if state.failure == nil { state.failure = error }
+            if state.failure == nil {
+                state.failure = error
+                state.endedInError = isError
+            }
             state.ended = true
             let consumer = state.readyCount == 0 ? state.consumer : nil
             if consumer != nil { state.consumer = nil }
@@ -210,21 +242,15 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
 
     // MARK: The consumer
 
-    /// The next output for the one consumer, or nil at the end. Cancelling the consuming task
-    /// ends the pipeline with `cancelled` (nobody would take its outputs).
-    func next(cancelled: @escaping @autoclosure @Sendable () -> Failure) async -> Output? {
-        precondition(handler == nil, "a session with an output handler has no output sequence")
+    /// The next output for the one consumer, or nil at the end (the session's failure is thrown
+    /// there when it ended in error). Cancelling the consuming task invalidates the pipeline
+    /// (nobody would take its outputs).
+    func next() async throws(Failure) -> Output? {
         let output: Output? = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Output?, Never>) in
                 let next = lock.withLock { () -> Next in
-                    if state.readyCount > 0 {
-                        let output = state.ready[state.readyStart]
-                        state.readyStart += 1
-                        if state.readyStart == state.ready.count { state.ready.removeAll(keepingCapacity: true); state.readyStart = 0 }
-                        return .output(output)
-                    }
-                    if state.ended || Task.isCancelled { return .end }
-                    precondition(state.consumer == nil, "a session's output sequence has one consumer at a time")
+                    if state.readyCount > 0 { return .output(state.takeReady()) }
+                    if state.ended || Task.isCancelled || state.consumer != nil { return .end }
                     state.consumer = continuation
                     return .wait
                 }
@@ -235,26 +261,30 @@ final class SessionPipeline<Output: Sendable, Failure: Error>: Sendable {
                 }
             }
         } onCancel: {
-            end(with: cancelled())
+            end(with: .invalidated)
         }
         wakeProducers()
+        if output == nil, let failure = lock.withLock({ state.endedInError ? state.failure : nil }) { throw failure }
         return output
     }
 }
 
-/// The outputs of a session made without a handler, as an `AsyncSequence` for one consumer:
-/// ``DecompressionSession/frames`` and ``CompressionSession/frames``. The sequence ends after
-/// the session finishes or is invalidated; cancelling the consuming task invalidates the
-/// session (nobody would take its outputs, so waiting producers get an error).
+/// The outputs of a session made without a handler, as an `AsyncSequence` for its one
+/// consumer: ``DecompressionSession/frames`` and ``CompressionSession/frames``. The sequence
+/// ends after the session finishes or is invalidated, and throws the error when the session
+/// failed; cancelling the consuming task invalidates the session (nobody would take its
+/// outputs, so waiting producers get an error). Memory is bounded: an output is let go here
+/// as soon as it is handed to the consumer.
 public struct SessionOutputs<Element: Sendable>: AsyncSequence, Sendable {
-    public typealias Failure = Never
-    let next: @Sendable () async -> Element?
+    public typealias Failure = SessionError
+    let pipeline: SessionPipeline<Element>
 
+    /// Iterates the outputs.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let next: @Sendable () async -> Element?
-        public mutating func next() async -> Element? { await next() }
-        public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? { await next() }
+        let pipeline: SessionPipeline<Element>
+        public mutating func next() async throws(SessionError) -> Element? { try await pipeline.next() }
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> Element? { try await pipeline.next() }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(next: next) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipeline: pipeline) }
 }

@@ -1,0 +1,163 @@
+import Dispatch
+public import H264Bitstream
+public import H264Codec
+public import H264Container
+public import MediaCore
+import Synchronization
+
+/// Decodes a whole input (an Annex-B stream, an MP4 or MOV file) to frames in presentation
+/// order: a ``MediaSource``, a ``DecompressionSession`` (made again when the stream changes to
+/// a description the session cannot take), the edit list, and size changes, in one call.
+///
+/// Every sample gives one ``DecodedFrame`` (a picture, a sample not shown because of the edit
+/// list, or a report of a sample that gave no picture); damage is a frame's status, never the
+/// end. Read with ``next()`` or as an `AsyncSequence`. Memory is bounded by the decoder's own
+/// reorder and threading depth.
+public final class FrameReader {
+    /// How the pictures come out.
+    public struct Options: Sendable {
+        public var threading: H264Decoder.Threading
+        /// Convert pictures to this pixel format (libswscale, as ffmpeg converts); nil keeps
+        /// the stream's.
+        public var pixelFormat: PixelFormat?
+        /// What size the pictures come out at.
+        public var size: OutputSize
+        /// Keep at most one picture per this much presentation time (thumbnails every second,
+        /// say); nil keeps every picture.
+        public var interval: MediaTime?
+
+        public init(threading: H264Decoder.Threading = .init(), pixelFormat: PixelFormat? = nil, size: OutputSize = .first, interval: MediaTime? = nil) {
+            self.threading = threading
+            self.pixelFormat = pixelFormat
+            self.size = size
+            self.interval = interval
+        }
+    }
+
+    /// The size of the pictures after a size change mid-stream.
+    public enum OutputSize: Sendable, Hashable {
+        /// The first picture's size and format, as ffmpeg scales pictures after a size change.
+        case first
+        /// Each picture's own size.
+        case native
+        /// This size.
+        case fixed(width: Int, height: Int)
+    }
+
+    public let source: MediaSource
+    public let options: Options
+    private var session: DecompressionSession?
+    private let outputs = Outputs()
+    private var queue: [DecodedFrame] = []
+    private var queueIndex = 0
+    private var ended = false
+    private var first: PictureGeometry?
+    private var scaler: PixelConverter?
+    private var nextKept: MediaTime?
+
+    /// Decodes `path` ("-" for an Annex-B stream on standard input).
+    public convenience init(path: String, options: Options = Options(), sourceOptions: MediaSource.Options = .decoding) throws(SessionError) {
+        self.init(source: try MediaSource(path: path, options: sourceOptions), options: options)
+    }
+
+    /// Decodes the samples of `source`.
+    public init(source: MediaSource, options: Options = Options()) {
+        self.source = source
+        self.options = options
+    }
+
+    deinit { session?.invalidate() }
+
+    /// The next frame in presentation order, or nil at the end.
+    public func next() throws(SessionError) -> DecodedFrame? {
+        while true {
+            while queueIndex < queue.count {
+                var frame = queue[queueIndex]
+                queueIndex += 1
+                if try keep(&frame) { return frame }
+            }
+            queue = outputs.frames.withLock { taken in
+                defer { taken.removeAll() }
+                return taken
+            }
+            queueIndex = 0
+            if !queue.isEmpty { continue }
+            if ended { return nil }
+            guard let sample = try source.next() else {
+                session?.finish()
+                ended = true
+                continue
+            }
+            if let current = session, !current.canAccept(sample.formatDescription) {
+                // Another NAL length size: finish this session, go on in a new one.
+                current.finish()
+                session = nil
+            }
+            if session == nil {
+                var configuration = DecompressionSession.Configuration(pixelFormat: options.pixelFormat, threading: options.threading)
+                if case .fixed(let width, let height) = options.size { configuration.size = (width, height) }
+                let outputs = self.outputs
+                session = try DecompressionSession(formatDescription: sample.formatDescription, configuration: configuration) { frame in
+                    outputs.frames.withLock { $0.append(frame) }
+                }
+            }
+            try session!.decode(sample)
+        }
+    }
+
+    /// Applies the interval and the first-size rule; false for a picture the interval skips.
+    private func keep(_ frame: inout DecodedFrame) throws(SessionError) -> Bool {
+        guard var picture = frame.pixelBuffer else { return true }
+        if let interval = options.interval, frame.presentationTime.isNumeric {
+            if let next = nextKept, frame.presentationTime < next { return false }
+            var next = nextKept ?? frame.presentationTime
+            while next <= frame.presentationTime { next = next + interval }
+            nextKept = next
+        }
+        if let first {
+            if options.size == .first, PictureGeometry(picture) != first {
+                do {
+                    if scaler == nil { scaler = try PixelConverter(format: first.format, size: (first.width, first.height)) }
+                    picture = try scaler!.convert(picture)
+                } catch {
+                    throw .codecFailed(error)
+                }
+                frame.pixelBuffer = picture
+            }
+        } else {
+            first = PictureGeometry(picture)
+        }
+        return true
+    }
+}
+
+/// Frames the session's handler delivers, waiting for ``FrameReader/next()``.
+private final class Outputs: Sendable {
+    let frames = Mutex<[DecodedFrame]>([])
+}
+
+extension FrameReader: AsyncSequence {
+    public typealias Element = DecodedFrame
+    public typealias Failure = SessionError
+
+    /// Iterates the frames; decoding runs on a dispatch queue, off the cooperative pool.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let reader: FrameReader
+
+        public mutating func next() async throws(SessionError) -> DecodedFrame? { try await next(isolation: nil) }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> DecodedFrame? {
+            nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
+            let result: Result<DecodedFrame?, SessionError> = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    do throws(SessionError) { continuation.resume(returning: .success(try reader.next())) } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+            }
+            return try result.get()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: self) }
+}

@@ -1,0 +1,143 @@
+public import H264Bitstream
+public import H264Container
+public import MediaCore
+import SystemIO
+
+/// Any input H264Kit decodes, as sample buffers in decoding order: an Annex-B stream (a file,
+/// or standard input as "-") or the H.264 track of an MP4/MOV file, told apart by the file's
+/// first bytes. What a movie carries besides the video (timecode, metadata, the display
+/// transform) is at hand for whoever copies it on.
+public final class MediaSource {
+    /// How to read the input.
+    public struct Options: Sendable, Hashable {
+        /// For an Annex-B stream: the frame rate and remux policies.
+        public var annexB: SampleBufferReader.Options
+        /// For a movie: the track ID to read (nil: the first H.264 video track).
+        public var trackID: UInt32?
+        /// For a movie: how the edit list applies (``MovieReader/EditListHandling/trim`` marks
+        /// the samples a player does not show).
+        public var editList: MovieReader.EditListHandling
+
+        public init(annexB: SampleBufferReader.Options = .init(), trackID: UInt32? = nil, editList: MovieReader.EditListHandling = .trim) {
+            self.annexB = annexB
+            self.trackID = trackID
+            self.editList = editList
+        }
+
+        /// What a decoder is fed (what `ffmpeg` feeds libavcodec): every sample, those before
+        /// the first sync sample and slices before their parameter sets included (the decoder
+        /// drops what it cannot decode and uses the rest as references), the edit list trimmed.
+        public static var decoding: Options {
+            Options(annexB: .init(startsAtSyncSample: false, rejectsSlicesBeforeParameterSets: false), editList: .trim)
+        }
+    }
+
+    /// What the input is.
+    public enum Kind {
+        /// An Annex-B elementary stream.
+        case annexB(SampleBufferReader)
+        /// A movie's H.264 track: the reader, the track's index, its samples.
+        case movie(MovieReader, track: Int, samples: MovieSampleBuffers)
+    }
+
+    public let kind: Kind
+    /// The input's name in messages ("stdin" for standard input).
+    public let name: String
+    /// The first sample's format description, once read.
+    public private(set) var formatDescription: VideoFormatDescription?
+    private var position = 0
+
+    /// Opens `path`: a movie when it starts like one, else an Annex-B stream.
+    public init(path: String, options: Options = Options()) throws(SessionError) {
+        name = path == "-" ? "stdin" : path
+        if path != "-", MovieReader.looksLikeMovie(path: path) {
+            let reader: MovieReader
+            do { reader = try MovieReader(path: path) } catch { throw .container(error) }
+            let index: Int
+            if let id = options.trackID {
+                guard let found = reader.trackIndex(id: id) else {
+                    throw .container(ContainerError(.invalidInput, "no track \(id) (tracks: \(reader.tracks.map { "\($0.id) \($0.handlerType)" }.joined(separator: ", ")))", path: path))
+                }
+                guard reader.tracks[found].isH264 else { throw .container(ContainerError(.unsupported, "track \(id) is not H.264 video", path: path)) }
+                index = found
+            } else {
+                guard let found = reader.firstVideoTrackIndex else { throw .container(ContainerError(.unsupported, "no H.264 video track", path: path)) }
+                index = found
+            }
+            do { kind = .movie(reader, track: index, samples: try reader.sampleBuffers(track: index, editList: options.editList)) } catch { throw .container(error) }
+        } else {
+            do { kind = .annexB(try SampleBufferReader(path: path, options: options.annexB)) } catch { throw .bitstream(error) }
+        }
+    }
+
+    /// Reads a stream held in memory.
+    public init(annexB bytes: [UInt8], name: String = "bytes", options: SampleBufferReader.Options = .init()) {
+        self.name = name
+        kind = .annexB(SampleBufferReader(bytes: bytes, name: name, options: options))
+    }
+
+    /// The next sample in decoding order, or nil at the end.
+    public func next() throws(SessionError) -> SampleBuffer? {
+        let sample: SampleBuffer?
+        switch kind {
+        case .annexB(let reader):
+            do { sample = try reader.next() } catch { throw .bitstream(error) }
+        case .movie(_, _, let samples):
+            guard position < samples.count else { return nil }
+            sample = samples[position]
+            position += 1
+        }
+        if formatDescription == nil { formatDescription = sample?.formatDescription }
+        return sample
+    }
+
+    /// The movie, for a movie input.
+    public var movie: MovieReader? {
+        if case .movie(let reader, _, _) = kind { return reader }
+        return nil
+    }
+
+    /// The movie track being read, for a movie input.
+    public var track: MovieReader.Track? {
+        if case .movie(let reader, let index, _) = kind { return reader.tracks[index] }
+        return nil
+    }
+
+    /// The rate the stream is timed at: a stream's VUI timing (or the given or assumed rate),
+    /// or a movie track's first sample duration as a rate (the timebase FFmpeg's framemd5
+    /// uses). Known from the first sample on.
+    public var frameRate: FrameRate? {
+        switch kind {
+        case .annexB(let reader): return reader.frameRate
+        case .movie(let reader, let index, _):
+            let track = reader.tracks[index]
+            guard let first = track.samples.first else { return nil }
+            return FrameRate(UInt64(track.timescale), UInt64(max(first.duration, 1)))
+        }
+    }
+
+    /// Samples given so far.
+    public var sampleCount: Int {
+        switch kind {
+        case .annexB(let reader): reader.sampleCount
+        case .movie: position
+        }
+    }
+
+    /// The input's size in bytes when known (for progress), and the bytes read so far.
+    public var progress: (read: Int, total: Int?) {
+        switch kind {
+        case .annexB(let reader): return (reader.nalUnits.bytesRead, reader.nalUnits.totalBytes)
+        case .movie(_, _, let samples): return (position, samples.count)
+        }
+    }
+
+    /// Problems that did not stop reading: the Annex-B reader's warnings and the parser's
+    /// diagnostics, or the movie reader's warnings.
+    public var warnings: [String] {
+        switch kind {
+        case .annexB(let reader): reader.warnings.map(\.description) + reader.parser.diagnostics.map(\.description)
+        case .movie(let reader, _, _): reader.warnings
+        }
+    }
+}

@@ -1,0 +1,112 @@
+public import H264Bitstream
+public import H264Codec
+public import H264Container
+public import MediaIO
+public import MediaCore
+
+/// Why a session call failed: the one error type of the sessions, with typed cases.
+public enum SessionError: Error, Sendable, CustomStringConvertible {
+    /// The sample's format description cannot follow the session's (see
+    /// ``DecompressionSession/canAccept(_:)``): finish this session and make a new one.
+    case formatNotAccepted(session: VideoFormatDescription, sample: VideoFormatDescription)
+    /// A synchronous session delivers its outputs to an output handler: make it with one, or
+    /// make it asynchronous to consume ``DecompressionSession/frames``.
+    case outputHandlerRequired
+    /// The session delivers to its output handler: it has no ``DecompressionSession/frames``.
+    case outputsGoToHandler
+    /// The session's outputs are consumed through one sequence, and it was taken already.
+    case outputSequenceTaken
+    /// A picture of another size or pixel format than the session encodes, and the session
+    /// was not asked to convert (``CompressionSession/Configuration/convertsPictures``).
+    case pictureMismatch(expected: PictureGeometry, got: PictureGeometry)
+    /// A presentation time that is not a number, or not after the previous picture's.
+    case presentationTimeOutOfOrder(MediaTime, previous: MediaTime?)
+    /// Settings the checks or x264 refused.
+    case invalidSettings(CodecError)
+    /// A live change the running encoder cannot make (x264 would ignore it).
+    case unsupportedChange(LiveChangeProblem)
+    /// A call out of order (a multi-pass session's passes, encoding after ``CompressionSession/finish()``).
+    case outOfOrder(Call)
+    /// The codec failed as a whole (the decoder could not be set up, x264 failed on a picture).
+    case codecFailed(CodecError)
+    /// The session was finished or invalidated (or its consumer went away): no more input.
+    case invalidated
+    /// The waiting task was cancelled.
+    case cancelled
+    /// The input stream could not be read as H.264 (see the bitstream error's place).
+    case bitstream(BitstreamError)
+    /// The input movie could not be read, or the output movie written.
+    case container(ContainerError)
+    /// A picture file could not be read, or an output written.
+    case mediaIO(MediaIOError)
+
+    /// A call made when the session was not ready for it.
+    public enum Call: Sendable, Hashable {
+        case encodeBeforeBeginPass, encodeAfterEndPass, beginPassDuringPass, beginPassAfterLastPass, changeWhenNotEncoding
+    }
+
+    /// Why a live change cannot be made.
+    public enum LiveChangeProblem: Sendable, Hashable {
+        case constantQualityWithoutCRF, bitRateWithoutVBV, bitRateOfMultiPass, vbvWithoutVBV
+        case outOfRange(name: String, value: Double)
+    }
+
+    public var description: String {
+        switch self {
+        case .formatNotAccepted(let session, let sample):
+            "the session decodes \(session.nalUnitLengthSize)-byte NAL lengths of H.264; this sample's description is \(sample) (make a new session)"
+        case .outputHandlerRequired:
+            "a synchronous session delivers to an output handler; give one, or make the session asynchronous to consume its frames"
+        case .outputsGoToHandler:
+            "the session delivers its outputs to its handler; it has no frames sequence"
+        case .outputSequenceTaken:
+            "the session's frames have one consumer, and the sequence was taken already"
+        case .pictureMismatch(let expected, let got):
+            "the session encodes \(expected) pictures; this one is \(got) (convert it, or make the session with convertsPictures)"
+        case .presentationTimeOutOfOrder(let time, let previous):
+            previous.map { "presentation time \(time) is not after the previous picture's (\($0)); pictures go in in presentation order" }
+                ?? "a picture needs a numeric presentation time, not \(time)"
+        case .invalidSettings(let error): "invalid settings: \(error)"
+        case .unsupportedChange(let problem):
+            switch problem {
+            case .constantQualityWithoutCRF: "constant quality can change only in a session that encodes at constant quality (CRF)"
+            case .bitRateWithoutVBV: "the bit rate can change only in an average-bit-rate session started with VBV limits (x264 keeps the rate of an encode without VBV)"
+            case .bitRateOfMultiPass: "the bit rate of a two-pass encode cannot change"
+            case .vbvWithoutVBV: "VBV limits can change only in a session started with them (x264 cannot turn VBV on)"
+            case .outOfRange(let name, let value): "\(name) \(value) is out of range"
+            }
+        case .outOfOrder(let call):
+            switch call {
+            case .encodeBeforeBeginPass: "call beginPass() before the pictures of a pass"
+            case .encodeAfterEndPass: "the pass has ended; call beginPass() for the next"
+            case .beginPassDuringPass: "a pass is under way; end it first"
+            case .beginPassAfterLastPass: "every pass is done"
+            case .changeWhenNotEncoding: "the session is not encoding"
+            }
+        case .codecFailed(let error): "\(error)"
+        case .invalidated: "the session is finished or invalidated"
+        case .cancelled: "the waiting task was cancelled"
+        case .bitstream(let error): "\(error)"
+        case .container(let error): "\(error)"
+        case .mediaIO(let error): "\(error)"
+        }
+    }
+}
+
+/// A picture's size and pixel format.
+public struct PictureGeometry: Sendable, Hashable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+    public var format: PixelFormat
+
+    public init(width: Int, height: Int, format: PixelFormat) {
+        self.width = width
+        self.height = height
+        self.format = format
+    }
+
+    /// The geometry of `picture`.
+    public init(_ picture: PixelBuffer) { self.init(width: picture.width, height: picture.height, format: picture.format) }
+
+    public var description: String { "\(width)x\(height) \(format)" }
+}
