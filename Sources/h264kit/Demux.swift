@@ -1,10 +1,6 @@
 import ArgumentParser
-import H264Bitstream
-import H264Container
-import MediaCore
-#if canImport(Glibc)
-import Glibc
-#endif
+import H264Kit
+import SystemIO
 
 struct Demux: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,43 +22,36 @@ struct Demux: ParsableCommand {
     var track: UInt32?
 
     mutating func run() throws {
-        let reader = try MovieReader(path: input)
+        let source: MediaSource
+        do { source = try MediaSource(path: input, options: .init(trackID: track, editList: .shift)) } catch { throw ToolError(error) }
+        guard let reader = source.movie else { throw ToolError("\(input): not an MP4/MOV file") }
         for warning in reader.warnings { printError("\(input): warning: \(warning)") }
         // An elementary stream has no place for container metadata or a timecode track: say
         // what is left behind, and how to carry it to a new file.
         var left: [String] = []
-        if reader.timecodeTrackIndex() != nil,
-           let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
+        if let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
             left.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
         }
         if !reader.metadata.isEmpty { left.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
         if !left.isEmpty { printError("\(input): note: an Annex-B stream does not carry \(left.joined(separator: " or "))") }
-        let index: Int
-        if let track {
-            guard let found = reader.tracks.firstIndex(where: { $0.id == track }) else {
-                throw ToolError("\(input): no track \(track) (tracks: \(reader.tracks.map { "\($0.id) \($0.handlerType)" }.joined(separator: ", ")))")
+        do {
+            let file = try OutputFile(path: output)
+            var writer = AnnexBWriter()
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(2 << 20)
+            while let sample = try source.next() {
+                do { try writer.append(sample, to: &buffer) } catch { throw ToolError("\(input): sample at \(sample.decodeTime): \(error)") }
+                if buffer.count >= 1 << 20 {
+                    try file.write(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
             }
-            guard reader.tracks[found].isH264 else { throw ToolError("\(input): track \(track) is not H.264") }
-            index = found
-        } else {
-            guard let found = reader.firstVideoTrackIndex else { throw ToolError("\(input): no H.264 video track") }
-            index = found
+            try file.write(buffer)
+            try file.commit()
+        } catch let error as ToolError {
+            throw error
+        } catch {
+            throw ToolError(error)
         }
-        let sink = try OutputFile(path: output)
-        var writer = AnnexBWriter()
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(2 << 20)
-        try reader.forEachSampleBuffer(track: index) { (sample) throws(ContainerError) in
-            do { try writer.append(sample, to: &buffer) } catch {
-                throw ContainerError(.invalidBox, "sample at \(sample.decodeTime): \(error)", path: input)
-            }
-            if buffer.count >= 1 << 20 {
-                do { try sink.write(buffer) } catch { throw ContainerError(.io, "\(error)", path: output) }
-                buffer.removeAll(keepingCapacity: true)
-            }
-        }
-        try sink.write(buffer)
-        try sink.commit()
     }
 }
-

@@ -1,11 +1,118 @@
 import ArgumentParser
+import FoundationEssentials
+import H264Kit
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
-struct H264Kit: ParsableCommand {
+struct H264KitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "h264kit",
         abstract: "Inspect, mux, demux, decode and encode H.264 video.",
-        version: "0.1.0",
+        version: "0.2.0",
         subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Bench.self, TimecodeCommand.self]
     )
+}
+
+/// A failure the tool reports as it is and exits 1 for.
+struct ToolError: Error, CustomStringConvertible {
+    var message: String
+    init(_ message: String) { self.message = message }
+    init(_ error: some Error) { message = "\(error)" }
+    var description: String { message }
+}
+
+/// Prints a value as sorted, indented JSON (what every `--json` prints).
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    printErrorRaw(text.hasSuffix("\n") ? text : text + "\n")
+}
+
+/// Writes text to standard error as it is.
+func printErrorRaw(_ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+        if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+        offset += n
+    }
+}
+
+/// Parses a rate option ("30000/1001", "25", "29.97") for `validate()`.
+func parseRate(_ text: String?, _ option: String) throws -> FrameRate? {
+    guard let text else { return nil }
+    guard let rate = FrameRate(parsing: text), rate.numerator > 0 else { throw ValidationError("\(option) \(text): expected a rate such as 25, 30000/1001 or 29.97") }
+    return rate
+}
+
+/// A one-line progress report on a terminal's standard error, at most four times a second;
+/// silent in a pipe.
+final class Progress {
+    let enabled = isatty(2) != 0
+    private let clock = HostClock()
+    private var lastUpdate: Int64 = 0
+    private var shown = false
+
+    /// A bar for `done` of `total` (bytes, or samples) and a note.
+    func update(done: Int, total: Int?, unit: String, note: String) {
+        guard enabled, tick() else { return }
+        var line = ""
+        if let total, total > 0 {
+            let percent = min(100, done * 100 / total)
+            line = "[" + String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5) + "] \(percent)% "
+        }
+        printErrorRaw("\r\u{1B}[K" + line + (unit == "MB" ? "\(done >> 20) MB" : "\(done) \(unit)") + ", " + note)
+        shown = true
+    }
+
+    /// A line of its own.
+    func update(line: String) {
+        guard enabled, tick() else { return }
+        printErrorRaw("\r\u{1B}[K" + line)
+        shown = true
+    }
+
+    private func tick() -> Bool {
+        let now = clock.currentTime.value  // nanoseconds
+        guard now - lastUpdate > 250_000_000 else { return false }
+        lastUpdate = now
+        return true
+    }
+
+    func clear() {
+        if shown { printErrorRaw("\r\u{1B}[K"); shown = false }
+    }
+}
+
+/// A number with `digits` decimals ("-0.066733"), without Foundation's formatter.
+func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return value.isNaN ? "nan" : value > 0 ? "inf" : "-inf" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let units = Int((abs(value) * scale).rounded())
+    let whole = units / Int(scale), fraction = String(units % Int(scale))
+    let sign = value < 0 && units > 0 ? "-" : ""
+    return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
+}
+
+/// Prints a sample reader's warnings, naming the option that settles each.
+func printWarnings(of reader: SampleBufferReader, name: String) {
+    for warning in reader.warnings {
+        switch warning {
+        case .assumedFrameRate(let rate):
+            printError("\(name): warning: the stream has no VUI timing; assuming \(rate) fps (set the rate with --fps, e.g. --fps 30000/1001)")
+        case .frameRateOverridden(let stream, let given):
+            printError("\(name): warning: the stream's VUI timing says \(stream) fps; --fps \(given) overrides it")
+        default:
+            printError("\(name): warning: \(warning)")
+        }
+    }
 }

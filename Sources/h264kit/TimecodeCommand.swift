@@ -1,8 +1,5 @@
 import ArgumentParser
-import FoundationEssentials
-import H264Bitstream
-import H264Container
-import MediaCore
+import H264Kit
 
 struct TimecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -57,14 +54,14 @@ struct TimecodeCommand: ParsableCommand {
 
         mutating func run() throws {
             let reader: MovieReader
-            do { reader = try MovieReader(path: file) } catch { throw ToolError("\(error)") }
+            do { reader = try MovieReader(path: file) } catch { throw ToolError(error) }
             let video = reader.firstVideoTrackIndex
             guard let index = reader.timecodeTrackIndex(forVideoTrack: video) else {
                 for warning in reader.warnings { printError("\(file): warning: \(warning)") }
                 throw ToolError("\(file): no timecode track (tmcd or tc64)")
             }
             let info: TimecodeTrackInfo
-            do { info = try reader.timecodeTrack(index) } catch { throw ToolError("\(error)") }
+            do { info = try reader.timecodeTrack(index) } catch { throw ToolError(error) }
             for warning in reader.warnings { printError("\(file): warning: \(warning)") }
             let format = info.format
             func label(_ number: Int64) throws -> String {
@@ -80,17 +77,12 @@ struct TimecodeCommand: ParsableCommand {
                 reel: format.sourceReference?.name,
                 samples: try info.samples.map { Report.Sample(frameNumber: $0.frameNumber, timecode: try label($0.frameNumber), start: $0.start.seconds, duration: $0.duration.seconds) })
             if frames {
-                var times: [MediaTime] = []
-                if let video {
-                    do { try reader.forEachSampleBuffer(track: video) { times.append($0.presentationTime) } } catch { throw ToolError("\(error)") }
-                    times = times.filter { $0 >= .zero }.sorted { $0 < $1 }
-                } else {
-                    // A timecode track alone: one frame per frame duration.
-                    times = (0..<info.frameCount).map { format.frameDuration * $0 }
-                }
-                report.frames = try times.enumerated().compactMap { index, time in
-                    guard let number = info.frameNumber(at: time) else { return nil }
-                    return Report.Frame(index: index, time: time.seconds, timecode: try label(number))
+                do {
+                    report.frames = try reader.frameTimecodes(timecodeTrack: index, videoTrack: video).enumerated().map { index, frame in
+                        Report.Frame(index: index, time: frame.time.seconds, timecode: try label(frame.frameNumber))
+                    }
+                } catch let error as ContainerError {
+                    throw ToolError(error)
                 }
             }
             if json {

@@ -1,0 +1,7 @@
+// The umbrella module: `import H264Kit` brings every library module.
+@_exported public import H264Bitstream
+@_exported public import MediaCore
+@_exported public import H264Container
+@_exported public import H264Codec
+@_exported public import MediaIO
+@_exported public import H264Session
