@@ -239,23 +239,18 @@ struct OracleTests {
         .init(arguments: ["--preset", "fast", "--output-csp", "i422", "--profile", "high422", "--fps", "30000/1001"]),
     ]
 
-    @Test(arguments: encodings)
+    @Test(.requires(.ffmpeg, .ffprobe, .x264), arguments: encodings)
     func displayOrderAndCountsMatchFFprobe(_ encoding: Encoding) throws {
-        guard let stream = try x264Stream(frames: 60, arguments: encoding.arguments) else {
-            Issue.record("x264 and ffmpeg are needed for this test (the CI script installs them)")
-            return
-        }
+        let stream = try x264Stream(frames: 60, arguments: encoding.arguments)
         let parser = H264StreamParser.parse(annexB: stream)
         #expect(parser.errorCount == 0)
         #expect(parser.outputPictureCount == 60)
-        let expected = try #require(try ffprobeDisplayOrder(stream))
+        let expected = try ffprobeDisplayOrder(stream)
         #expect(parser.decodeIndexesInDisplayOrder == expected)
     }
 
-    @Test func x264StreamFrameRateIsExact() throws {
-        guard let stream = try x264Stream(frames: 5, arguments: ["--fps", "30000/1001"]) else {
-            Issue.record("x264 and ffmpeg are needed for this test"); return
-        }
+    @Test(.requires(.ffmpeg, .x264)) func x264StreamFrameRateIsExact() throws {
+        let stream = try x264Stream(frames: 5, arguments: ["--fps", "30000/1001"])
         let parser = H264StreamParser.parse(annexB: stream)
         #expect(parser.firstPictureSPS?.frameRate == FrameRate(30000, 1001))
         #expect(parser.seiCounts[5] == 1)  // x264's settings in user data unregistered

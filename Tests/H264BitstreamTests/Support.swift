@@ -14,11 +14,11 @@ enum Fixtures {
 }
 
 /// ffprobe's decode index for each output frame, in display order (coded_picture_number).
-func ffprobeDisplayOrder(_ bytes: [UInt8]) throws -> [Int]? {
+func ffprobeDisplayOrder(_ bytes: [UInt8]) throws -> [Int] {
     let path = try Checkout.temporaryFile(bytes)
     defer { try? FileManager.default.removeItem(atPath: path) }
-    guard let result = try run("ffprobe", ["-v", "error", "-threads", "1", "-f", "h264", "-show_entries", "frame=coded_picture_number", "-of", "csv=p=0", path]),
-          result.status == 0 else { return nil }
+    let result = try run("ffprobe", ["-v", "error", "-threads", "1", "-f", "h264", "-show_entries", "frame=coded_picture_number", "-of", "csv=p=0", path])
+    guard result.status == 0 else { throw TestFailure("ffprobe failed: \(result.stderrText)") }
     // A frame with side data prints "N," and an empty line: keep the first field of non-empty lines.
     return result.stdoutText.split(whereSeparator: \.isNewline)
         .compactMap { Int($0.split(separator: ",").first?.trimmingCharacters(in: .whitespaces) ?? "") }

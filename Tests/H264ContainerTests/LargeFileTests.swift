@@ -28,14 +28,14 @@ struct LargeFileTests {
         return BlockBuffer(bytes)
     }
 
-    @Test(arguments: [false, true])
+    @Test(.requires(.ffmpeg, .x264), arguments: [false, true])
     func chunkOffsetsGoTo64Bits(faststart: Bool) throws {
-        guard let stream = try x264Stream(frames: 70, size: "64x64", arguments: ["--bframes", "2", "--keyint", "10"]) else { return }
+        let stream = try x264Stream(frames: 70, size: "64x64", arguments: ["--bframes", "2", "--keyint", "10"])
         let (samples, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .fixed(FrameRate(25, 1)))
         let filler = Self.filler()
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-large-\(UUID().uuidString).mp4").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let writer = try MovieWriter(path: path, options: .init(faststart: faststart))
+        let writer = try MovieWriter(path: path, options: .init(layout: faststart ? .faststart : .progressive))
         var padded: [SampleBuffer] = []
         for sample in samples {
             var big = sample
@@ -62,7 +62,7 @@ struct LargeFileTests {
         }
         let raw = try Checkout.temporaryFile(stream)
         defer { try? FileManager.default.removeItem(atPath: raw) }
-        if let expected = try ffmpegFrameHashes(raw, format: "h264") {
+        do { let expected = try ffmpegFrameHashes(raw, format: "h264")
             #expect(try ffmpegFrameHashes(path) == expected)
         }
     }

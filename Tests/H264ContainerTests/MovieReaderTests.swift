@@ -30,8 +30,8 @@ func offset(of type: String, in bytes: [UInt8]) -> Int? {
 
 @Suite struct MovieReaderTests {
     static let layouts: [MovieWriter.Options] = [
-        .init(), .init(fileType: .mov), .init(faststart: true),
-        .init(fragmentDuration: MediaTime(value: 1, timescale: 5)), .init(negativeCompositionOffsets: true),
+        .init(), .init(fileType: .mov), .init(layout: .faststart),
+        .init(layout: .fragmented(fragmentDuration: MediaTime(value: 1, timescale: 5))), .init(negativeCompositionOffsets: true),
     ]
 
     @Test(arguments: layouts)
@@ -50,7 +50,7 @@ func offset(of type: String, in bytes: [UInt8]) -> Int? {
     }
 
     @Test func cutMediaKeepsTheIntactSamplesWithAWarning() throws {
-        let (bytes, written) = try writtenMovie(.init(faststart: true))
+        let (bytes, written) = try writtenMovie(.init(layout: .faststart))
         let reader = try read(Array(bytes.prefix(bytes.count * 6 / 10)))
         let samples = try reader.sampleBuffers(track: 0)
         #expect(samples.count > 0 && samples.count < written.count)
@@ -59,7 +59,7 @@ func offset(of type: String, in bytes: [UInt8]) -> Int? {
     }
 
     @Test func aCutIndexIsAnError() throws {
-        let (bytes, _) = try writtenMovie(.init(faststart: true))
+        let (bytes, _) = try writtenMovie(.init(layout: .faststart))
         let moov = try #require(offset(of: "moov", in: bytes))
         #expect { try read(Array(bytes.prefix(moov + 200))) } throws: { error in
             let error = error as! ContainerError

@@ -8,7 +8,7 @@ import Testing
 @Suite("Timecode tracks and metadata")
 struct TimecodeMetadataTests {
     static let timecodeLayouts: [MovieWriter.Options] = [
-        .init(), .init(fileType: .mov), .init(faststart: true), .init(fileType: .mov, faststart: true),
+        .init(), .init(fileType: .mov), .init(layout: .faststart), .init(fileType: .mov, layout: .faststart),
     ]
 
     /// The fixture at 25 fps (30 frames with B-frames: its presentation ends 1.2 s after its start).
@@ -34,7 +34,7 @@ struct TimecodeMetadataTests {
         // The sample lasts the presentation, not the presentation plus the B-frame delay.
         let presentation = MediaTime(value: Int64(written.count), timescale: 25)
         #expect(track.samples.map(\.duration) == [presentation])
-        #expect(reader.tracks[video].edits.first.map { MediaTime(value: Int64($0.duration), timescale: Int32(reader.movieTimescale)) } == presentation)
+        #expect(reader.tracks[video].edits.first.map { MediaTime(value: Int64($0.segmentDuration), timescale: Int32(reader.movieTimescale)) } == presentation)
         #expect(try track.timecode(at: MediaTime(value: 26, timescale: 25))?.description == "10:00:01:01")
         // The video is untouched.
         #expect(try reader.sampleBuffers(track: video).map(\.data) == written.map(\.data))
@@ -67,7 +67,7 @@ struct TimecodeMetadataTests {
         late.runs[0].time = MediaTime(value: 1, timescale: 25)
         #expect(throws: ContainerError.self) { try MovieWriter(path: path, options: .init(timecode: late)) }
         #expect(throws: ContainerError.self) {
-            try MovieWriter(path: path, options: .init(fragmentDuration: MediaTime(value: 1, timescale: 1), timecode: .init(format: format, startFrameNumber: 0)))
+            try MovieWriter(path: path, options: .init(layout: .fragmented(fragmentDuration: MediaTime(value: 1, timescale: 1)), timecode: .init(format: format, startFrameNumber: 0)))
         }
         #expect(throws: ContainerError.self) { try MovieWriter(path: path, options: .init(timecode: .init(format: format, startFrameNumber: 1 << 40))) }
         #expect(!FileManager.default.fileExists(atPath: path))
@@ -96,7 +96,7 @@ struct TimecodeMetadataTests {
 
     @Test("MP4: udta raw items and iTunes items round-trip, keys back as four-character strings")
     func mp4Metadata() throws {
-        for layout: MovieWriter.Options in [.init(), .init(faststart: true), .init(fragmentDuration: MediaTime(value: 1, timescale: 1))] {
+        for layout: MovieWriter.Options in [.init(), .init(layout: .faststart), .init(layout: .fragmented(fragmentDuration: MediaTime(value: 1, timescale: 1)))] {
             var options = layout
             options.metadata = Self.metadata
             let (bytes, _) = try writtenMovie(options)

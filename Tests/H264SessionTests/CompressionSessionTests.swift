@@ -76,7 +76,7 @@ struct CompressionSessionTests {
         #expect(samples.map { $0.presentationTime.converted(toTimescale: 25).value }.sorted() == (0..<60).map(Int64.init))
         #expect(samples.first?.isSync == true)
         #expect(session.formatDescription?.width == 160)
-        #expect(throws: CompressionError.self) { try session.encode(testPicture(60), presentationTime: Self.time(60)) }
+        #expect(throws: SessionError.self) { try session.encode(testPicture(60), presentationTime: Self.time(60)) }
     }
 
     @Test("forced keyframes land where asked")
@@ -98,7 +98,7 @@ struct CompressionSessionTests {
         let session = try CompressionSession(configuration: configuration)
         let consumer = Task {
             var count = 0
-            for await _ in session.frames {
+            for try await _ in try session.frames {
                 count += 1
                 try? await Task.sleep(for: .milliseconds(5))
             }
@@ -109,7 +109,7 @@ struct CompressionSessionTests {
             #expect(session.framesInFlight <= 4)
         }
         await session.finish()
-        #expect(await consumer.value == 40)
+        #expect(try await consumer.value == 40)
         #expect(session.maximumFramesInFlightReached <= 4)
     }
 
@@ -138,24 +138,24 @@ struct CompressionSessionTests {
     func refusals() throws {
         var lowLevel = EncoderSettings(width: 1920, height: 1080, frameRate: Self.rate)
         lowLevel.level = "3"
-        let level = #expect(throws: CompressionError.self) { try CompressionSession(configuration: .init(settings: lowLevel), outputHandler: { _ in }) }
-        #expect(level?.reason.contains("level 3 allows frames of 1620 macroblocks") == true)
-        #expect(level?.reason.contains("use level 4 or higher") == true)
+        let level = #expect(throws: SessionError.self) { try CompressionSession(configuration: .init(settings: lowLevel), outputHandler: { _ in }) }
+        #expect(level.map { "\($0)" }?.contains("level 3 allows frames of 1620 macroblocks") == true)
+        #expect(level.map { "\($0)" }?.contains("use level 4 or higher") == true)
         var baseline = Self.settings()
         baseline.profile = "baseline"
-        let bFrames = #expect(throws: CompressionError.self) { try CompressionSession(configuration: .init(settings: baseline), outputHandler: { _ in }) }
-        #expect(bFrames?.reason.contains("baseline has no B-frames") == true)
+        let bFrames = #expect(throws: SessionError.self) { try CompressionSession(configuration: .init(settings: baseline), outputHandler: { _ in }) }
+        #expect(bFrames.map { "\($0)" }?.contains("baseline has no B-frames") == true)
         var odd = Self.settings()
         odd.width = 161
-        #expect(throws: CompressionError.self) { try CompressionSession(configuration: .init(settings: odd), outputHandler: { _ in }) }
+        #expect(throws: SessionError.self) { try CompressionSession(configuration: .init(settings: odd), outputHandler: { _ in }) }
         var preset = Self.settings()
         preset.preset = "warp"
-        #expect(throws: CompressionError.self) { try CompressionSession(configuration: .init(settings: preset), outputHandler: { _ in }) }
+        #expect(throws: SessionError.self) { try CompressionSession(configuration: .init(settings: preset), outputHandler: { _ in }) }
         var tenBit = Self.settings()
         tenBit.pixelFormat = .yuv(.yuv420, bitDepth: 10)
         tenBit.profile = "high"
-        #expect(throws: CompressionError.self) { try CompressionSession(configuration: .init(settings: tenBit), outputHandler: { _ in }) }
-        #expect(throws: CompressionError.self) { try CompressionSession(configuration: .init(settings: Self.settings(), passes: 2), outputHandler: { _ in }) }
+        #expect(throws: SessionError.self) { try CompressionSession(configuration: .init(settings: tenBit), outputHandler: { _ in }) }
+        #expect(throws: SessionError.self) { try CompressionSession(configuration: .init(settings: Self.settings(), passes: 2), outputHandler: { _ in }) }
     }
 
     @Test("two passes: the analysis pass delivers nothing, the second lands near the target")
@@ -164,7 +164,7 @@ struct CompressionSessionTests {
         settings.rateControl = .averageBitRate(40)
         let frames = Gathered<CompressedFrame>()
         let session = try CompressionSession(configuration: .init(settings: settings, passes: 2), outputHandler: { frames.append($0) })
-        #expect(throws: CompressionError.self) { try session.encode(testPicture(0), presentationTime: .zero) }
+        #expect(throws: SessionError.self) { try session.encode(testPicture(0), presentationTime: .zero) }
         var passes = 0
         var again = true
         while again {
@@ -184,14 +184,64 @@ struct CompressionSessionTests {
         #expect(abs(kbps - 40) / 40 < 0.15, "\(kbps) kbit/s")
     }
 
-    @Test("pictures in another format or size are converted")
+    @Test("pictures in another format or size are converted when the session is asked to, and refused otherwise")
     func conversion() throws {
         let frames = Gathered<CompressedFrame>()
-        let session = try CompressionSession(configuration: .init(settings: Self.settings()), outputHandler: { frames.append($0) })
+        let session = try CompressionSession(configuration: .init(settings: Self.settings(), convertsPictures: true), outputHandler: { frames.append($0) })
         let nv12 = PixelBuffer(format: .nv12, width: 320, height: 192)
         for index in 0..<5 { try session.encode(nv12, presentationTime: Self.time(index)) }
         session.finish()
         #expect(frames.all.count == 5)
+        // The one contract: a size or format change is explicit in the configuration.
+        let strict = try CompressionSession(configuration: .init(settings: Self.settings()), outputHandler: { _ in })
+        #expect { try strict.encode(nv12, presentationTime: .zero) } throws: { error in
+            guard case .pictureMismatch(let expected, let got) = error as? SessionError else { return false }
+            return expected == PictureGeometry(width: 160, height: 96, format: .yuv420p) && got == PictureGeometry(nv12)
+        }
+    }
+
+    @Test("misuse is a thrown error: a synchronous session needs a handler; a handler session has no frames")
+    func misuse() throws {
+        #expect { try CompressionSession(configuration: .init(settings: Self.settings())) } throws: {
+            if case .outputHandlerRequired = $0 as? SessionError { true } else { false }
+        }
+        let handled = try CompressionSession(configuration: .init(settings: Self.settings()), outputHandler: { _ in })
+        #expect { _ = try handled.frames } throws: { if case .outputsGoToHandler = $0 as? SessionError { true } else { false } }
+    }
+
+    @Test("presentation times come out exactly as given, variable frame rate included; decode times never pass them")
+    func exactTimes() throws {
+        let frames = Gathered<CompressedFrame>()
+        let session = try CompressionSession(configuration: .init(settings: Self.settings()), outputHandler: { frames.append($0) })
+        // Irregular spacing in a 90 kHz timescale (a VFR phone recording).
+        var times: [MediaTime] = []
+        var t: Int64 = 0
+        for index in 0..<40 {
+            times.append(MediaTime(value: t, timescale: 90000))
+            t += [3003, 3000, 3600, 2999, 6006][index % 5]
+        }
+        for (index, time) in times.enumerated() { try session.encode(testPicture(index), presentationTime: time) }
+        session.finish()
+        let samples = frames.all.map(\.sampleBuffer)
+        #expect(samples.map(\.presentationTime).sorted { $0 < $1 } == times)
+        for (a, b) in zip(samples, samples.dropFirst()) { #expect(a.decodeTime < b.decodeTime) }
+        for sample in samples { #expect(sample.presentationTime >= sample.decodeTime) }
+    }
+
+    @Test("completeFrames(until:) gets every frame out and the session goes on with an IDR")
+    func completeFramesThenGoOn() throws {
+        let frames = Gathered<CompressedFrame>()
+        let session = try CompressionSession(configuration: .init(settings: Self.settings()), outputHandler: { frames.append($0) })
+        for index in 0..<20 { try session.encode(testPicture(index), presentationTime: Self.time(index)) }
+        session.completeFrames(until: Self.time(19))
+        #expect(frames.all.count == 20)
+        for index in 20..<40 { try session.encode(testPicture(index), presentationTime: Self.time(index)) }
+        session.finish()
+        let samples = frames.all.map(\.sampleBuffer)
+        #expect(samples.count == 40)
+        #expect(samples[20].isSync && samples[20].presentationTime == Self.time(20))
+        for (a, b) in zip(samples, samples.dropFirst()) { #expect(a.decodeTime < b.decodeTime) }
+        for sample in samples { #expect(sample.presentationTime >= sample.decodeTime) }
     }
 
     /// Bytes of the frames shown among the first 20 and the last 40 of 80 pictures, with
@@ -235,15 +285,15 @@ struct CompressionSessionTests {
     func liveChangesThatCannotApply() throws {
         var abr = Self.settings()
         abr.rateControl = .averageBitRate(100)
-        let session = try CompressionSession(configuration: .init(settings: abr))
-        #expect(throws: CompressionError.self) { try session.change(.init(constantQuality: 20)) }
-        #expect(throws: CompressionError.self) { try session.change(.init(averageBitRate: 200)) }  // no VBV
-        #expect(throws: CompressionError.self) { try session.change(.init(maximumBitRate: 200)) }
+        let session = try CompressionSession(configuration: .init(settings: abr), outputHandler: { _ in })
+        #expect(throws: SessionError.self) { try session.change(.init(constantQuality: 20)) }
+        #expect(throws: SessionError.self) { try session.change(.init(averageBitRate: 200)) }  // no VBV
+        #expect(throws: SessionError.self) { try session.change(.init(maximumBitRate: 200)) }
         var crf = Self.settings()
         crf.rateControl = .constantQuality(23)
-        let quality = try CompressionSession(configuration: .init(settings: crf))
-        #expect(throws: CompressionError.self) { try quality.change(.init(constantQuality: 60)) }
+        let quality = try CompressionSession(configuration: .init(settings: crf), outputHandler: { _ in })
+        #expect(throws: SessionError.self) { try quality.change(.init(constantQuality: 60)) }
         quality.finish()
-        #expect(throws: CompressionError.self) { try quality.change(.init(constantQuality: 20)) }
+        #expect(throws: SessionError.self) { try quality.change(.init(constantQuality: 20)) }
     }
 }

@@ -11,15 +11,15 @@ import Testing
     ]
 
     /// Our packed frame size equals the bytes ffmpeg writes for one rawvideo frame, odd sizes included.
-    @Test(arguments: formats)
+    @Test(.requires(.ffmpeg), arguments: formats)
     func packedSizeMatchesFFmpegRawvideo(_ name: String) throws {
         let format = try #require(PixelFormat(name: name))
         #expect(format.name == name)
         for (width, height) in [(17, 9), (64, 48)] {
             let buffer = PixelBuffer(format: format, width: width, height: height)
             for plane in buffer.planes { #expect(plane.bytesPerRow % PixelBuffer.alignment == 0 && plane.bytesPerRow >= plane.rowBytes) }
-            guard let result = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=gray:s=64x64", "-vf", "scale=\(width):\(height)", "-frames:v", "1",
-                                                   "-pix_fmt", name, "-f", "rawvideo", "-"]) else { return }
+            let result = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=gray:s=64x64", "-vf", "scale=\(width):\(height)", "-frames:v", "1",
+                                            "-pix_fmt", name, "-f", "rawvideo", "-"])
             #expect(result.status == 0)
             #expect(buffer.packedSize == result.stdout.count, "\(name) \(width)x\(height)")
         }

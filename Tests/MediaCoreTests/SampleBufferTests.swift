@@ -146,8 +146,8 @@ func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, ext
         #expect(inBand.count == outOfBand.count)
     }
 
-    @Test func referencedNALUnitsGiveTheSameSamplesWithoutCopies() throws {
-        guard let stream = try x264Stream(frames: 12, size: "640x360", arguments: ["--bframes", "2", "--slices", "2"]) else { return }
+    @Test(.requires(.ffmpeg, .x264)) func referencedNALUnitsGiveTheSameSamplesWithoutCopies() throws {
+        let stream = try x264Stream(frames: 12, size: "640x360", arguments: ["--bframes", "2", "--slices", "2"])
         let rate = SampleBufferBuilder.FrameRateSource.stream(fallback: FrameRate(25, 1))
         let (copied, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: rate)
         let file = BlockBuffer(stream)
@@ -188,8 +188,8 @@ func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, ext
         }
     }
 
-    @Test func accessUnitDelimitersAreDroppedOnRequest() throws {
-        guard let stream = try x264Stream(frames: 10, arguments: ["--aud", "--bframes", "2"]) else { return }
+    @Test(.requires(.ffmpeg, .x264)) func accessUnitDelimitersAreDroppedOnRequest() throws {
+        let stream = try x264Stream(frames: 10, arguments: ["--aud", "--bframes", "2"])
         let (kept, _) = try SampleBufferBuilder.samples(fromAnnexB: stream)
         let (dropped, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(dropsAccessUnitDelimiters: true))
         #expect(try kept.allSatisfy { try NALUnitHeader(byte: $0.nalUnits()[0][0]).nalUnitType == .accessUnitDelimiter })
@@ -252,14 +252,14 @@ func checkSamples(_ stream: [UInt8], expectedFrames: Int?) throws -> String? {
 
     /// x264 streams with B-pyramids, open GOPs and interlacing, checked against the parser's
     /// display order (itself checked against ffprobe) and the timing rules.
-    @Test(arguments: [
+    @Test(.requires(.ffmpeg, .x264), arguments: [
         ["--bframes", "3", "--b-pyramid", "normal", "--keyint", "12"],
         ["--bframes", "5", "--b-pyramid", "strict", "--open-gop", "--keyint", "20"],
         ["--bframes", "2", "--tff"],
         ["--bframes", "0", "--keyint", "5"],
     ])
     func x264(_ arguments: [String]) throws {
-        guard let stream = try x264Stream(frames: 48, arguments: arguments) else { return }
+        let stream = try x264Stream(frames: 48, arguments: arguments)
         let failure = try checkSamples(stream, expectedFrames: 48)
         #expect(failure == nil, "\(arguments): \(failure ?? "")")
         let (samples, builder) = try SampleBufferBuilder.samples(fromAnnexB: stream)

@@ -56,20 +56,22 @@ public enum Checkout {
     }
 }
 
-/// Runs a program found on PATH; nil if it is not installed.
-public func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult? {
-    guard let executable = which(program) else { return nil }
+/// Runs a program found on PATH. A program that is not installed is an error: a test that
+/// runs one declares it with ``Testing/Trait/requires(_:)`` and is skipped, never passed, where
+/// it is missing.
+public func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
+    guard let executable = which(program) else { throw TestFailure("\(program) is not installed (the test should declare .requires(...))") }
     return try runProcess(executable, arguments, stdin: stdin)
 }
 
 /// Encodes a test pattern with the x264 CLI (through ffmpeg's lavfi source piped as y4m).
-/// Returns nil when ffmpeg or x264 is missing.
-public func x264Stream(frames: Int, size: String = "176x144", sourcePixelFormat: String = "yuv420p", arguments: [String]) throws -> [UInt8]? {
-    guard let source = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
-                                          "-pix_fmt", sourcePixelFormat, "-strict", "-1", "-f", "yuv4mpegpipe", "-"]), source.status == 0 else { return nil }
+public func x264Stream(frames: Int, size: String = "176x144", sourcePixelFormat: String = "yuv420p", arguments: [String]) throws -> [UInt8] {
+    let source = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
+                                    "-pix_fmt", sourcePixelFormat, "-strict", "-1", "-f", "yuv4mpegpipe", "-"])
+    guard source.status == 0 else { throw TestFailure("ffmpeg failed: \(source.stderrText)") }
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-test-\(UUID().uuidString).264")
     defer { try? FileManager.default.removeItem(at: output) }
-    guard let encoded = try run("x264", ["--quiet", "--demuxer", "y4m", "-o", output.path] + arguments + ["-"], stdin: source.stdout) else { return nil }
+    let encoded = try run("x264", ["--quiet", "--demuxer", "y4m", "-o", output.path] + arguments + ["-"], stdin: source.stdout)
     guard encoded.status == 0 else { throw TestFailure("x264 failed: \(encoded.stderrText)") }
     return [UInt8](try Data(contentsOf: output))
 }
@@ -80,13 +82,12 @@ public struct TestFailure: Error, CustomStringConvertible {
 }
 
 
-/// The frame hashes ffmpeg decodes from a file (the last field of each `-f framemd5` line);
-/// nil if ffmpeg is not installed.
-public func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [String] = []) throws -> [String]? {
+/// The frame hashes ffmpeg decodes from a file (the last field of each `-f framemd5` line).
+public func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [String] = []) throws -> [String] {
     var arguments = ["-v", "error", "-threads", "1"]
     if let format { arguments += ["-f", format] }
     arguments += ["-i", path] + extra + ["-map", "0:v:0", "-f", "framemd5", "-"]
-    guard let result = try run("ffmpeg", arguments) else { return nil }
+    let result = try run("ffmpeg", arguments)
     return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
         .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
 }

@@ -23,8 +23,8 @@ struct BenchCommandTests {
 
     /// Each preset is timed beside the x264 CLI; the PSNR is ffmpeg's psnr filter "average" of the
     /// same stream (the x264 CLI's, which is byte-identical with ours), and the bit rate its size.
-    @Test func presetsBesideTheX264CLIWithFFmpegsPSNR() throws {
-        guard let source = try y4mSource(size: "320x240", frames: 30), which("x264") != nil else { return }
+    @Test(.requires(.ffmpeg, .x264)) func presetsBesideTheX264CLIWithFFmpegsPSNR() throws {
+        let source = try y4mSource(size: "320x240", frames: 30)
         defer { try? FileManager.default.removeItem(atPath: source) }
         let result = try h264kit(["bench", source, "--presets", "ultrafast,medium", "--runs", "1", "--threads", "2", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -38,10 +38,9 @@ struct BenchCommandTests {
             let reference = temporaryPath(".264")
             defer { try? FileManager.default.removeItem(atPath: reference) }
             _ = try run("x264", ["--quiet", "--preset", preset.preset, "--crf", "23", "--threads", "2", "-o", reference, source])
-            if let expected = try psnr(reference, source) {
-                #expect(abs(preset.psnr - expected) < 0.005, "\(preset.preset): \(preset.psnr) dB, ffmpeg \(expected) dB")
-                #expect(abs((preset.x264?.psnr ?? 0) - expected) < 0.005)
-            }
+            let expected = try psnr(reference, source)
+            #expect(abs(preset.psnr - expected) < 0.005, "\(preset.preset): \(preset.psnr) dB, ffmpeg \(expected) dB")
+            #expect(abs((preset.x264?.psnr ?? 0) - expected) < 0.005)
             let megabits = Double(fileSize(reference) * 8) / (30.0 / 25.0) / 1e6
             #expect(abs(preset.megabitsPerSecond - megabits) < 1e-9)
         }

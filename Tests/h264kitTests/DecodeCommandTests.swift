@@ -8,8 +8,8 @@ func hashColumn(_ text: String) -> [String] {
 }
 
 /// ffmpeg's output of `path` in `format` (`-f rawvideo`, `-f yuv4mpegpipe`), or nil without ffmpeg.
-func ffmpegOutput(_ path: String, _ arguments: [String]) throws -> Data? {
-    try run("ffmpeg", ["-v", "error", "-threads", "1", "-i", path, "-map", "0:v:0"] + arguments + ["-"])?.stdout
+func ffmpegOutput(_ path: String, _ arguments: [String]) throws -> Data {
+    try run("ffmpeg", ["-v", "error", "-threads", "1", "-i", path, "-map", "0:v:0"] + arguments + ["-"]).stdout
 }
 
 @Suite("h264kit decode")
@@ -18,14 +18,14 @@ struct DecodeCommandTests {
     static let fixture = Checkout.fixtures.appendingPathComponent("cisco-bframe-cabac.264").path
 
     /// Raw and Y4M output are byte for byte what ffmpeg writes.
-    @Test(arguments: [("raw", ["-f", "rawvideo"]), ("y4m", ["-f", "yuv4mpegpipe"]), ("raw", ["-f", "rawvideo", "-pix_fmt", "rgb24"])] as [(String, [String])])
+    @Test(.requires(.ffmpeg), arguments: [("raw", ["-f", "rawvideo"]), ("y4m", ["-f", "yuv4mpegpipe"]), ("raw", ["-f", "rawvideo", "-pix_fmt", "rgb24"])] as [(String, [String])])
     func outputIsFFmpegs(_ format: String, _ ffmpegArguments: [String]) throws {
         for input in [Self.sample, Self.fixture] {
             var arguments = ["decode", input, "-o", "-", "--format", format]
             if ffmpegArguments.contains("rgb24") { arguments += ["--pix-fmt", "rgb24"] }
             let ours = try h264kitProcess(arguments)
             #expect(ours.status == 0, "\(ours.stderrText)")
-            guard let theirs = try ffmpegOutput(input, ffmpegArguments) else { return }
+            let theirs = try ffmpegOutput(input, ffmpegArguments)
             #expect(ours.stdout == theirs, "\(input) \(format) \(ffmpegArguments)")
         }
     }
@@ -42,7 +42,7 @@ struct DecodeCommandTests {
         #expect(two.status == 0 && hashColumn(two.stdout) == Array(hashColumn(fromStream.stdout).prefix(2)))
     }
 
-    @Test func standardInputAndFrameLimit() throws {
+    @Test(.requires(.ffmpeg)) func standardInputAndFrameLimit() throws {
         let stream = try Data(contentsOf: URL(fileURLWithPath: Self.sample))
         let all = try h264kit(["decode", "-", "-o", "-", "--format", "framemd5"], stdin: stream)
         let three = try h264kit(["decode", "-", "-o", "-", "--format", "framemd5", "--frames", "3"], stdin: stream)
@@ -50,8 +50,8 @@ struct DecodeCommandTests {
         #expect(hashColumn(all.stdout) == (try ffmpegFrameHashes(Self.sample, format: "h264") ?? hashColumn(all.stdout)))
     }
 
-    @Test func thumbnailsEverySecondAsPNG() throws {
-        guard let stream = try x264Stream(frames: 75, size: "160x120", arguments: ["--fps", "25"]) else { return }
+    @Test(.requires(.ffmpeg, .x264)) func thumbnailsEverySecondAsPNG() throws {
+        let stream = try x264Stream(frames: 75, size: "160x120", arguments: ["--fps", "25"])
         let input = try Checkout.temporaryFile(stream)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-png-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -61,26 +61,26 @@ struct DecodeCommandTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         #expect(files == ["thumb-001.png", "thumb-002.png", "thumb-003.png"])
         // Frame 25 (one second in) as ffmpeg would convert it.
-        guard let expected = try ffmpegFrameHashes(input, format: "h264", extra: ["-vf", "select=eq(n\\,25)", "-pix_fmt", "rgb24"]) else { return }
+        let expected = try ffmpegFrameHashes(input, format: "h264", extra: ["-vf", "select=eq(n\\,25)", "-pix_fmt", "rgb24"])
         #expect(try ffmpegFrameHashes(directory + "/thumb-002.png", extra: ["-pix_fmt", "rgb24"]) == expected)
     }
 
     /// A size change: scaled to the first size as ffmpeg does, or kept with --no-autoscale.
-    @Test func sizeChanges() throws {
-        guard let first = try x264Stream(frames: 5, size: "160x120", arguments: []),
-              let second = try x264Stream(frames: 5, size: "320x240", arguments: []) else { return }
+    @Test(.requires(.ffmpeg, .x264)) func sizeChanges() throws {
+        let first = try x264Stream(frames: 5, size: "160x120", arguments: [])
+        let second = try x264Stream(frames: 5, size: "320x240", arguments: [])
         let input = try Checkout.temporaryFile(first + second)
         defer { try? FileManager.default.removeItem(atPath: input) }
         let scaled = try h264kit(["decode", input, "-o", "-", "--format", "framemd5"])
         let kept = try h264kit(["decode", input, "-o", "-", "--format", "framemd5", "--no-autoscale"])
         #expect(hashColumn(scaled.stdout).count == 10 && hashColumn(kept.stdout).count == 10)
-        if let expected = try ffmpegFrameHashes(input, format: "h264") { #expect(hashColumn(scaled.stdout) == expected) }
-        if let expected = try ffmpegFrameHashes(input, format: "h264", extra: ["-autoscale", "0"]) { #expect(hashColumn(kept.stdout) == expected) }
+        do { let expected = try ffmpegFrameHashes(input, format: "h264"); #expect(hashColumn(scaled.stdout) == expected) }
+        do { let expected = try ffmpegFrameHashes(input, format: "h264", extra: ["-autoscale", "0"]); #expect(hashColumn(kept.stdout) == expected) }
     }
 
     /// Damage: concealed and reported by default, fatal with --strict.
-    @Test func damagedInput() throws {
-        guard var stream = try x264Stream(frames: 30, size: "320x240", arguments: ["--keyint", "30"]) else { return }
+    @Test(.requires(.ffmpeg, .x264)) func damagedInput() throws {
+        var stream = try x264Stream(frames: 30, size: "320x240", arguments: ["--keyint", "30"])
         // Overwrite the middle of the stream (inside a P slice) with garbage without start codes.
         for i in (stream.count / 2)..<(stream.count / 2 + 400) { stream[i] = UInt8(truncatingIfNeeded: i &* 7 | 1) }
         let input = try Checkout.temporaryFile(stream)
@@ -88,7 +88,7 @@ struct DecodeCommandTests {
         let lenient = try h264kit(["decode", input, "-o", "-", "--format", "framemd5", "--threads", "1"])
         #expect(lenient.status == 0)
         #expect(lenient.stderr.contains("damaged"), "\(lenient.stderr)")
-        if let expected = try ffmpegFrameHashes(input, format: "h264") { #expect(hashColumn(lenient.stdout) == expected) }
+        do { let expected = try ffmpegFrameHashes(input, format: "h264"); #expect(hashColumn(lenient.stdout) == expected) }
         let strict = try h264kit(["decode", input, "-o", "/dev/null", "--format", "raw", "--strict"])
         #expect(strict.status != 0)
         #expect(strict.stderr.contains("--strict"))
@@ -96,15 +96,16 @@ struct DecodeCommandTests {
 
     /// A stream cut in the middle of its last slice: the damage libavcodec meets while finishing
     /// the held pictures is reported too, and the frames are ffmpeg's.
-    @Test func aStreamCutShort() throws {
+    @Test(.requires(.ffmpeg)) func aStreamCutShort() throws {
         let stream = try Checkout.fixture("cisco-bframe-cabac.264")
         let input = try Checkout.temporaryFile(Array(stream.prefix(stream.count - 2000)))
         defer { try? FileManager.default.removeItem(atPath: input) }
         // One thread, as the oracle: how a damaged picture is concealed depends on the threading.
         let result = try h264kit(["decode", input, "--threads", "1", "-o", "-", "--format", "framemd5"])
         #expect(result.status == 0)
-        if let expected = try ffmpegFrameHashes(input, format: "h264") { #expect(hashColumn(result.stdout) == expected) }
-        if let ffmpeg = try run("ffmpeg", ["-v", "error", "-f", "h264", "-i", input, "-f", "null", "-"]), !ffmpeg.stderrText.isEmpty {
+        do { let expected = try ffmpegFrameHashes(input, format: "h264"); #expect(hashColumn(result.stdout) == expected) }
+        let ffmpeg = try run("ffmpeg", ["-v", "error", "-f", "h264", "-i", input, "-f", "null", "-"])
+        if !ffmpeg.stderrText.isEmpty {
             #expect(result.stderr.contains("damaged"), "ffmpeg says \(ffmpeg.stderrText); we said \(result.stderr)")
         }
     }
@@ -164,7 +165,7 @@ struct CorpusDecodeTests {
     ]
 
     /// Every frame, bit-exact with the MANIFEST's `ffmpeg -threads 1 -f framemd5`.
-    @Test(arguments: decodable.map(\.path))
+    @Test(.requires(.ffmpeg), arguments: decodable.map(\.path))
     func framesMatchTheManifest(_ path: String) throws {
         let entry = Self.decodable.first { $0.path == path }!
         let result = try h264kit(["decode", entry.url.path, "--threads", "1", "-o", "-", "--format", "framemd5"])
@@ -176,7 +177,7 @@ struct CorpusDecodeTests {
         #expect(result.status == 0, "\(result.stderr.suffix(300))")
         let expected: [String]
         if let flags = Self.ffmpegFlags[path] {
-            guard let hashes = try ffmpegFrameHashesWithInputFlags(entry.url.path, flags) else { return }
+            let hashes = try ffmpegFrameHashesWithInputFlags(entry.url.path, flags)
             expected = hashes
         } else {
             expected = try storedFrameHashes(entry.url.path + ".framemd5")

@@ -2,24 +2,27 @@ import Foundation
 import TestSupport
 import Testing
 
-/// A y4m test source made by ffmpeg; nil without ffmpeg.
-func y4mSource(size: String, frames: Int, pixelFormat: String = "yuv420p") throws -> String? {
+/// A y4m test source made by ffmpeg.
+func y4mSource(size: String, frames: Int, pixelFormat: String = "yuv420p") throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-enc-\(UUID().uuidString).y4m").path
-    guard let made = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
-                                        "-pix_fmt", pixelFormat, "-strict", "-1", path]), made.status == 0 else { return nil }
+    let made = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "\(frames)",
+                                  "-pix_fmt", pixelFormat, "-strict", "-1", path])
+    guard made.status == 0 else { throw TestFailure("ffmpeg failed: \(made.stderrText)") }
     return path
 }
 
 func fileSize(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? -1 }
 
 /// PSNR (average) of `encoded` against `source`, from ffmpeg's psnr filter.
-func psnr(_ encoded: String, _ source: String) throws -> Double? {
-    guard let result = try run("ffmpeg", ["-v", "info", "-i", encoded, "-i", source, "-lavfi", "psnr", "-f", "null", "-"]) else { return nil }
-    guard let range = result.stderrText.range(of: "average:") else { return nil }
-    return Double(result.stderrText[range.upperBound...].prefix { $0 != " " })
+func psnr(_ encoded: String, _ source: String) throws -> Double {
+    let result = try run("ffmpeg", ["-v", "info", "-i", encoded, "-i", source, "-lavfi", "psnr", "-f", "null", "-"])
+    guard let range = result.stderrText.range(of: "average:"), let value = Double(result.stderrText[range.upperBound...].prefix { $0 != " " }) else {
+        throw TestFailure("ffmpeg's psnr filter printed no average: \(result.stderrText)")
+    }
+    return value
 }
 
-@Suite("h264kit encode", .serialized)
+@Suite("h264kit encode", .serialized, .requires(.ffmpeg, .ffprobe, .x264))
 struct EncodeCommandTests {
     struct Preset: Sendable, CustomTestStringConvertible {
         var name: String
@@ -30,7 +33,7 @@ struct EncodeCommandTests {
     /// The same settings give the x264 CLI's stream, byte for byte (so the same size and PSNR).
     @Test("Annex-B output is byte-identical with the x264 CLI at CRF 23", arguments: Preset.all)
     func matchesX264(_ preset: Preset) throws {
-        guard let source = try y4mSource(size: "320x240", frames: 40), which("x264") != nil else { return }
+        let source = try y4mSource(size: "320x240", frames: 40)
         defer { try? FileManager.default.removeItem(atPath: source) }
         let ours = temporaryPath(".264"), theirs = temporaryPath(".264")
         defer { for path in [ours, theirs] { try? FileManager.default.removeItem(atPath: path) } }
@@ -39,25 +42,25 @@ struct EncodeCommandTests {
         _ = try run("x264", ["--quiet", "--preset", preset.name, "--crf", "23", "--threads", "2", "-o", theirs, source])
         #expect(fileSize(ours) > 0)
         #expect(FileManager.default.contentsEqual(atPath: ours, andPath: theirs))
-        if let hashes = try ffmpegFrameHashes(ours) { #expect(hashes.count == 40) }
+        do { let hashes = try ffmpegFrameHashes(ours); #expect(hashes.count == 40) }
     }
 
     @Test("MP4 and MOV: ffprobe reports the requested profile, level, size and rate; every frame decodes")
     func container() throws {
-        guard let source = try y4mSource(size: "320x240", frames: 30) else { return }
+        let source = try y4mSource(size: "320x240", frames: 30)
         defer { try? FileManager.default.removeItem(atPath: source) }
         for suffix in [".mp4", ".mov"] {
             let output = temporaryPath(suffix)
             defer { try? FileManager.default.removeItem(atPath: output) }
             let result = try h264kit(["encode", source, "-o", output, "--preset", "veryfast", "--profile", "main", "--level", "3.1", "--keyint", "10", "--fps", "30000/1001"])
             #expect(result.status == 0, "\(result.stderr)")
-            guard let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v", "-count_frames", "-show_entries",
-                                                  "stream=profile,level,width,height,r_frame_rate,nb_read_frames", "-of", "default=noprint_wrappers=1", output]) else { continue }
+            let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v", "-count_frames", "-show_entries",
+                                            "stream=profile,level,width,height,r_frame_rate,nb_read_frames", "-of", "default=noprint_wrappers=1", output])
             for line in ["profile=Main", "level=31", "width=320", "height=240", "r_frame_rate=30000/1001", "nb_read_frames=30"] {
                 #expect(probe.stdoutText.contains(line), "\(suffix): \(line) in \(probe.stdoutText)")
             }
             let errors = try run("ffmpeg", ["-v", "error", "-i", output, "-f", "null", "-"])
-            #expect(errors?.stderrText.isEmpty ?? true)
+            #expect(errors.stderrText.isEmpty)
             // Keyframes every 10 frames at most.
             let inspect = try h264kit(["inspect", output, "--json"])
             let summary = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as? [String: Any]
@@ -70,7 +73,7 @@ struct EncodeCommandTests {
     /// byte, within 5% of the target.
     @Test("two passes: the x264 CLI's two-pass stream, within 5% of the target")
     func twoPass() throws {
-        guard let source = try y4mSource(size: "640x360", frames: 250), which("x264") != nil else { return }
+        let source = try y4mSource(size: "640x360", frames: 250)
         defer { try? FileManager.default.removeItem(atPath: source) }
         let ours = temporaryPath(".264"), theirs = temporaryPath(".264"), stats = temporaryPath(".stats")
         defer { for path in [ours, theirs, stats, stats + ".mbtree"] { try? FileManager.default.removeItem(atPath: path) } }
@@ -86,13 +89,13 @@ struct EncodeCommandTests {
     /// On camera footage (the corpus's GoPro clip, 854x480, 362 frames) two passes at a bit rate
     /// give at least the PSNR of one-pass ABR at the same rate, both within 5% of it. (On
     /// testsrc2, where every frame costs the same, x264's two passes are 0.02 dB below ABR.)
-    @Test func twoPassBeatsOnePassABROnCameraFootage() throws {
-        guard let corpus = Corpus.directory else { return }
-        let clip = corpus.appendingPathComponent("gopro_gpmf-parser/karma.mp4").path
-        guard FileManager.default.fileExists(atPath: clip) else { return }
+    @Test(.requiresCorpus) func twoPassBeatsOnePassABROnCameraFootage() throws {
+        let clip = try #require(Corpus.directory).appendingPathComponent("gopro_gpmf-parser/karma.mp4").path
+        try #require(FileManager.default.fileExists(atPath: clip), "the corpus has \(clip)")
         let source = temporaryPath(".y4m")
         defer { try? FileManager.default.removeItem(atPath: source) }
-        guard let decoded = try run("ffmpeg", ["-v", "error", "-i", clip, "-pix_fmt", "yuv420p", source]), decoded.status == 0 else { return }
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", clip, "-pix_fmt", "yuv420p", source])
+        try #require(decoded.status == 0, "\(decoded.stderrText)")
         let one = temporaryPath(".264"), two = temporaryPath(".264")
         defer { for path in [one, two] { try? FileManager.default.removeItem(atPath: path) } }
         #expect(try h264kit(["encode", source, "-o", one, "--preset", "medium", "--bitrate", "600"]).status == 0)
@@ -108,7 +111,7 @@ struct EncodeCommandTests {
 
     @Test("bad input and impossible settings: a clear error before any output")
     func refusals() throws {
-        guard let source = try y4mSource(size: "320x240", frames: 3) else { return }
+        let source = try y4mSource(size: "320x240", frames: 3)
         defer { try? FileManager.default.removeItem(atPath: source) }
         let brokenHeader = try Checkout.temporaryFile(Array("YUV4MPEG2 W320 F25:1\nFRAME\n".utf8), suffix: ".y4m")
         let raw = try Checkout.temporaryFile([UInt8](repeating: 16, count: 320 * 240 * 3 / 2 * 2 + 100), suffix: ".yuv")

@@ -19,29 +19,29 @@ func temporaryPath(_ suffix: String) -> String {
 }
 
 /// ffprobe's `timecode` tag of the timecode (data) stream, and its format tags.
-func probeTimecode(_ path: String) throws -> String? {
-    guard let result = try run("ffprobe", ["-v", "error", "-select_streams", "d", "-show_entries", "stream_tags=timecode", "-of", "csv=p=0", path]) else { return nil }
+func probeTimecode(_ path: String) throws -> String {
+    let result = try run("ffprobe", ["-v", "error", "-select_streams", "d", "-show_entries", "stream_tags=timecode", "-of", "csv=p=0", path])
     return result.stdoutText.split(separator: "\n").first.map(String.init) ?? ""
 }
 
 @Suite("h264kit timecode", .serialized)
 struct TimecodeCommandTests {
     /// An x264 stream at `rate` (VUI timing), 40 frames with B-frames.
-    static func stream(rate: String) throws -> String? {
-        guard let bytes = try x264Stream(frames: 40, arguments: ["--preset", "veryfast", "--bframes", "2", "--fps", rate]) else { return nil }
+    static func stream(rate: String) throws -> String {
+        let bytes = try x264Stream(frames: 40, arguments: ["--preset", "veryfast", "--bframes", "2", "--fps", rate])
         return try CLIFixtures.temporaryFile(bytes)
     }
 
-    @Test("mux --timecode: ffprobe, mediainfo and h264kit timecode show what was written", arguments: TimecodeCase.all)
+    @Test("mux --timecode: ffprobe, mediainfo and h264kit timecode show what was written", .requires(.ffmpeg, .ffprobe, .mediainfo, .x264), arguments: TimecodeCase.all)
     func muxedTimecode(_ test: TimecodeCase) throws {
-        guard let input = try Self.stream(rate: test.rate) else { return }
+        let input = try Self.stream(rate: test.rate)
         defer { try? FileManager.default.removeItem(atPath: input) }
         let output = temporaryPath(test.suffix)
         defer { try? FileManager.default.removeItem(atPath: output) }
         let mux = try h264kit(["mux", input, output, "--timecode", test.start, "--reel", "A001"])
         #expect(mux.status == 0, "\(mux.stderr)")
-        if let probed = try probeTimecode(output) { #expect(probed == test.start) }
-        if let info = try run("mediainfo", ["--Inform=Other;%TimeCode_FirstFrame%|%Format%", output]) {
+        #expect(try probeTimecode(output) == test.start)
+        do { let info = try run("mediainfo", ["--Inform=Other;%TimeCode_FirstFrame%|%Format%", output])
             #expect(info.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "\(test.start)|QuickTime TC")
         }
         let shown = try h264kit(["timecode", output, "--json", "--frames"])
@@ -60,12 +60,12 @@ struct TimecodeCommandTests {
             Issue.record("convert printed \(converted.stdout) \(converted.stderr)")
         }
         // The video decodes as before.
-        if let source = try ffmpegFrameHashes(input), let muxed = try ffmpegFrameHashes(output) { #expect(source == muxed) }
+        #expect(try ffmpegFrameHashes(input) == ffmpegFrameHashes(output))
     }
 
-    @Test("tc64 sample format is read back by h264kit timecode")
+    @Test("tc64 sample format is read back by h264kit timecode", .requires(.ffmpeg, .x264))
     func timeCode64() throws {
-        guard let input = try Self.stream(rate: "25") else { return }
+        let input = try Self.stream(rate: "25")
         defer { try? FileManager.default.removeItem(atPath: input) }
         let output = temporaryPath(".mov")
         defer { try? FileManager.default.removeItem(atPath: output) }
@@ -74,25 +74,27 @@ struct TimecodeCommandTests {
         #expect(shown.stdout.contains("tc64, start 01:00:00:00, 25/1 fps"))
     }
 
-    @Test("ffmpeg-made MOVs with -timecode: h264kit prints ffprobe's start timecode")
+    @Test("ffmpeg-made MOVs with -timecode: h264kit prints ffprobe's start timecode", .requires(.ffmpeg, .ffprobe))
     func ffmpegMade() throws {
         for (rate, start) in [("30000/1001", "00:59:59;29"), ("50", "12:34:56:49"), ("60000/1001", "01:00:00;04"), ("24", "00:00:10:00")] {
             let path = temporaryPath(".mov")
             defer { try? FileManager.default.removeItem(atPath: path) }
-            guard let made = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=\(rate)", "-frames:v", "5",
-                                                "-c:v", "libx264", "-timecode", start, path]), made.status == 0 else { continue }
+            let made = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=\(rate)", "-frames:v", "5",
+                                          "-c:v", "libx264", "-timecode", start, path])
+            try #require(made.status == 0, "\(made.stderrText)")
             let shown = try h264kit(["timecode", path, "--json"])
             let report = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
             #expect(report?["start"] as? String == start, "\(rate)")
-            if let probed = try probeTimecode(path) { #expect(probed == start) }
+            #expect(try probeTimecode(path) == start)
         }
     }
 
-    @Test("every corpus file with a timecode track: the start timecode ffprobe reports", .enabled(if: Corpus.directory != nil))
+    @Test("every corpus file with a timecode track: the start timecode ffprobe reports", .requires(.ffprobe), .enabled(if: Corpus.directory != nil))
     func corpus() throws {
         var checked = 0
         for entry in Corpus.entries() where entry.isContainer {
-            guard let probed = try probeTimecode(entry.url.path), !probed.isEmpty else { continue }
+            let probed = try probeTimecode(entry.url.path)
+            guard !probed.isEmpty else { continue }
             let shown = try h264kit(["timecode", entry.url.path, "--json"])
             let report = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
             #expect(report?["start"] as? String == probed, "\(entry.path): \(shown.stderr)")
@@ -102,7 +104,8 @@ struct TimecodeCommandTests {
         let directory = Corpus.directory!.appendingPathComponent("orchetect_TimecodeKit")
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".mov") {
             let path = directory.appendingPathComponent(name).path
-            guard let probed = try probeTimecode(path), !probed.isEmpty else { continue }
+            let probed = try probeTimecode(path)
+            guard !probed.isEmpty else { continue }
             let shown = try h264kit(["timecode", path, "--json", "--frames"])
             let report = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
             #expect(report?["start"] as? String == probed, "\(name): \(shown.stderr)")
@@ -155,7 +158,7 @@ struct TimecodeCommandTests {
 
 @Suite("h264kit metadata", .serialized)
 struct MetadataCommandTests {
-    @Test("MOV: --meta reverse-DNS keys show in ffprobe's format tags; inspect lists them")
+    @Test("MOV: --meta reverse-DNS keys show in ffprobe's format tags; inspect lists them", .requires(.ffprobe))
     func mov() throws {
         let input = CLIFixtures.path("cisco-bframe-cabac.264")
         let output = temporaryPath(".mov")
@@ -163,7 +166,7 @@ struct MetadataCommandTests {
         let result = try h264kit(["mux", input, output, "--fps", "25", "--meta", "com.example.camera.model=Cam X",
                                   "--meta", "com.example.take=int:7", "--meta", "title=Scene 1", "--meta", "xmpl=raw bytes"])
         #expect(result.status == 0, "\(result.stderr)")
-        if let tags = try run("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "default=noprint_wrappers=1", output]) {
+        do { let tags = try run("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "default=noprint_wrappers=1", output])
             #expect(tags.stdoutText.contains("TAG:com.example.camera.model=Cam X"))
             #expect(tags.stdoutText.contains("TAG:com.example.take=7"))
             #expect(tags.stdoutText.contains("TAG:title=Scene 1"))
@@ -177,7 +180,7 @@ struct MetadataCommandTests {
         #expect(items.contains("udta xmpl=raw bytes"))
     }
 
-    @Test("MP4: udta items round-trip and sit in moov/udta; a reverse-DNS key is refused with what to use")
+    @Test("MP4: udta items round-trip and sit in moov/udta; a reverse-DNS key is refused with what to use", .requires(.ffprobe))
     func mp4() throws {
         let input = CLIFixtures.path("cisco-bframe-cabac.264")
         let output = temporaryPath(".mp4")
@@ -196,7 +199,7 @@ struct MetadataCommandTests {
         #expect(items.contains("udta xmpl=Some value"))
         #expect(items.contains("udta blob=0x00010203feff"))
         #expect(items.contains("ilst ©nam=T"))
-        if let tags = try run("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "default=noprint_wrappers=1", output]) {
+        do { let tags = try run("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "default=noprint_wrappers=1", output])
             #expect(tags.stdoutText.contains("TAG:title=T"))
             #expect(tags.stdoutText.contains("TAG:comment=C"))
         }
@@ -209,7 +212,7 @@ struct MetadataCommandTests {
         #expect(!FileManager.default.fileExists(atPath: refused))
     }
 
-    @Test("every corpus MP4/MOV: the metadata reads, and ffprobe's reverse-DNS and common tags are among the items", .enabled(if: Corpus.directory != nil))
+    @Test("every corpus MP4/MOV: the metadata reads, and ffprobe's reverse-DNS and common tags are among the items", .requires(.ffprobe), .enabled(if: Corpus.directory != nil))
     func corpus() throws {
         // FFmpeg's names for items; MOVs name the encoder ©swr, 3GPP files give the location as a binary loci box.
         let common = ["title": ["©nam"], "comment": ["©cmt"], "artist": ["©ART"], "album": ["©alb"], "encoder": ["©too", "©swr"],
@@ -221,7 +224,7 @@ struct MetadataCommandTests {
                 continue
             }
             let items = (summary["metadata"] as? [[String: Any]] ?? []).map { (key: "\($0["key"]!)", value: "\($0["value"]!)") }
-            guard let tags = try run("ffprobe", ["-v", "quiet", "-show_entries", "format_tags", "-of", "default=noprint_wrappers=1", entry.url.path]) else { return }
+            let tags = try run("ffprobe", ["-v", "quiet", "-show_entries", "format_tags", "-of", "default=noprint_wrappers=1", entry.url.path])
             for line in tags.stdoutText.split(separator: "\n") where line.hasPrefix("TAG:") {
                 let pair = line.dropFirst(4).split(separator: "=", maxSplits: 1).map(String.init)
                 guard pair.count == 2 else { continue }

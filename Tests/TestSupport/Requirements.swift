@@ -1,0 +1,25 @@
+public import Testing
+
+/// A program a test runs as its oracle or peer.
+public enum Tool: String, Sendable, CaseIterable {
+    case ffmpeg, ffprobe, x264, mediainfo, chromium
+    case gstLaunch = "gst-launch-1.0"
+    case python3
+
+    /// Whether the program is on the PATH.
+    public var isInstalled: Bool { which(rawValue) != nil }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs the test only where `tools` are installed; elsewhere it is reported *skipped*, with
+    /// the reason, never passed. CI installs every tool and fails on any skip.
+    public static func requires(_ tools: Tool...) -> Self {
+        let missing = tools.filter { !$0.isInstalled }.map(\.rawValue)
+        return .enabled(if: missing.isEmpty, Comment(rawValue: "needs \(tools.map(\.rawValue).joined(separator: ", ")) on the PATH (missing: \(missing.joined(separator: ", ")))"))
+    }
+
+    /// Runs the test only when `H264KIT_CORPUS` names the shared corpus.
+    public static var requiresCorpus: Self {
+        .enabled(if: Corpus.directory != nil, "needs the shared corpus: set H264KIT_CORPUS to a directory with MANIFEST.tsv")
+    }
+}
