@@ -46,7 +46,7 @@ var targets: [Target] = [
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
     .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport"]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
-    .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "MediaCore", "TestSupport"]),
+    .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),

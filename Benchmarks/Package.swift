@@ -26,5 +26,7 @@ let package = Package(
             path: "Benchmarks/H264KitBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Peak memory of a session's frames sequence with a fast and a slow consumer.
+        .executableTarget(name: "FramesConsumer", dependencies: [.product(name: "H264Kit", package: "H264Kit")], path: "Sources/FramesConsumer"),
     ]
 )

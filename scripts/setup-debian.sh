@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything H264Kit needs on a fresh Debian 12 machine: the C libraries it links
-# (x264, libavcodec/libavutil/libswscale) and the tools its tests and benchmarks compare
+# Installs everything H264Kit needs on a fresh Debian 12 machine: the C libraries it builds
+# against (x264, libavcodec/libavutil/libswscale) and the tools its tests and benchmarks compare
 # against (x264, ffmpeg/ffprobe, mediainfo, hyperfine). Swift itself is expected on PATH.
 set -euo pipefail
-packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine)
+packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine python3 time)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,6 +16,7 @@ public struct AccessUnitDetector: Sendable {
     /// Whether the NAL unit last given was the first slice of a new primary coded picture.
     public private(set) var isFirstSliceOfPicture = false
 
+    /// A detector before the first NAL unit.
     public init() {}
 
     /// Whether a slice belongs to a different primary coded picture than `previous` (§7.4.1.2.4).
@@ -97,7 +98,9 @@ public struct AccessUnitDetector: Sendable {
 public struct PictureOrderCounter: Sendable {
     /// TopFieldOrderCnt and BottomFieldOrderCnt of one picture; a field has only its own.
     public struct Result: Hashable, Sendable {
+        /// TopFieldOrderCnt, nil for a bottom field.
         public var topFieldOrderCnt: Int?
+        /// BottomFieldOrderCnt, nil for a top field.
         public var bottomFieldOrderCnt: Int?
         /// PicOrderCnt(picture): the smaller of the two for a frame, the field's own otherwise.
         public var picOrderCnt: Int { min(topFieldOrderCnt ?? .max, bottomFieldOrderCnt ?? .max) }
@@ -109,8 +112,10 @@ public struct PictureOrderCounter: Sendable {
     private var prevFrameNum = 0
     private var previousHadMMCO5 = false
 
+    /// A counter before the first picture.
     public init() {}
 
+    /// The order counts of the picture `slice` starts (§8.2.1), updating the state kept for the next one.
     public mutating func compute(for slice: SliceHeader, sequenceParameterSet sps: SequenceParameterSet) -> Result {
         let isField = slice.fieldPicFlag
         let isBottom = isField && slice.bottomFieldFlag
@@ -204,6 +209,7 @@ public struct DisplayOrderer: Sendable {
     private var period: [(decodeIndex: Int, picOrderCnt: Int)] = []
     private var nextDisplayIndex = 0
 
+    /// An orderer with no pictures yet.
     public init() {}
 
     /// Adds the next picture in decoding order; returns the (decode index, display index)

@@ -10,6 +10,7 @@ public struct AnnexBNALUnit: Hashable, Sendable {
     /// The NAL unit's bytes within the stream.
     public var payload: Range<Int>
 
+    /// A NAL unit at `payload`, after a start code of `startCodeLength` bytes at `startCodeOffset`.
     public init(startCodeOffset: Int, startCodeLength: Int, payload: Range<Int>) {
         self.startCodeOffset = startCodeOffset
         self.startCodeLength = startCodeLength
@@ -163,6 +164,7 @@ public struct AnnexBStreamSplitter: Sendable {
     /// The largest NAL unit accepted by default: 64 MiB, several times a 4K intra frame.
     public static let defaultMaximumNALUnitSize = 64 << 20
 
+    /// The largest NAL unit accepted; a larger one is an error.
     public let maximumNALUnitSize: Int
     /// Bytes from the current NAL unit's first payload byte on.
     private var pending: [UInt8] = []
@@ -179,6 +181,7 @@ public struct AnnexBStreamSplitter: Sendable {
     /// Bytes before the first start code that are not leading_zero_8bits.
     public private(set) var leadingGarbageCount = 0
 
+    /// A splitter with nothing fed yet, accepting NAL units up to `maximumNALUnitSize` bytes.
     public init(maximumNALUnitSize: Int = AnnexBStreamSplitter.defaultMaximumNALUnitSize) {
         self.maximumNALUnitSize = maximumNALUnitSize
     }

@@ -38,9 +38,10 @@ public struct NALUnitBuffer: @unchecked Sendable {  // the bytes are immutable a
 /// (standard input, a pipe) or bytes in memory.
 ///
 /// A regular file is mapped: NAL units refer to the mapping without a copy, and for files of
-/// 8 MB or more a helper thread works a few 1 MB windows ahead of the reader, prefaulting the
-/// pages in one call per window and finding the start codes, and lets the pages well behind
-/// go (they stay in the page cache). Other inputs are read in 4 MB chunks and each NAL unit
+/// 8 MB or more a helper thread searches ahead of the reader: a few 1 MB windows ahead,
+/// prefaulting the pages in one call per window and letting the pages well behind go (they stay
+/// in the page cache), or, without ``Options/releasesPagesBehind``, the second half of the
+/// file while this thread does the first. Other inputs are read in 4 MB chunks and each NAL unit
 /// gets a buffer of its own. Either way the units, their offsets and start-code lengths are
 /// those ``AnnexB/forEachNALUnit(in:_:)`` finds in the whole stream, and memory is bounded by
 /// the largest NAL unit, which is capped by ``Options/maximumNALUnitSize``.
@@ -55,15 +56,25 @@ public final class AnnexBReader {
         public var maximumNALUnitSize: Int
         /// Bytes read at a time from a descriptor.
         public var chunkSize: Int
+        /// For a large mapped file: let the pages well behind the reader go from the process, so
+        /// that memory stays flat while the caller keeps units (a remuxer chaining them into
+        /// samples; a unit still referenced faults its pages back in when read). Without it the
+        /// file is searched in two halves at once, which is fastest when each unit is let go
+        /// after parsing (inspect), and the whole mapping stays resident.
+        public var releasesPagesBehind: Bool
 
-        public init(maximumNALUnitSize: Int = AnnexBStreamSplitter.defaultMaximumNALUnitSize, chunkSize: Int = 4 << 20) {
+        /// Options with the given NAL unit cap and read size (64 MiB and 4 MiB by default), pages
+        /// released behind the reader unless asked otherwise.
+        public init(maximumNALUnitSize: Int = AnnexBStreamSplitter.defaultMaximumNALUnitSize, chunkSize: Int = 4 << 20, releasesPagesBehind: Bool = true) {
             self.maximumNALUnitSize = maximumNALUnitSize
             self.chunkSize = chunkSize
+            self.releasesPagesBehind = releasesPagesBehind
         }
     }
 
     /// The input's name in errors ("stdin" for standard input).
     public let name: String
+    /// The limits and buffer sizes the reader was made with.
     public let options: Options
     private var source: Source
 
@@ -81,7 +92,7 @@ public final class AnnexBReader {
             let status = path == "-" ? nil : try FileStatus.of(path: path)
             if status?.kind == .regular && status?.size == 0 { throw BitstreamError(.noPicture, "the file is empty") }
             if let status, status.kind == .regular {
-                self.init(name: name, options: options, source: .mapped(MappedCursor(file: try MappedFile(path: path))))
+                self.init(name: name, options: options, source: .mapped(MappedCursor(file: try MappedFile(path: path), releasesPagesBehind: options.releasesPagesBehind)))
             } else {
                 self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: try ChunkedInput(path: path), chunkSize: options.chunkSize)))
             }
@@ -168,7 +179,9 @@ public final class AnnexBReader {
 }
 
 extension AnnexBReader: AsyncSequence {
+    /// The units read: each NAL unit with its location.
     public typealias Element = NALUnitBuffer
+    /// The error a read throws: I/O failures and oversized NAL units.
     public typealias Failure = BitstreamError
 
     /// Iterates the reader's units; reads that may block run on a dispatch queue, not on the
@@ -176,24 +189,20 @@ extension AnnexBReader: AsyncSequence {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let reader: AnnexBReader
 
+        /// The next NAL unit, or nil at the end of the stream.
         public mutating func next() async throws(BitstreamError) -> NALUnitBuffer? {
             try await next(isolation: nil)
         }
 
+        /// The next NAL unit, or nil at the end; blocking reads run on a global dispatch queue.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(BitstreamError) -> NALUnitBuffer? {
             guard reader.readsBlock else { return try reader.next() }
             nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
-            let result: Result<NALUnitBuffer?, BitstreamError> = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    do throws(BitstreamError) { continuation.resume(returning: .success(try reader.next())) } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
-                }
-            }
-            return try result.get()
+            return try await offloaded { () throws(BitstreamError) -> NALUnitBuffer? in try reader.next() }
         }
     }
 
+    /// An iterator over the reader's NAL units; use one at a time, the reader is shared.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: self) }
 }
 
@@ -210,7 +219,7 @@ extension BitstreamError {
 private final class MappedCursor {
     private let owner: AnyObject
     private let bytes: UnsafeRawBufferPointer
-    private let scanner: WindowScanner?
+    private let scanner: (any PrefixScanner)?
     /// Start-code prefixes found and not yet turned into units (for the window scanner).
     private var prefixes: [Int] = []
     private var prefixIndex = 0
@@ -223,12 +232,16 @@ private final class MappedCursor {
     /// Files this large are scanned ahead on a helper thread.
     static let scanAheadThreshold = 8 << 20
 
-    init(file: MappedFile) {
+    init(file: MappedFile, releasesPagesBehind: Bool) {
         owner = file
         bytes = file.bytes
         leadingGarbageCount = AnnexB.leadingGarbageCount(in: file.bytes)
         let helpers = sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1
-        scanner = file.count >= Self.scanAheadThreshold && helpers ? WindowScanner(file: file) : nil
+        if file.count >= Self.scanAheadThreshold && helpers {
+            scanner = releasesPagesBehind ? WindowScanner(file: file) : HalvesScanner(file: file)
+        } else {
+            scanner = nil
+        }
     }
 
     deinit { scanner?.cancel() }
@@ -289,11 +302,68 @@ final class ByteStorage: @unchecked Sendable {  // written once, in init
     deinit { bytes.deallocate() }
 }
 
+/// Finds the start codes of a large mapped file ahead of the reader, a batch at a time.
+private protocol PrefixScanner: AnyObject {
+    /// The prefixes of the next part of the file, in order; nil after the last.
+    func nextWindow() -> [Int]?
+    /// Stops the helper and waits for it.
+    func cancel()
+}
+
+/// Searches a large mapped file in two halves at once: this thread prefaults and searches the
+/// first (about 47%), a helper the second, each with one `MADV_POPULATE_READ` call for its
+/// pages. A prefix belongs to the half it starts in, so together they give every prefix once.
+/// Measured (500 MB, 2 cores): about 10% faster than reading through the kernel, and the
+/// search of the second half overlaps the parsing of the first.
+private final class HalvesScanner: PrefixScanner, @unchecked Sendable {  // `second` is handed over by `done`
+    private let file: MappedFile
+    private let split: Int
+    private var second: [Int] = []
+    private let done = DispatchSemaphore(value: 0)
+    private var step = 0
+
+    init(file: MappedFile) {
+        self.file = file
+        split = min(file.count, (file.count * 47 / 100 + 4095) & ~4095)
+        DispatchQueue.global().async { [self] in
+            second = Self.prefixes(in: file, split..<file.count)
+            done.signal()
+        }
+    }
+
+    private static func prefixes(in file: MappedFile, _ range: Range<Int>) -> [Int] {
+        file.advise(.populate, range: range)
+        var found: [Int] = []
+        var i = range.lowerBound
+        while let p = AnnexB.nextStartCodePrefix(in: file.bytes, from: i, before: range.upperBound) {
+            found.append(p)
+            i = p + 1
+        }
+        return found
+    }
+
+    func nextWindow() -> [Int]? {
+        defer { step += 1 }
+        switch step {
+        case 0: return Self.prefixes(in: file, 0..<split)
+        case 1:
+            done.wait()
+            return second
+        default: return nil
+        }
+    }
+
+    func cancel() {
+        if step < 2 { done.wait() }
+        step = 2
+    }
+}
+
 /// Finds the start codes of a large mapped file a window at a time on a helper thread, at most
 /// `depth` windows ahead of the reader: it prefaults each window's pages in one call and
 /// searches it, and drops the pages `lag` windows behind the reader from the process. The
 /// search and the page-table work thus overlap the reader's parsing.
-private final class WindowScanner: @unchecked Sendable {  // slots are handed over by the semaphores
+private final class WindowScanner: PrefixScanner, @unchecked Sendable {  // slots are handed over by the semaphores
     private let file: MappedFile
     private let window: Int
     private let depth: Int

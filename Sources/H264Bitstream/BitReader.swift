@@ -10,6 +10,7 @@ public struct BitReader: ~Escapable {
     /// Bits consumed so far.
     @inlinable public var bitPosition: Int { position }
 
+    /// A reader at the first bit of `bytes`, which must outlive it.
     @inlinable @_lifetime(copy bytes)
     public init(_ bytes: Span<UInt8>) {
         self.bytes = bytes

@@ -4,10 +4,12 @@ public struct BitWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
     @usableFromInline var bitsInLastByte = 8
 
+    /// An empty writer.
     public init() {}
 
     /// Total number of bits written.
     public var bitCount: Int { bytes.isEmpty ? 0 : (bytes.count - 1) * 8 + bitsInLastByte }
+    /// Whether the bits written end on a byte boundary.
     public var isByteAligned: Bool { bitsInLastByte == 8 }
 
     /// `u(n)`: writes the low `count` bits of `value`.
@@ -26,6 +28,7 @@ public struct BitWriter: Sendable {
         }
     }
 
+    /// `u(1)`: writes a flag as one bit.
     public mutating func flag(_ value: Bool) { bits(value ? 1 : 0, 1) }
 
     /// `ue(v)`: unsigned Exp-Golomb (§9.1).

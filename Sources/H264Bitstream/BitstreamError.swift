@@ -40,6 +40,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         /// SPS and PPS).
         public static let noPicture = Code(.noPicture)
 
+        /// The code's name in lowercase words, as messages print it.
         public var description: String {
             switch base {
             case .endOfData: "end of data"
@@ -58,6 +59,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         }
     }
 
+    /// What kind of problem was found.
     public var code: Code
     /// What was being read and what was wrong with it.
     public var reason: String
@@ -68,6 +70,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
     /// Zero-based index of the NAL unit in the stream, if known.
     public var nalIndex: Int?
 
+    /// An error of kind `code` with what was wrong, and where when known.
     public init(_ code: Code, _ reason: String, byteOffset: Int? = nil, bitOffset: Int? = nil, nalIndex: Int? = nil) {
         self.code = code
         self.reason = reason
@@ -85,6 +88,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         return copy
     }
 
+    /// The location (byte, NAL unit, bit) when known, then the code and the reason.
     public var description: String {
         var place: [String] = []
         if let byteOffset { place.append("byte \(byteOffset)") }

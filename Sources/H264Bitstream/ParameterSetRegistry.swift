@@ -3,7 +3,9 @@
 public struct ParameterSetRegistry: Sendable {
     /// A parameter set with the NAL unit it came from (for avcC records and in-band repetition).
     public struct Entry<Value: Sendable>: Sendable {
+        /// The parsed parameter set.
         public var value: Value
+        /// The NAL unit's bytes, header byte first, as received.
         public var nalUnit: [UInt8]
     }
 
@@ -16,6 +18,7 @@ public struct ParameterSetRegistry: Sendable {
     private var spsStorage = [Box<SequenceParameterSet>?](repeating: nil, count: 32)
     private var ppsStorage = [Box<PictureParameterSet>?](repeating: nil, count: 256)
 
+    /// An empty registry.
     public init() {}
 
     /// The SPS entries present, by id.
@@ -27,7 +30,9 @@ public struct ParameterSetRegistry: Sendable {
         Dictionary(uniqueKeysWithValues: ppsStorage.enumerated().compactMap { i, box in box.map { (i, $0.entry) } })
     }
 
+    /// The SPS with `seq_parameter_set_id` `id`, or nil if none has been added.
     public func sps(_ id: Int) -> SequenceParameterSet? { spsBox(id)?.entry.value }
+    /// The PPS with `pic_parameter_set_id` `id`, or nil if none has been added.
     public func pps(_ id: Int) -> PictureParameterSet? { ppsBox(id)?.entry.value }
 
     @inline(__always) func spsBox(_ id: Int) -> Box<SequenceParameterSet>? { id >= 0 && id < 32 ? spsStorage[id] : nil }
@@ -40,6 +45,7 @@ public struct ParameterSetRegistry: Sendable {
 
     /// What adding a parameter set did.
     public enum Change: Sendable, Equatable {
+        /// A new id; the same bytes as the set already stored; or different bytes replacing it.
         case added, unchanged, replaced
     }
 

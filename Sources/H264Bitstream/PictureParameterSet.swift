@@ -25,22 +25,39 @@ public struct PictureParameterSet: Hashable, Sendable {
         }
     }
 
+    /// pic_parameter_set_id: the id slices refer to the PPS by, 0...255 (§7.4.2.2).
     public var picParameterSetId: Int
+    /// seq_parameter_set_id: the SPS the PPS refers to, 0...31 (§7.4.2.2).
     public var seqParameterSetId: Int
+    /// entropy_coding_mode_flag: CABAC when true, CAVLC when false (§7.4.2.2).
     public var entropyCodingModeFlag: Bool
+    /// bottom_field_pic_order_in_frame_present_flag: slice headers carry the bottom field's POC delta (§7.4.2.2).
     public var bottomFieldPicOrderInFramePresentFlag: Bool
+    /// num_slice_groups_minus1: the number of slice groups less one; 0 without FMO (§7.4.2.2).
     public var numSliceGroupsMinus1: Int
+    /// The slice-group map, nil when there is one slice group (num_slice_groups_minus1 is 0).
     public var sliceGroupMap: SliceGroupMap?
+    /// num_ref_idx_l0_default_active_minus1: default size of reference list 0 less one, 0...31 (§7.4.2.2).
     public var numRefIdxL0DefaultActiveMinus1: Int
+    /// num_ref_idx_l1_default_active_minus1: default size of reference list 1 less one, 0...31 (§7.4.2.2).
     public var numRefIdxL1DefaultActiveMinus1: Int
+    /// weighted_pred_flag: whether P and SP slices use explicit weighted prediction (§7.4.2.2).
     public var weightedPredFlag: Bool
+    /// weighted_bipred_idc: B-slice weighted prediction, 0 default, 1 explicit, 2 implicit (§7.4.2.2).
     public var weightedBipredIdc: Int
+    /// pic_init_qp_minus26: the initial SliceQPY less 26 (§7.4.2.2).
     public var picInitQpMinus26: Int
+    /// pic_init_qs_minus26: the initial SliceQSY less 26, for SP and SI slices (§7.4.2.2).
     public var picInitQsMinus26: Int
+    /// chroma_qp_index_offset: the offset added to QPY to find the Cb quantiser (§7.4.2.2).
     public var chromaQpIndexOffset: Int
+    /// deblocking_filter_control_present_flag: whether slice headers carry deblocking filter fields (§7.4.2.2).
     public var deblockingFilterControlPresentFlag: Bool
+    /// constrained_intra_pred_flag: whether intra prediction uses only intra-coded neighbours (§7.4.2.2).
     public var constrainedIntraPredFlag: Bool
+    /// redundant_pic_cnt_present_flag: whether slice headers carry redundant_pic_cnt (§7.4.2.2).
     public var redundantPicCntPresentFlag: Bool
+    /// transform_8x8_mode_flag: whether macroblocks may use the 8x8 transform; false when absent (§7.4.2.2).
     public var transform8x8ModeFlag = false
     /// pic_scaling_matrix_present_flag's lists, nil when the flag is 0.
     public var picScalingMatrix: ScalingMatrix?

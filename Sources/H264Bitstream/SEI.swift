@@ -1,9 +1,11 @@
 /// One sei_message() (ITU-T H.264 §7.3.2.3.1): its payloadType and the payload bytes.
 public struct SEIMessage: Hashable, Sendable {
+    /// payloadType: what the payload is (Annex D; 5 user data unregistered, 6 recovery point).
     public var payloadType: Int
     /// sei_payload() bytes (RBSP, emulation prevention removed).
     public var payload: [UInt8]
 
+    /// A message of type `payloadType` with `payload` as its sei_payload() bytes.
     public init(payloadType: Int, payload: [UInt8]) {
         self.payloadType = payloadType
         self.payload = payload
@@ -76,14 +78,21 @@ public struct SEIMessage: Hashable, Sendable {
 
 /// buffering_period() (ITU-T H.264 §D.1.2).
 public struct BufferingPeriod: Hashable, Sendable {
+    /// The initial CPB removal delay and offset of one CPB specification (§D.2.2).
     public struct Delay: Hashable, Sendable {
+        /// initial_cpb_removal_delay, in units of a 90 kHz clock (§D.2.2).
         public var initialCpbRemovalDelay: UInt32
+        /// initial_cpb_removal_delay_offset, in units of a 90 kHz clock (§D.2.2).
         public var initialCpbRemovalDelayOffset: UInt32
     }
+    /// seq_parameter_set_id: the SPS whose HRD parameters the message follows (§D.2.2).
     public var seqParameterSetId: Int
+    /// The delays for the NAL HRD, one per CPB; empty without nal_hrd_parameters().
     public var nalDelays: [Delay] = []
+    /// The delays for the VCL HRD, one per CPB; empty without vcl_hrd_parameters().
     public var vclDelays: [Delay] = []
 
+    /// Parses a buffering period payload; `sequenceParameterSet` looks up the SPS it names, which must be known.
     public init(payload: [UInt8], sequenceParameterSet: (Int) -> SequenceParameterSet?) throws(BitstreamError) {
         var reader = BitReader(payload.span)
         seqParameterSetId = try reader.ue("seq_parameter_set_id", max: 31)
@@ -109,22 +118,36 @@ public struct BufferingPeriod: Hashable, Sendable {
 public struct PicTiming: Hashable, Sendable {
     /// One clock timestamp (§D.2.3).
     public struct ClockTimestamp: Hashable, Sendable {
+        /// ct_type: the source scan, 0 progressive, 1 interlaced, 2 unknown (§D.2.3).
         public var ctType: Int
+        /// nuit_field_based_flag: the clock ticks count fields rather than frames (§D.2.3).
         public var nuitFieldBasedFlag: Bool
+        /// counting_type: how n_frames drops or repeats counts, Table D-3 (§D.2.3).
         public var countingType: Int
+        /// full_timestamp_flag: seconds, minutes and hours are all present (§D.2.3).
         public var fullTimestampFlag: Bool
+        /// discontinuity_flag: the timestamp does not follow the previous one (§D.2.3).
         public var discontinuityFlag: Bool
+        /// cnt_dropped_flag: counts were skipped under counting_type (§D.2.3).
         public var cntDroppedFlag: Bool
+        /// n_frames: the frame (or field) count within the second (§D.2.3).
         public var nFrames: Int
+        /// seconds_value, 0...59, when present.
         public var seconds: Int?
+        /// minutes_value, 0...59, when present.
         public var minutes: Int?
+        /// hours_value, 0...23, when present.
         public var hours: Int?
+        /// time_offset: a signed offset in clock ticks; 0 when its length is 0 (§D.2.3).
         public var timeOffset: Int32 = 0
     }
+    /// cpb_removal_delay, in clock ticks after the buffering period's first picture (§D.2.3); nil without HRD.
     public var cpbRemovalDelay: UInt32?
+    /// dpb_output_delay: clock ticks from CPB removal to DPB output (§D.2.3); nil without HRD.
     public var dpbOutputDelay: UInt32?
     /// pic_struct (Table D-1), when pic_struct_present_flag is set.
     public var picStruct: Int?
+    /// One entry per NumClockTS of the pic_struct: a timestamp, or nil where clock_timestamp_flag is 0.
     public var clockTimestamps: [ClockTimestamp?] = []
 
     /// NumClockTS for each pic_struct (Table D-1).
@@ -180,9 +203,12 @@ public struct PicTiming: Hashable, Sendable {
 /// user_data_unregistered() (ITU-T H.264 §D.1.7): a 16-byte UUID and free-form bytes
 /// (x264 writes its version and settings here).
 public struct UserDataUnregistered: Hashable, Sendable {
+    /// uuid_iso_iec_11578: the 16-byte UUID naming the payload's owner (§D.2.7).
     public var uuidIsoIec11578: [UInt8]
+    /// user_data_payload_byte values: the bytes after the UUID.
     public var userDataPayloadBytes: [UInt8]
 
+    /// Parses the payload; fewer than 16 bytes is an error.
     public init(payload: [UInt8]) throws(BitstreamError) {
         guard payload.count >= 16 else {
             throw BitstreamError(.truncated, "user data unregistered needs a 16-byte UUID, payload has \(payload.count) bytes")
@@ -201,11 +227,16 @@ public struct UserDataUnregistered: Hashable, Sendable {
 
 /// recovery_point() (ITU-T H.264 §D.1.8).
 public struct RecoveryPoint: Hashable, Sendable {
+    /// recovery_frame_cnt: frames, in output order, until decoding is correct again (§D.2.8).
     public var recoveryFrameCnt: Int
+    /// exact_match_flag: decoding from here matches decoding from the stream's start (§D.2.8).
     public var exactMatchFlag: Bool
+    /// broken_link_flag: pictures near this point may show artefacts from an edit (§D.2.8).
     public var brokenLinkFlag: Bool
+    /// changing_slice_group_idc: 0, or the slice group that grows when slice groups change (§D.2.8).
     public var changingSliceGroupIdc: Int
 
+    /// Parses a recovery point payload.
     public init(payload: [UInt8]) throws(BitstreamError) {
         var reader = BitReader(payload.span)
         recoveryFrameCnt = try reader.ue("recovery_frame_cnt", max: 1 << 16)

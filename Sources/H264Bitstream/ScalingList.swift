@@ -49,8 +49,10 @@ public struct ScalingList: Hashable, Sendable {
 /// The scaling matrices of an SPS or PPS: for each of the 6 (4x4) and 2 or 6 (8x8) lists, nil
 /// when the list's present flag was 0 (fall-back rule A or B applies, §7.4.2.1.1 Table 7-2).
 public struct ScalingMatrix: Hashable, Sendable {
+    /// The lists in transmission order (4x4 intra Y, Cb, Cr, inter Y, Cb, Cr, then 8x8); nil where not present.
     public var lists: [ScalingList?]
 
+    /// Parses `count` scaling_list_present_flag values and the lists present (16 entries for the first 6, else 64).
     public init(parsing reader: inout BitReader, count: Int) throws(BitstreamError) {
         var lists: [ScalingList?] = []
         for i in 0..<count {

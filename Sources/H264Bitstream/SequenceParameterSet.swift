@@ -3,42 +3,69 @@
 /// Field names are the spec's syntax elements in lowerCamelCase. Values the spec bounds are
 /// checked as they are read (§7.4.2.1.1), so an absurd SPS is an error that names the element.
 public struct SequenceParameterSet: Hashable, Sendable {
+    /// profile_idc: the profile the stream conforms to, e.g. 66 Baseline, 77 Main, 100 High (Annex A).
     public var profileIdc: UInt8
     /// constraint_set0_flag ... constraint_set5_flag, bit 0 = set0.
     public var constraintSetFlags: UInt8
+    /// level_idc: ten times the level number (31 for level 3.1; 9 for level 1b) (Annex A).
     public var levelIdc: UInt8
+    /// seq_parameter_set_id: the id a PPS refers to the SPS by, 0...31 (§7.4.2.1.1).
     public var seqParameterSetId: Int
+    /// chroma_format_idc: 0 monochrome, 1 4:2:0, 2 4:2:2, 3 4:4:4; 1 when absent (§7.4.2.1.1).
     public var chromaFormatIdc: Int = 1
+    /// separate_colour_plane_flag: 4:4:4 coded as three separate colour planes (§7.4.2.1.1).
     public var separateColourPlaneFlag = false
+    /// bit_depth_luma_minus8: luma bit depth less 8, 0...6 (§7.4.2.1.1).
     public var bitDepthLumaMinus8: Int = 0
+    /// bit_depth_chroma_minus8: chroma bit depth less 8, 0...6 (§7.4.2.1.1).
     public var bitDepthChromaMinus8: Int = 0
+    /// qpprime_y_zero_transform_bypass_flag: lossless coding of macroblocks with QP′Y 0 (§7.4.2.1.1).
     public var qpprimeYZeroTransformBypassFlag = false
     /// seq_scaling_matrix_present_flag's lists, nil when the flag is 0.
     public var seqScalingMatrix: ScalingMatrix?
+    /// log2_max_frame_num_minus4: bits of frame_num less 4, 0...12 (§7.4.2.1.1).
     public var log2MaxFrameNumMinus4: Int
+    /// pic_order_cnt_type: how picture order counts are coded, 0...2 (§7.4.2.1.1).
     public var picOrderCntType: Int
+    /// log2_max_pic_order_cnt_lsb_minus4: bits of pic_order_cnt_lsb less 4, for type 0 (§7.4.2.1.1).
     public var log2MaxPicOrderCntLsbMinus4: Int = 0
+    /// delta_pic_order_always_zero_flag: slice headers omit delta_pic_order_cnt, for type 1 (§7.4.2.1.1).
     public var deltaPicOrderAlwaysZeroFlag = false
+    /// offset_for_non_ref_pic: the order count offset of non-reference pictures, for type 1 (§7.4.2.1.1).
     public var offsetForNonRefPic: Int32 = 0
+    /// offset_for_top_to_bottom_field: bottom field order count less top's, for type 1 (§7.4.2.1.1).
     public var offsetForTopToBottomField: Int32 = 0
     /// offset_for_ref_frame[]: num_ref_frames_in_pic_order_cnt_cycle entries (≤ 255).
     public var offsetForRefFrame: [Int32] = []
+    /// max_num_ref_frames: the most reference frames inter prediction may use, 0...16 (§7.4.2.1.1).
     public var maxNumRefFrames: Int
+    /// gaps_in_frame_num_value_allowed_flag: whether frame_num may skip values (§7.4.2.1.1).
     public var gapsInFrameNumValueAllowedFlag: Bool
+    /// pic_width_in_mbs_minus1: the picture width in macroblocks less one (§7.4.2.1.1).
     public var picWidthInMbsMinus1: Int
+    /// pic_height_in_map_units_minus1: the height in slice-group map units less one (§7.4.2.1.1).
     public var picHeightInMapUnitsMinus1: Int
+    /// frame_mbs_only_flag: every picture is a frame of frame macroblocks, no fields (§7.4.2.1.1).
     public var frameMbsOnlyFlag: Bool
+    /// mb_adaptive_frame_field_flag: frames may mix frame and field macroblock pairs (MBAFF) (§7.4.2.1.1).
     public var mbAdaptiveFrameFieldFlag = false
+    /// direct_8x8_inference_flag: how B_Skip and B_Direct motion vectors are derived (§7.4.2.1.1).
     public var direct8x8InferenceFlag: Bool
+    /// frame_cropping_flag: whether the frame_crop offsets follow (§7.4.2.1.1).
     public var frameCroppingFlag: Bool
+    /// frame_crop_left_offset, in crop units (``cropUnits``); 0 when absent.
     public var frameCropLeftOffset = 0
+    /// frame_crop_right_offset, in crop units (``cropUnits``); 0 when absent.
     public var frameCropRightOffset = 0
+    /// frame_crop_top_offset, in crop units (``cropUnits``); 0 when absent.
     public var frameCropTopOffset = 0
+    /// frame_crop_bottom_offset, in crop units (``cropUnits``); 0 when absent.
     public var frameCropBottomOffset = 0
+    /// vui_parameters() (§E.1.1), nil when vui_parameters_present_flag is 0.
     public var vuiParameters: VUIParameters?
 
     /// The profile_idc values whose SPS carries chroma_format_idc and bit depths (§7.3.2.1.1).
-    public static let profilesWithChromaInfo: Set<UInt8> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]
+    public static let profilesWithChromaInfo: Set<UInt8> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135, 144]
 
     /// Largest picture dimension accepted, in macroblocks (level 6.2 allows at most 1055 a side
     /// for a square picture; twice that leaves room for extreme aspect ratios).
@@ -112,19 +139,29 @@ public struct SequenceParameterSet: Hashable, Sendable {
 
     // MARK: Derived values (§7.4.2.1.1)
 
+    /// constraint_set`index`_flag, for `index` 0...5.
     public func constraintSetFlag(_ index: Int) -> Bool { constraintSetFlags >> index & 1 == 1 }
     /// ChromaArrayType: 0 with separate colour planes, else chroma_format_idc.
     public var chromaArrayType: Int { separateColourPlaneFlag ? 0 : chromaFormatIdc }
+    /// BitDepthY: the luma bit depth (equation 7-3).
     public var bitDepthLuma: Int { 8 + bitDepthLumaMinus8 }
+    /// BitDepthC: the chroma bit depth (equation 7-5).
     public var bitDepthChroma: Int { 8 + bitDepthChromaMinus8 }
+    /// MaxFrameNum: frame_num counts modulo this (equation 7-10).
     public var maxFrameNum: Int { 1 << (log2MaxFrameNumMinus4 + 4) }
+    /// MaxPicOrderCntLsb: pic_order_cnt_lsb counts modulo this (equation 7-11).
     public var maxPicOrderCntLsb: Int { 1 << (log2MaxPicOrderCntLsbMinus4 + 4) }
+    /// PicWidthInMbs: the picture width in macroblocks (equation 7-13).
     public var picWidthInMbs: Int { picWidthInMbsMinus1 + 1 }
+    /// PicHeightInMapUnits: the picture height in slice-group map units (equation 7-16).
     public var picHeightInMapUnits: Int { picHeightInMapUnitsMinus1 + 1 }
+    /// PicSizeInMapUnits: the number of slice-group map units in a picture (equation 7-17).
     public var picSizeInMapUnits: Int { picWidthInMbs * picHeightInMapUnits }
+    /// FrameHeightInMbs: the frame height in macroblocks (equation 7-18).
     public var frameHeightInMbs: Int { (frameMbsOnlyFlag ? 1 : 2) * picHeightInMapUnits }
     /// Width and height of the decoded frame before cropping, in luma samples.
     public var codedWidth: Int { picWidthInMbs * 16 }
+    /// The decoded frame's height before cropping, in luma samples.
     public var codedHeight: Int { frameHeightInMbs * 16 }
     /// CropUnitX, CropUnitY (equations 7-19 to 7-22).
     public var cropUnits: (x: Int, y: Int) {

@@ -1,7 +1,9 @@
 /// slice_type (ITU-T H.264 Table 7-6); values 5–9 say all slices of the picture share the type.
 public enum SliceType: Int, Hashable, Sendable, CustomStringConvertible {
+    /// P (predicted), B (bi-predictive), I (intra), SP (switching P) and SI (switching I), by slice_type % 5.
     case p = 0, b = 1, i = 2, sp = 3, si = 4
 
+    /// The type's letters: "P", "B", "I", "SP" or "SI".
     public var description: String {
         switch self {
         case .p: "P"
@@ -17,23 +19,34 @@ public enum SliceType: Int, Hashable, Sendable, CustomStringConvertible {
 public struct DecodedReferencePictureMarking: Hashable, Sendable {
     /// One memory_management_control_operation with its operands.
     public struct Operation: Hashable, Sendable {
+        /// memory_management_control_operation: 1...6, what the operation does (§7.4.3.3, Table 7-9).
         public var memoryManagementControlOperation: Int
+        /// difference_of_pic_nums_minus1, for operations 1 and 3; 0 otherwise (§7.4.3.3).
         public var differenceOfPicNumsMinus1: UInt32 = 0
+        /// long_term_pic_num, for operation 2; 0 otherwise (§7.4.3.3).
         public var longTermPicNum: UInt32 = 0
+        /// long_term_frame_idx, for operations 3 and 6; 0 otherwise (§7.4.3.3).
         public var longTermFrameIdx: UInt32 = 0
+        /// max_long_term_frame_idx_plus1, for operation 4; 0 otherwise (§7.4.3.3).
         public var maxLongTermFrameIdxPlus1: UInt32 = 0
     }
+    /// no_output_of_prior_pics_flag: an IDR picture discards the pictures not yet output (§7.4.3.3).
     public var noOutputOfPriorPicsFlag = false
+    /// long_term_reference_flag: an IDR picture is marked as a long-term reference (§7.4.3.3).
     public var longTermReferenceFlag = false
+    /// adaptive_ref_pic_marking_mode_flag: a non-IDR picture marks references by ``operations`` (§7.4.3.3).
     public var adaptiveRefPicMarkingModeFlag = false
+    /// The memory_management_control_operation list, without the terminating 0; empty unless adaptive.
     public var operations: [Operation] = []
 
     /// The longest operation list accepted: each MMCO except 5 and 6 acts on one of at most 32
     /// reference fields, so a longer list is corrupt data rather than a legitimate stream.
     public static let maximumOperations = 66
 
+    /// An empty marking: all flags false, no operations.
     public init() {}
 
+    /// Parses dec_ref_pic_marking(); `idrPicFlag` selects the IDR form (two flags) or the operation list.
     public init(parsing reader: inout BitReader, idrPicFlag: Bool) throws(BitstreamError) {
         if idrPicFlag {
             noOutputOfPriorPicsFlag = try reader.flag("no_output_of_prior_pics_flag")
@@ -68,30 +81,49 @@ extension Int {
 /// slice_header() (ITU-T H.264 §7.3.3), parsed through dec_ref_pic_marking(): everything that
 /// access-unit detection (§7.4.1.2.4) and picture order count (§8.2.1) need.
 public struct SliceHeader: Hashable, Sendable {
+    /// The header of the slice's NAL unit.
     public var nalUnitHeader: NALUnitHeader
+    /// first_mb_in_slice: the address of the slice's first macroblock (§7.4.3).
     public var firstMbInSlice: Int
     /// slice_type as coded (0–9).
     public var sliceTypeRaw: Int
+    /// pic_parameter_set_id: the PPS the slice uses, 0...255 (§7.4.3).
     public var picParameterSetId: Int
+    /// colour_plane_id: the colour plane of a separately coded 4:4:4 slice, 0...2; 0 when absent (§7.4.3).
     public var colourPlaneId: Int = 0
+    /// frame_num: the picture's frame number, modulo MaxFrameNum (§7.4.3).
     public var frameNum: Int
+    /// field_pic_flag: the slice is of a field, not a frame; false when absent (§7.4.3).
     public var fieldPicFlag = false
+    /// bottom_field_flag: the field is the bottom one; false when absent (§7.4.3).
     public var bottomFieldFlag = false
+    /// idr_pic_id: identifies an IDR picture, 0...65535; 0 for non-IDR slices (§7.4.3).
     public var idrPicId: Int = 0
+    /// pic_order_cnt_lsb: the picture order count modulo MaxPicOrderCntLsb, for POC type 0 (§7.4.3).
     public var picOrderCntLsb: Int = 0
+    /// delta_pic_order_cnt_bottom: bottom field order count less top's, for POC type 0 (§7.4.3).
     public var deltaPicOrderCntBottom: Int32 = 0
+    /// delta_pic_order_cnt[0] and [1]: order count deltas, for POC type 1; 0 when absent (§7.4.3).
     public var deltaPicOrderCnt: (Int32, Int32) = (0, 0)
+    /// redundant_pic_cnt: 0 for a primary coded picture, above 0 for redundant ones (§7.4.3).
     public var redundantPicCnt: Int = 0
+    /// direct_spatial_mv_pred_flag: spatial (true) or temporal direct prediction in B slices (§7.4.3).
     public var directSpatialMvPredFlag = false
+    /// num_ref_idx_l0_active_minus1: the size of reference list 0 less one, the PPS default unless overridden.
     public var numRefIdxL0ActiveMinus1: Int = 0
+    /// num_ref_idx_l1_active_minus1: the size of reference list 1 less one, the PPS default unless overridden.
     public var numRefIdxL1ActiveMinus1: Int = 0
+    /// dec_ref_pic_marking() (§7.3.3.3), nil for non-reference slices (nal_ref_idc 0).
     public var decRefPicMarking: DecodedReferencePictureMarking?
 
+    /// The slice type, with values 5–9 folded onto 0–4.
     public var sliceType: SliceType { SliceType(rawValue: sliceTypeRaw % 5)! }
     /// IdrPicFlag.
     public var idrPicFlag: Bool { nalUnitHeader.nalUnitType == .idrSlice }
+    /// Whether dec_ref_pic_marking() has memory_management_control_operation 5.
     public var hasMMCO5: Bool { decRefPicMarking?.hasMMCO5 ?? false }
 
+    /// Whether two headers are equal (every parsed field, ``deltaPicOrderCnt`` included).
     public static func == (a: SliceHeader, b: SliceHeader) -> Bool {
         a.nalUnitHeader == b.nalUnitHeader && a.firstMbInSlice == b.firstMbInSlice && a.sliceTypeRaw == b.sliceTypeRaw
             && a.picParameterSetId == b.picParameterSetId && a.colourPlaneId == b.colourPlaneId && a.frameNum == b.frameNum
@@ -102,6 +134,7 @@ public struct SliceHeader: Hashable, Sendable {
             && a.numRefIdxL1ActiveMinus1 == b.numRefIdxL1ActiveMinus1 && a.decRefPicMarking == b.decRefPicMarking
     }
 
+    /// Hashes the NAL header, first_mb_in_slice, frame_num and pic_order_cnt_lsb, a subset of what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(nalUnitHeader)
         hasher.combine(firstMbInSlice)

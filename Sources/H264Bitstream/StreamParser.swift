@@ -4,6 +4,7 @@ public struct ParsedNALUnit: Sendable {
     public var index: Int
     /// Where the NAL unit sits in the byte stream.
     public var location: AnnexBNALUnit
+    /// The NAL unit header (nal_ref_idc and nal_unit_type).
     public var header: NALUnitHeader
     /// The slice header, for slices whose header parsed.
     public var slice: SliceHeader?
@@ -11,28 +12,39 @@ public struct ParsedNALUnit: Sendable {
     public var picOrderCnt: Int?
     /// Index of the access unit the NAL unit belongs to.
     public var accessUnitIndex: Int
+    /// The NAL unit's size in bytes, header byte included, start code excluded.
     public var size: Int { location.payload.count }
 }
 
 /// One decoded picture in decoding order: a frame, or a complementary field pair (counted once,
 /// as FFmpeg outputs one frame for it), or an unpaired field.
 public struct PictureInfo: Sendable, Hashable {
+    /// What the picture is: a frame, one field, or a complementary field pair.
     public enum Structure: String, Sendable, Hashable {
+        /// A frame; a single top or bottom field; or a complementary field pair counted as one picture.
         case frame, topField = "top field", bottomField = "bottom field", fieldPair = "field pair"
     }
     /// Index in decoding order.
     public var decodeIndex: Int
     /// Offset of the first byte of its first access unit, and the bytes through its last.
     public var byteRange: Range<Int>
+    /// Whether the picture is a frame, a single field or a field pair.
     public var structure: Structure
+    /// Whether the picture is an IDR picture (IdrPicFlag).
     public var isIDR: Bool
+    /// Whether a slice of the picture has memory_management_control_operation 5 (§7.4.3.3).
     public var hasMMCO5: Bool
     /// A recovery point SEI was in one of its access units.
     public var hasRecoveryPoint: Bool
+    /// frame_num of the picture's slices (§7.4.3).
     public var frameNum: Int
+    /// The slice types of the picture's slices.
     public var sliceTypes: Set<SliceType>
+    /// TopFieldOrderCnt (§8.2.1), nil for a bottom field alone.
     public var topFieldOrderCnt: Int?
+    /// BottomFieldOrderCnt (§8.2.1), nil for a top field alone.
     public var bottomFieldOrderCnt: Int?
+    /// nal_ref_idc of the picture's first slice: 0 for a non-reference picture.
     public var nalRefIdc: UInt8
     /// PicOrderCnt of the frame or pair.
     public var picOrderCnt: Int { min(topFieldOrderCnt ?? .max, bottomFieldOrderCnt ?? .max) }
@@ -49,9 +61,13 @@ public struct PictureInfo: Sendable, Hashable {
 /// A problem found while parsing a stream: an error (the NAL unit could not be used) or a
 /// warning (something odd that does not stop parsing).
 public struct StreamDiagnostic: Sendable, CustomStringConvertible {
+    /// How serious a diagnostic is: a warning parsing goes on past, or an error that made a NAL unit unusable.
     public enum Severity: String, Sendable { case warning, error }
+    /// Whether this is a warning or an error.
     public var severity: Severity
+    /// What was wrong and where.
     public var error: BitstreamError
+    /// The severity, then the error.
     public var description: String { "\(severity): \(error)" }
 }
 
@@ -60,7 +76,9 @@ public struct StreamDiagnostic: Sendable, CustomStringConvertible {
 /// display order. It holds no stream bytes, so it works the same over a mapped file and over
 /// chunks from a pipe.
 public struct H264StreamParser: Sendable {
+    /// The SPS and PPS received, by id.
     public private(set) var registry = ParameterSetRegistry()
+    /// Number of NAL units consumed.
     public private(set) var nalUnitCount = 0
     /// NAL units seen, by nal_unit_type (0...31).
     public private(set) var nalTypeCounts = [Int](repeating: 0, count: 32)
@@ -68,6 +86,7 @@ public struct H264StreamParser: Sendable {
     public var nalCounts: [NALUnitType: Int] {
         Dictionary(uniqueKeysWithValues: nalTypeCounts.enumerated().compactMap { $1 > 0 ? (NALUnitType(rawValue: UInt8($0)), $1) : nil })
     }
+    /// SEI messages seen, by payloadType.
     public private(set) var seiCounts: [Int: Int] = [:]
     /// Number of access units started (a field of a PAFF pair is its own access unit).
     public private(set) var accessUnitCount = 0
@@ -75,12 +94,15 @@ public struct H264StreamParser: Sendable {
     public private(set) var pictures: [PictureInfo] = []
     /// Diagnostics, the first ``maximumStoredDiagnostics`` of them; see ``errorCount`` and ``warningCount``.
     public private(set) var diagnostics: [StreamDiagnostic] = []
+    /// Number of errors reported, including those not kept in ``diagnostics``.
     public private(set) var errorCount = 0
+    /// Number of warnings reported, including those not kept in ``diagnostics``.
     public private(set) var warningCount = 0
     /// The SPS used by the most recent picture, else the most recent SPS received.
     public private(set) var activeSPS: SequenceParameterSet?
     /// Each distinct SPS content seen, in order (resolution changes show up here).
     public private(set) var distinctSPSCount = 0
+    /// Stream offset just past the last NAL unit consumed.
     public private(set) var lastByteOffset = 0
     /// Each SPS that pictures used, in order, with the decode index of its first picture: one
     /// entry per change of the SPS in force (a resolution change adds one).
@@ -91,6 +113,7 @@ public struct H264StreamParser: Sendable {
     private var firstSPS: SequenceParameterSet?
     private var recoveryTarget: (frameNum: Int, sps: Int)?
 
+    /// The most diagnostics ``diagnostics`` keeps; later ones are only counted.
     public static let maximumStoredDiagnostics = 100
     /// Bytes of a slice NAL unit read for the header before falling back to the whole unit.
     static let sliceHeaderPrefix = 512
@@ -109,6 +132,7 @@ public struct H264StreamParser: Sendable {
     private var lastPictureAccessUnit = -1
     private var seenSPSContents: Set<[UInt8]> = []
 
+    /// A parser that has seen nothing.
     public init() {}
 
     private mutating func report(_ severity: StreamDiagnostic.Severity, _ error: BitstreamError) {

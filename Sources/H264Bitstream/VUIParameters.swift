@@ -1,8 +1,11 @@
 /// An exact frame rate: `numerator / denominator` frames per second, reduced.
 public struct FrameRate: Hashable, Sendable, CustomStringConvertible, Codable {
+    /// Frames, in lowest terms.
     public var numerator: UInt64
+    /// Seconds, in lowest terms; never 0.
     public var denominator: UInt64
 
+    /// The rate `numerator / denominator`, reduced; `denominator` must not be 0.
     public init(_ numerator: UInt64, _ denominator: UInt64) {
         precondition(denominator > 0, "a frame rate needs a non-zero denominator")
         var (a, b) = (numerator, denominator)
@@ -31,6 +34,7 @@ public struct FrameRate: Hashable, Sendable, CustomStringConvertible, Codable {
         }
     }
 
+    /// The rate as a floating-point number of frames per second.
     public var framesPerSecond: Double { Double(numerator) / Double(denominator) }
     /// "30000/1001", or "25" when the denominator is 1... written always as a fraction, as ffprobe does.
     public var description: String { "\(numerator)/\(denominator)" }
@@ -38,20 +42,33 @@ public struct FrameRate: Hashable, Sendable, CustomStringConvertible, Codable {
 
 /// hrd_parameters() (ITU-T H.264 §E.1.2).
 public struct HRDParameters: Hashable, Sendable {
+    /// One CPB specification of the HRD: its bit rate, buffer size and CBR flag (§E.2.2).
     public struct CPBSpecification: Hashable, Sendable {
+        /// bit_rate_value_minus1: with bit_rate_scale, the CPB's input bit rate (§E.2.2).
         public var bitRateValueMinus1: UInt32
+        /// cpb_size_value_minus1: with cpb_size_scale, the CPB's size (§E.2.2).
         public var cpbSizeValueMinus1: UInt32
+        /// cbr_flag: the HRD operates in constant bit rate mode (§E.2.2).
         public var cbrFlag: Bool
     }
+    /// cpb_cnt_minus1: the number of CPB specifications less one, 0...31 (§E.2.2).
     public var cpbCntMinus1: Int
+    /// bit_rate_scale: the exponent, less 6, of every bit rate's unit (§E.2.2).
     public var bitRateScale: UInt8
+    /// cpb_size_scale: the exponent, less 4, of every CPB size's unit (§E.2.2).
     public var cpbSizeScale: UInt8
+    /// The cpb_cnt_minus1 + 1 CPB specifications, in order.
     public var cpbSpecifications: [CPBSpecification]
+    /// initial_cpb_removal_delay_length_minus1: bits of the buffering period's delays less one (§E.2.2).
     public var initialCpbRemovalDelayLengthMinus1: UInt8
+    /// cpb_removal_delay_length_minus1: bits of pic timing's cpb_removal_delay less one (§E.2.2).
     public var cpbRemovalDelayLengthMinus1: UInt8
+    /// dpb_output_delay_length_minus1: bits of pic timing's dpb_output_delay less one (§E.2.2).
     public var dpbOutputDelayLengthMinus1: UInt8
+    /// time_offset_length: bits of pic timing's time_offset; 0 means none (§E.2.2).
     public var timeOffsetLength: UInt8
 
+    /// Parses hrd_parameters().
     public init(parsing reader: inout BitReader) throws(BitstreamError) {
         cpbCntMinus1 = try reader.ue("cpb_cnt_minus1", max: 31)
         bitRateScale = UInt8(try reader.bits(4, "bit_rate_scale"))
@@ -81,45 +98,77 @@ public struct HRDParameters: Hashable, Sendable {
 /// Some encoders write a VUI cut short; as FFmpeg does, the fields parsed before the end are
 /// kept and ``isTruncated`` says so, rather than losing the whole SPS.
 public struct VUIParameters: Hashable, Sendable {
+    /// aspect_ratio_info_present_flag: whether aspect_ratio_idc is present (§E.2.1).
     public var aspectRatioInfoPresentFlag = false
+    /// aspect_ratio_idc: the sample aspect ratio as a Table E-1 index, 255 for Extended_SAR (§E.2.1).
     public var aspectRatioIdc: UInt8 = 0
+    /// sar_width: the horizontal size of the sample aspect ratio, with Extended_SAR (§E.2.1).
     public var sarWidth: UInt16 = 0
+    /// sar_height: the vertical size of the sample aspect ratio, with Extended_SAR (§E.2.1).
     public var sarHeight: UInt16 = 0
+    /// overscan_info_present_flag: whether overscan_appropriate_flag is present (§E.2.1).
     public var overscanInfoPresentFlag = false
+    /// overscan_appropriate_flag: the picture may be shown with overscan cropping (§E.2.1).
     public var overscanAppropriateFlag = false
+    /// video_signal_type_present_flag: whether video_format, the range flag and colour description follow (§E.2.1).
     public var videoSignalTypePresentFlag = false
     /// video_format: 5 = unspecified.
     public var videoFormat: UInt8 = 5
+    /// video_full_range_flag: samples use the full range (0...255 for 8 bits) rather than video range (§E.2.1).
     public var videoFullRangeFlag = false
+    /// colour_description_present_flag: whether the three colour fields are present (§E.2.1).
     public var colourDescriptionPresentFlag = false
     /// colour_primaries, transfer_characteristics, matrix_coefficients (2 = unspecified).
     public var colourPrimaries: UInt8 = 2
+    /// transfer_characteristics: the opto-electronic transfer function, Table E-4; 2 = unspecified (§E.2.1).
     public var transferCharacteristics: UInt8 = 2
+    /// matrix_coefficients: how Y′CbCr is derived from R′G′B′, Table E-5; 2 = unspecified (§E.2.1).
     public var matrixCoefficients: UInt8 = 2
+    /// chroma_loc_info_present_flag: whether the chroma sample locations are present (§E.2.1).
     public var chromaLocInfoPresentFlag = false
+    /// chroma_sample_loc_type_top_field: the chroma sample location of the top field, 0...5 (Figure E-1).
     public var chromaSampleLocTypeTopField: UInt8 = 0
+    /// chroma_sample_loc_type_bottom_field: the chroma sample location of the bottom field, 0...5 (Figure E-1).
     public var chromaSampleLocTypeBottomField: UInt8 = 0
+    /// timing_info_present_flag: whether num_units_in_tick, time_scale and the fixed rate flag follow (§E.2.1).
     public var timingInfoPresentFlag = false
+    /// num_units_in_tick: time units of the clock per tick, a tick being a field's period (§E.2.1).
     public var numUnitsInTick: UInt32 = 0
+    /// time_scale: time units per second (§E.2.1).
     public var timeScale: UInt32 = 0
+    /// fixed_frame_rate_flag: the picture period is constant (§E.2.1).
     public var fixedFrameRateFlag = false
+    /// nal_hrd_parameters(), nil when nal_hrd_parameters_present_flag is 0 (§E.2.1).
     public var nalHrdParameters: HRDParameters?
+    /// vcl_hrd_parameters(), nil when vcl_hrd_parameters_present_flag is 0 (§E.2.1).
     public var vclHrdParameters: HRDParameters?
+    /// low_delay_hrd_flag: the HRD runs in low-delay mode; false without HRD parameters (§E.2.1).
     public var lowDelayHrdFlag = false
+    /// pic_struct_present_flag: pic timing SEI messages carry pic_struct (§E.2.1).
     public var picStructPresentFlag = false
+    /// bitstream_restriction_flag: whether the bitstream restriction fields below are present (§E.2.1).
     public var bitstreamRestrictionFlag = false
+    /// motion_vectors_over_pic_boundaries_flag: motion vectors may point outside the picture (§E.2.1).
     public var motionVectorsOverPicBoundariesFlag = false
+    /// max_bytes_per_pic_denom: bounds the bytes of a picture's VCL NAL units; 0 means no bound (§E.2.1).
     public var maxBytesPerPicDenom: UInt32 = 0
+    /// max_bits_per_mb_denom: bounds the bits of a macroblock; 0 means no bound (§E.2.1).
     public var maxBitsPerMbDenom: UInt32 = 0
+    /// log2_max_mv_length_horizontal: the largest horizontal motion vector component, log2 (§E.2.1).
     public var log2MaxMvLengthHorizontal: UInt32 = 0
+    /// log2_max_mv_length_vertical: the largest vertical motion vector component, log2 (§E.2.1).
     public var log2MaxMvLengthVertical: UInt32 = 0
+    /// max_num_reorder_frames: the most frames before a frame in decoding order and after it in output (§E.2.1).
     public var maxNumReorderFrames: UInt32 = 0
+    /// max_dec_frame_buffering: the DPB size the HRD needs, in frames (§E.2.1).
     public var maxDecFrameBuffering: UInt32 = 0
     /// The RBSP ended inside the VUI; fields after that point have their defaults.
     public var isTruncated = false
 
+    /// A VUI with every flag off and the fields at their defaults.
     public init() {}
 
+    /// Parses vui_parameters(); data ending inside it sets ``isTruncated`` instead of failing.
     public init(parsing reader: inout BitReader) throws(BitstreamError) {
         do {
             try parse(&reader)

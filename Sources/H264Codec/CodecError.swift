@@ -3,7 +3,9 @@ import CCodecs
 /// An error code returned by libavcodec, libavutil or libswscale (`AVERROR(...)`), the
 /// swift-system `Errno` pattern: named constants, never magic numbers.
 public struct AVError: RawRepresentable, Error, Hashable, Sendable, CustomStringConvertible {
+    /// The negative error number libavcodec returned.
     public let rawValue: Int32
+    /// The error with code `rawValue`.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     /// Output is not available in this state; send more input (`AVERROR(EAGAIN)`).
@@ -28,6 +30,7 @@ public struct AVError: RawRepresentable, Error, Hashable, Sendable, CustomString
 
 /// Why encoding or decoding failed, with the FFmpeg/x264 code when there is one.
 public struct CodecError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure it was.
     public enum Code: Sendable, Hashable {
         /// The codec is not in the installed library.
         case unavailable
@@ -41,17 +44,21 @@ public struct CodecError: Error, Sendable, CustomStringConvertible {
         case unsupportedFormat
     }
 
+    /// What kind of failure it was.
     public var code: Code
+    /// What failed, for the user.
     public var reason: String
     /// The library's error code, if the failure came from one.
     public var underlying: AVError?
 
+    /// An error of kind `code` with a reason, and the library's code when there is one.
     public init(_ code: Code, _ reason: String, underlying: AVError? = nil) {
         self.code = code
         self.reason = reason
         self.underlying = underlying
     }
 
+    /// The reason, then the library's message when there is one.
     public var description: String {
         underlying.map { "\(reason): \($0)" } ?? reason
     }

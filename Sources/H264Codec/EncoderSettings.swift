@@ -4,6 +4,7 @@ public import MediaCore
 /// What an ``H264Encoder`` makes: the VTCompressionSession properties, checked before x264
 /// sees them so an impossible combination is a clear error, not a half-written file.
 public struct EncoderSettings: Sendable, Hashable {
+    /// How x264 spends bits: a quality, a quantiser or a bit rate.
     public enum RateControl: Sendable, Hashable {
         /// Constant quality (x264 `--crf`).
         case constantQuality(Double)
@@ -13,6 +14,7 @@ public struct EncoderSettings: Sendable, Hashable {
         case averageBitRate(Int)
     }
 
+    /// The entropy coder: CAVLC, or CABAC (not in the Baseline profile).
     public enum Entropy: String, Sendable, Hashable { case cavlc, cabac }
 
     /// Multi-pass encoding through x264's statistics file (`--pass`, `--stats`).
@@ -23,20 +25,29 @@ public struct EncoderSettings: Sendable, Hashable {
         case last(statistics: String)
     }
 
+    /// Picture width in pixels.
     public var width: Int
+    /// Picture height in pixels.
     public var height: Int
+    /// The format of the pictures given to the encoder; x264 takes planar YUV and NV12 at 8 or 10 bits.
     public var pixelFormat: PixelFormat
+    /// The frame rate, which also sets the encoder's timebase (one tick per frame).
     public var frameRate: FrameRate
+    /// The x264 preset, one of ``presets`` (`--preset`).
     public var preset: String
+    /// x264 tunes, comma-separated, from ``tunes`` (`--tune`); nil for none.
     public var tune: String?
+    /// The rate control mode and its target.
     public var rateControl: RateControl
     /// VBV: maximum rate (kbit/s) and buffer (kbit), the data-rate limits.
     public var maximumBitRate: Int?
+    /// The VBV buffer size in kbit (`--vbv-bufsize`); set with ``maximumBitRate``.
     public var bufferSize: Int?
     /// "baseline", "main", "high", "high10", "high422", "high444"; nil: what the settings need.
     public var profile: String?
     /// "3.1", "4", "4.1", ...; nil: x264 picks from the size, rate and VBV.
     public var level: String?
+    /// CAVLC or CABAC; nil keeps the preset's choice.
     public var entropy: Entropy?
     /// Zero latency: no lookahead, no reordering, frames out as they go in (`--tune zerolatency`).
     public var realTime: Bool
@@ -44,19 +55,26 @@ public struct EncoderSettings: Sendable, Hashable {
     public var bFrames: Int?
     /// Largest distance between keyframes, in frames (`--keyint`).
     public var maximumKeyframeInterval: Int?
+    /// Encoder threads (`--threads`); 0 lets x264 choose, nil keeps its default.
     public var threads: Int?
+    /// Slices per picture (`--slices`); nil keeps the preset's.
     public var slices: Int?
     /// SPS and PPS before every keyframe (a receiver can join mid-stream).
     public var repeatParameterSets: Bool
+    /// An access unit delimiter before each frame (`--aud`).
     public var accessUnitDelimiters: Bool
     /// Start codes instead of 4-byte length prefixes in the encoded frames.
     public var annexB: Bool
+    /// The sample aspect ratio written in the VUI; nil leaves it unspecified.
     public var sampleAspectRatio: (width: Int, height: Int)?
+    /// The colour description written in the VUI; nil leaves it unspecified.
     public var colour: ColourDescription?
+    /// The pass of a multi-pass encode; nil for a single pass.
     public var pass: Pass?
     /// Further x264 options by their CLI names ("ref", "me", "subme", ...).
     public var extraOptions: [String: String]
 
+    /// Settings for pictures of the given size, format and rate; the rest take x264's preset defaults.
     public init(width: Int, height: Int, pixelFormat: PixelFormat = .yuv420p, frameRate: FrameRate, preset: String = "medium", tune: String? = nil,
                 rateControl: RateControl = .constantQuality(23)) {
         self.width = width
@@ -73,15 +91,21 @@ public struct EncoderSettings: Sendable, Hashable {
         extraOptions = [:]
     }
 
+    /// Whether two settings give x264 the same options, size, format, rate and framing (not preset, tune, profile).
     public static func == (a: EncoderSettings, b: EncoderSettings) -> Bool { a.x264Options.elementsEqual(b.x264Options, by: ==) && a.fixed == b.fixed }
+    /// Hashes the same fields `==` compares.
     public func hash(into hasher: inout Hasher) { for (name, value) in x264Options { hasher.combine(name); hasher.combine(value) }; hasher.combine(fixed) }
     private var fixed: [String] {
-        [String(width), String(height), pixelFormat.name, frameRate.description, String(repeatParameterSets), String(accessUnitDelimiters),
+        [String(width), String(height), pixelFormat.name, frameRate.description, preset, tune ?? "", profile ?? "", String(realTime),
+         String(repeatParameterSets), String(accessUnitDelimiters),
          String(annexB), sampleAspectRatio.map { "\($0.width):\($0.height)" } ?? "", colour.map { "\($0)" } ?? ""]
     }
 
+    /// The presets x264 knows, fastest first.
     public static let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"]
+    /// The tunes x264 knows.
     public static let tunes = ["film", "animation", "grain", "stillimage", "psnr", "ssim", "fastdecode", "zerolatency"]
+    /// The profiles ``profile`` accepts, as `x264_param_apply_profile` names them.
     public static let profiles = ["baseline", "main", "high", "high10", "high422", "high444"]
     /// Options `x264_encoder_reconfig` takes while encoding.
     static let liveOptions: Set<String> = ["crf", "bitrate", "vbv-maxrate", "vbv-bufsize", "qp"]
@@ -146,8 +170,8 @@ public struct EncoderSettings: Sendable, Hashable {
             }
         }
         switch rateControl {
-        case .constantQuality(let crf): guard (-12...51).contains(crf) else { throw fail("CRF \(crf) is not in 0...51") }
-        case .constantQuantizer(let qp): guard (0...81).contains(qp) else { throw fail("QP \(qp) is not in 0...69") }
+        case .constantQuality(let crf): guard (-12...51).contains(crf) else { throw fail("CRF \(crf) is not in -12...51") }
+        case .constantQuantizer(let qp): guard (0...81).contains(qp) else { throw fail("QP \(qp) is not in 0...81") }
         case .averageBitRate(let kbps): guard kbps > 0 else { throw fail("bit rate \(kbps) kbit/s is not positive") }
         }
         if let maximumBitRate, maximumBitRate <= 0 { throw fail("maximum bit rate \(maximumBitRate) is not positive") }

@@ -2,29 +2,49 @@ import CCodecs
 public import MediaCore
 
 /// What libavcodec says about a decoded picture's errors (`AVFrame.decode_error_flags`).
-public struct DecodeErrorFlags: OptionSet, Hashable, Sendable {
+public struct DecodeErrorFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    /// The `decode_error_flags` bits.
     public let rawValue: Int32
+    /// Flags with bits `rawValue`.
     public init(rawValue: Int32) { self.rawValue = rawValue }
+    /// The bitstream had errors (`FF_DECODE_ERROR_INVALID_BITSTREAM`).
     public static let invalidBitstream = DecodeErrorFlags(rawValue: 1)
+    /// A reference picture was missing (`FF_DECODE_ERROR_MISSING_REFERENCE`).
     public static let missingReference = DecodeErrorFlags(rawValue: 2)
     /// Some macroblocks were concealed (copied or predicted, not decoded).
     public static let concealmentActive = DecodeErrorFlags(rawValue: 4)
+    /// Some slices could not be decoded (`FF_DECODE_ERROR_DECODE_SLICES`).
     public static let decodeSlices = DecodeErrorFlags(rawValue: 8)
+
+    /// The flags in words, comma-separated ("invalid bitstream, missing reference").
+    public var description: String {
+        var names: [String] = []
+        if contains(.invalidBitstream) { names.append("invalid bitstream") }
+        if contains(.missingReference) { names.append("missing reference") }
+        if contains(.concealmentActive) { names.append("concealment active") }
+        if contains(.decodeSlices) { names.append("slices failed") }
+        return names.joined(separator: ", ")
+    }
 }
 
 /// A picture out of the decoder: its pixels (the decoder's own buffer, not a copy), its
 /// timestamp and what went wrong decoding it.
 public struct DecodedPicture: Sendable {
+    /// The picture's pixels, in the decoder's buffer.
     public var pixelBuffer: PixelBuffer
     /// The timestamp given with the packet the picture came from, in the caller's units.
     public var timestamp: Int64?
+    /// The duration given with the packet, in the caller's units; 0 when none was given.
     public var duration: Int64
+    /// Whether libavcodec marks the picture a keyframe (`key_frame`).
     public var isKeyFrame: Bool
+    /// The decode errors libavcodec reports for the picture.
     public var errorFlags: DecodeErrorFlags
     /// libavcodec marks the picture corrupt (`AV_FRAME_FLAG_CORRUPT`).
     public var isCorrupt: Bool
     /// Two fields; `topFieldFirst` says which is shown first.
     public var isInterlaced = false
+    /// Whether the top field is shown first, for an interlaced picture.
     public var topFieldFirst = false
 
     /// Whether some of the picture is concealment rather than decoded data.

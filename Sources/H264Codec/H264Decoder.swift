@@ -22,6 +22,7 @@ public struct H264Decoder: ~Copyable {
         /// Decode the slices of one frame at once (only helps streams with several slices).
         public var slices: Bool
 
+        /// Threading with `count` threads (0: one per core), frame and slice threading on by default.
         public init(count: Int = 0, frames: Bool = true, slices: Bool = true) {
             self.count = count
             self.frames = frames

@@ -11,6 +11,7 @@ public import MediaCore
 /// `x264_param_default_preset`, `x264_param_parse`, `x264_param_apply_profile`,
 /// `x264_encoder_open`, `x264_encoder_encode` and `x264_encoder_close`.
 public struct H264Encoder: ~Copyable {
+    /// The settings the encoder was made with, validated.
     public let settings: EncoderSettings
     /// The SPS and PPS (and x264's SEI) from `x264_encoder_headers`, without start codes.
     public let headers: [[UInt8]]
@@ -22,17 +23,23 @@ public struct H264Encoder: ~Copyable {
     /// One encoded picture: its NAL units (4-byte length prefixes, or start codes when the
     /// settings ask for Annex-B), in decoding order.
     public struct EncodedFrame: Sendable {
+        /// The kind of picture x264 coded: IDR, I, P, non-reference B or reference B.
         public enum PictureType: Sendable, Hashable { case idr, i, p, b, referenceB }
+        /// The frame's NAL units, framed as the settings say.
         public var data: [UInt8]
         /// Timestamps in ticks of ``EncoderSettings/frameRate``'s frame duration.
         public var presentationTimestamp: Int64
+        /// The decoding timestamp, in the same ticks; below the presentation timestamp when frames are reordered.
         public var decodeTimestamp: Int64
+        /// Whether the frame is a keyframe (an IDR, or an I frame with open GOP).
         public var isKeyframe: Bool
+        /// How x264 coded the picture.
         public var pictureType: PictureType
         /// x264's quantiser for the frame, and its PSNR when asked for.
         public var quantizer: Int
     }
 
+    /// An encoder with validated `settings`; throws when x264 is missing or refuses them.
     public init(settings: EncoderSettings) throws(CodecError) {
         try settings.validate()
         try loadX264()

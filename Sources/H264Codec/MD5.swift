@@ -6,6 +6,7 @@ import CCodecs
 public struct MD5: ~Copyable {
     private let context: OpaquePointer
 
+    /// A fresh MD5 context; throws when libavutil cannot be loaded.
     public init() throws(CodecError) {
         try loadFFmpeg()
         guard let context = av_md5_alloc() else { throw CodecError(.unavailable, "cannot allocate an MD5 context") }
@@ -17,6 +18,7 @@ public struct MD5: ~Copyable {
         av_free(UnsafeMutableRawPointer(context))
     }
 
+    /// Adds `bytes` to the digest.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
         av_md5_update(context, base.assumingMemoryBound(to: UInt8.self), bytes.count)

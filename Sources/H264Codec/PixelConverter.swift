@@ -6,11 +6,13 @@ public import MediaCore
 ///
 /// The corresponding C function is `sws_scale`.
 public struct PixelConverter: ~Copyable {
+    /// The output pixel format.
     public let format: PixelFormat
     /// The output size; nil keeps each picture's size.
     public let size: (width: Int, height: Int)?
     private var context: OpaquePointer?
 
+    /// A converter to `format`, and to `size` when given; throws when libswscale cannot write the format.
     public init(format: PixelFormat, size: (width: Int, height: Int)? = nil) throws(CodecError) {
         try loadFFmpeg()
         guard sws_isSupportedOutput(format.avPixelFormat) > 0 else {

@@ -14,9 +14,11 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
         public static let unsupported = Code(name: "unsupported")
         /// Samples or settings the container cannot hold.
         public static let invalidInput = Code(name: "invalid input")
+        /// The kind's name in lowercase words, as messages print it.
         public var description: String { name }
     }
 
+    /// What kind of problem it is.
     public var code: Code
     /// What was wrong.
     public var reason: String
@@ -36,6 +38,7 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
         self.byteOffset = byteOffset
     }
 
+    /// The place (file, byte offset, box path) when known, then the code and the reason.
     public var description: String {
         var place: [String] = []
         if let path { place.append(path) }

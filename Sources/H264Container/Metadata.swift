@@ -1,4 +1,5 @@
 public import MediaCore
+import SystemIO
 
 /// One item of movie metadata: where it lives (its key space and key) and its value.
 ///
@@ -14,7 +15,9 @@ public import MediaCore
 /// - ``Key/common(_:)``: a title, comment, date, artist or encoder, written where the chosen
 ///   container keeps it (MP4: iTunes items; MOV: QuickTime text in `udta`).
 public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
+    /// The items every container can keep, each stored where the container keeps it.
     public enum CommonKey: String, Hashable, Sendable, CaseIterable {
+        /// Title, comment, creation date (`date` on the command line), artist and encoder.
         case title, comment, creationDate = "date", artist, encoder
 
         /// The four-character code of the iTunes item and of the QuickTime user-data text.
@@ -31,6 +34,7 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
         /// The code in `fileType`: a MOV names its encoder `©swr`, as FFmpeg and QuickTime do.
         public func code(in fileType: MovieFileType) -> FourCharCode { self == .encoder && fileType == .mov ? "©swr" : code }
 
+        /// The key with iTunes or QuickTime text code `code` (`©swr` is the encoder too), or nil.
         public init?(code: FourCharCode) {
             if code == "©swr" { self = .encoder; return }
             guard let key = Self.allCases.first(where: { $0.code == code }) else { return nil }
@@ -38,10 +42,15 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Where an item is stored and under what name.
     public enum Key: Hashable, Sendable, CustomStringConvertible {
+        /// QuickTime metadata (`mdta`): a reverse-DNS key such as "com.apple.quicktime.title"; MOV only.
         case quickTime(String)
+        /// A user-data item (`udta` child box) with this four-character key.
         case userData(FourCharCode)
+        /// An iTunes item (`ilst` child box) with this four-character code.
         case iTunes(FourCharCode)
+        /// A common item, stored where the container keeps it.
         case common(CommonKey)
 
         /// The key as text: the reverse-DNS string, or the four characters.
@@ -53,6 +62,7 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
             }
         }
 
+        /// The key space: "mdta", "udta", "ilst" or "common".
         public var space: String {
             switch self {
             case .quickTime: "mdta"
@@ -62,6 +72,7 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
             }
         }
 
+        /// "space:name", e.g. "udta:xmpl".
         public var description: String { "\(space):\(name)" }
 
         /// Reads a key from a command line: a reverse-DNS key (it has a '.') is QuickTime
@@ -87,15 +98,22 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
     /// A value with its type, as the `data` box's well-known types say (QuickTime File Format,
     /// "Well-known types").
     public enum Value: Hashable, Sendable, CustomStringConvertible {
+        /// UTF-8 text (well-known type 1).
         case utf8(String)
+        /// A big-endian signed integer (well-known type 21).
         case signed(Int64)
+        /// A big-endian unsigned integer (well-known type 22).
         case unsigned(UInt64)
+        /// A big-endian 32-bit float (well-known type 23).
         case float32(Float)
+        /// A big-endian 64-bit float (well-known type 24).
         case float64(Double)
+        /// Bytes without a type (well-known type 0, reserved for binary data).
         case data([UInt8])
         /// Another well-known type (JPEG 13, PNG 14, ...), kept as bytes.
         case typed(UInt32, [UInt8])
 
+        /// The value as text: numbers in decimal, bytes as text when printable, else hex.
         public var description: String {
             switch self {
             case .utf8(let text): text
@@ -186,9 +204,26 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Where the item is stored and under what name.
     public var key: Key
+    /// The item's value and its type.
     public var value: Value
 
+    /// Reads an item written as `KEY=VALUE` (a command line's `--meta`): the key as
+    /// ``Key/init(parsing:)`` reads it, the value as ``Value/init(parsing:)`` does, or
+    /// `@PATH` for the bytes of a file.
+    public init(parsing text: String) throws(ContainerError) {
+        guard let equals = text.firstIndex(of: "=") else { throw ContainerError(.invalidInput, "metadata item \"\(text)\": expected KEY=VALUE") }
+        key = try Key(parsing: String(text[..<equals]))
+        let valueText = String(text[text.index(after: equals)...])
+        if valueText.hasPrefix("@") {
+            do { value = .data(try readWholeFile(String(valueText.dropFirst()))) } catch { throw ContainerError(systemError: error) }
+        } else {
+            value = try Value(parsing: valueText)
+        }
+    }
+
+    /// An item of `key` with `value`.
     public init(key: Key, value: Value) {
         self.key = key
         self.value = value
@@ -203,6 +238,7 @@ public struct MetadataItem: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// "key = value", for listings.
     public var description: String { "\(key) = \(value)" }
 }
 

@@ -5,14 +5,19 @@ public import MediaCore
 public struct TimecodeTrackInfo: Sendable {
     /// One sample: from `start`, for `duration`, frames count on from `frameNumber`.
     public struct Sample: Sendable, Hashable {
+        /// The frame number the sample stores: the label of its first frame.
         public var frameNumber: Int64
         /// Presentation time on the movie timeline (edit list applied).
         public var start: MediaTime
+        /// How long the sample lasts on the movie timeline.
         public var duration: MediaTime
     }
 
+    /// The timecode track's `tkhd` track_ID.
     public var trackID: UInt32
+    /// The format of the track's samples: frame duration, quanta, flags and reel name.
     public var format: TimecodeFormatDescription
+    /// The samples in presentation order.
     public var samples: [Sample]
 
     /// The timecode of the first sample (what FFmpeg reports as the `timecode` tag).
@@ -29,6 +34,7 @@ public struct TimecodeTrackInfo: Sendable {
         return format.frameNumber(sample.frameNumber, advancedBy: time - sample.start)
     }
 
+    /// The timecode label at presentation time `time`, or nil before the first sample.
     public func timecode(at time: MediaTime) throws(TimecodeError) -> Timecode? {
         guard let number = frameNumber(at: time) else { return nil }
         return try format.timecode(forFrameNumber: number)

@@ -16,12 +16,17 @@ import SystemIO
 public final class MovieReader: Sendable {
     /// One sample's place and timing in the media.
     public struct SampleEntry: Sendable, Hashable {
+        /// The sample's first byte in the file.
         public var offset: UInt64
+        /// The sample's size in bytes.
         public var size: UInt32
         /// Decode time in the track's timescale.
         public var decodeTime: Int64
+        /// Presentation time less decode time (`ctts`), in the track's timescale.
         public var compositionOffset: Int32
+        /// How long the sample lasts, in the track's timescale.
         public var duration: UInt32
+        /// Whether the sample is a sync sample (`stss`, or the fragment's sample flags).
         public var isSync: Bool
         /// 1-based index into the track's sample descriptions.
         public var descriptionIndex: UInt32
@@ -31,29 +36,37 @@ public final class MovieReader: Sendable {
 
     /// A sample description: an H.264 format, a timecode format, or another codec we only name.
     public enum SampleDescription: Sendable {
+        /// An `avc1` or `avc3` sample entry with its avcC, as a format description.
         case h264(VideoFormatDescription)
         /// A `tmcd` or `tc64` timecode sample entry.
         case timecode(TimecodeFormatDescription)
+        /// A sample entry of another type, named by its four-character code.
         case other(FourCharCode)
     }
 
     /// One track.
     public struct Track: Sendable {
+        /// The track's ID (`tkhd` track_ID).
         public var id: UInt32
         /// `vide`, `soun`, `tmcd`, ...
         public var handlerType: FourCharCode
+        /// Media time units per second (`mdhd`).
         public var timescale: Int32
         /// Media duration (`mdhd`), in the track's timescale.
         public var mediaDuration: UInt64
         /// The edit list.
         public var edits: [EditListBox.Entry]
+        /// The sample descriptions (`stsd`), in order.
         public var descriptions: [SampleDescription]
+        /// Every sample, in decoding order, from the sample table and any movie fragments.
         public var samples: [SampleEntry]
         /// Display size (`tkhd`).
         public var width: Double
+        /// Display height (`tkhd`).
         public var height: Double
         /// The display transform (`tkhd`): a rotation, for phone video.
         public var matrix: TransformationMatrix
+        /// Whether some samples came from movie fragments (`moof`/`trun`).
         public var isFragmented: Bool
         /// Track references (`tref`): type → track ids.
         public var references: [FourCharCode: [UInt32]]
@@ -89,14 +102,19 @@ public final class MovieReader: Sendable {
     /// Limits on untrusted structure.
     public static let maximumSampleDescriptions = 1024
 
+    /// The file's path, as given.
     public let path: String
+    /// The tracks, in `moov` order.
     public let tracks: [Track]
     /// The top-level boxes in file order.
     public let topLevelBoxes: [BoxHeader]
     /// The parsed `moov`.
     public let movieBox: MovieBox
+    /// Movie time units per second (`mvhd`).
     public let movieTimescale: UInt32
+    /// The `ftyp` major brand, nil without an `ftyp` box.
     public let majorBrand: FourCharCode?
+    /// The `ftyp` compatible brands; empty without an `ftyp` box.
     public let compatibleBrands: [FourCharCode]
     /// Problems that do not stop reading (media cut short, damaged metadata).
     public let warnings: [String]
@@ -214,7 +232,9 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
     /// Presentation times shown (in the track's timescale, after the shift); nil shows all.
     let window: Range<Int64>?
 
+    /// The position of the first sample: 0.
     public var startIndex: Int { 0 }
+    /// The position past the last sample: the sample count.
     public var endIndex: Int { samples.count }
 
     /// The sample at `position` (decoding order).
@@ -364,7 +384,10 @@ struct Parser {
             guard stsd.entries.count <= MovieReader.maximumSampleDescriptions else {
                 throw ContainerError(.invalidBox, "\(stsd.entries.count) sample descriptions (at most \(MovieReader.maximumSampleDescriptions))", path: path, boxPath: tablePath + "/stsd")
             }
-            for entry in stsd.entries { track.descriptions.append(try description(entry, path: tablePath + "/stsd")) }
+            // The entries the count declares (FFmpeg reads no more), of those present.
+            for entry in stsd.entries.prefix(Int(stsd.declaredEntryCount ?? UInt32(stsd.entries.count))) {
+                track.descriptions.append(try description(entry, path: tablePath + "/stsd"))
+            }
         }
         track.samples = try samples(table, path: tablePath)
         return track

@@ -141,6 +141,7 @@ public final class CompressionSession: Sendable {
     // MARK: Encoding
 
     /// Encodes a picture (presentation order), blocking while the in-flight bound is reached.
+    @available(*, noasync, message: "this blocks the thread; use the async form in async code")
     public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) throws(SessionError) {
         try admit(picture, presentationTime)
         try pipeline.acquire()
@@ -247,6 +248,8 @@ public final class CompressionSession: Sendable {
     /// so the frames of every picture given so far come out, those after `time` included; the
     /// session then goes on, the next picture starting a new GOP with an IDR (same parameter
     /// sets, decode times continuing).
+    /// (Blocking form.)
+    @available(*, noasync, message: "this blocks the thread; use the async form in async code")
     public func completeFrames(until time: MediaTime = .positiveInfinity) {
         complete()
         pipeline.waitForQueue()
@@ -264,7 +267,9 @@ public final class CompressionSession: Sendable {
         }
     }
 
-    /// Ends the stream: every remaining frame is delivered, then ``frames`` ends.
+    /// Ends the stream: every remaining frame is delivered, then ``frames`` ends. Blocks until
+    /// then.
+    @available(*, noasync, message: "this blocks the thread; use the async form in async code")
     public func finish() {
         pipeline.perform { [self] () throws(SessionError) -> [CompressedFrame] in
             try engine.withLock { (engine) throws(SessionError) in try engine.flush(reopening: false) }

@@ -106,6 +106,7 @@ public final class DecompressionSession: Sendable {
     // MARK: Decoding
 
     /// Decodes a sample, blocking while the in-flight bound is reached.
+    @available(*, noasync, message: "this blocks the thread; use the async form in async code")
     public func decode(_ sample: SampleBuffer) throws(SessionError) {
         try checkAccepts(sample)
         try pipeline.acquire()
@@ -135,6 +136,8 @@ public final class DecompressionSession: Sendable {
     /// delivered (`VTDecompressionSessionFinishDelayedFrames` and
     /// `WaitForAsynchronousFrames`). Call it before a discontinuity (a seek); decoding then
     /// starts afresh and the next sample should be a sync sample.
+    /// (Blocking form.)
+    @available(*, noasync, message: "this blocks the thread; use the async form in async code")
     public func finishDelayedFrames() {
         drain()
         pipeline.waitForQueue()
@@ -160,6 +163,7 @@ public final class DecompressionSession: Sendable {
     }
 
     /// Ends the stream, blocking until every remaining frame is delivered.
+    @available(*, noasync, message: "this blocks the thread; use the async form in async code")
     public func finish() {
         finishDelayedFrames()
         pipeline.end(with: .invalidated)

@@ -1,4 +1,5 @@
 import Dispatch
+import SystemIO
 public import H264Bitstream
 public import H264Codec
 public import H264Container
@@ -148,14 +149,7 @@ extension FrameReader: AsyncSequence {
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> DecodedFrame? {
             nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
-            let result: Result<DecodedFrame?, SessionError> = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    do throws(SessionError) { continuation.resume(returning: .success(try reader.next())) } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
-                }
-            }
-            return try result.get()
+            return try await offloaded { () throws(SessionError) -> DecodedFrame? in try reader.next() }
         }
     }
 

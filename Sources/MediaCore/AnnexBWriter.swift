@@ -13,6 +13,7 @@ public struct AnnexBWriter: Sendable {
     /// Parameter sets written, counting those inserted.
     public private(set) var insertedParameterSetCount = 0
 
+    /// A writer; `insertsParameterSets` puts the format's SPS and PPS where samples lack them.
     public init(insertsParameterSets: Bool = true) {
         self.insertsParameterSets = insertsParameterSets
     }

@@ -51,6 +51,7 @@ public struct BlockBuffer: Sendable {
     }
 
     let representation: Representation
+    /// The number of bytes.
     public let count: Int
 
     /// A buffer that owns `bytes`.
@@ -104,6 +105,7 @@ public struct BlockBuffer: Sendable {
         self.count = count
     }
 
+    /// Whether the buffer holds no bytes.
     public var isEmpty: Bool { count == 0 }
 
     /// Whether the bytes are one range of memory (``withUnsafeBytes(_:)`` does not copy).
@@ -213,6 +215,7 @@ extension BlockBuffer: Equatable {
 }
 
 extension BlockBuffer: CustomStringConvertible {
+    /// The size and whether the bytes are owned, referenced or a chain of segments.
     public var description: String {
         switch representation {
         case .contiguous(let segment):

@@ -18,24 +18,36 @@
 public struct MediaTime: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The `CMTimeFlags` bits.
     public struct Flags: OptionSet, Sendable, Hashable, Codable {
+        /// The flag bits, as in `CMTimeFlags`.
         public let rawValue: UInt32
+        /// Flags with bits `rawValue`.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// The time is valid; without it the time is ``MediaTime/invalid``.
         public static let valid = Flags(rawValue: 1 << 0)
+        /// The value was rounded in a conversion or an operation, so it is not exact.
         public static let hasBeenRounded = Flags(rawValue: 1 << 1)
+        /// The time is positive infinity.
         public static let positiveInfinity = Flags(rawValue: 1 << 2)
+        /// The time is negative infinity.
         public static let negativeInfinity = Flags(rawValue: 1 << 3)
+        /// The time is indefinite (unknown, like a live stream's duration).
         public static let indefinite = Flags(rawValue: 1 << 4)
         static let nonNumeric: Flags = [.positiveInfinity, .negativeInfinity, .indefinite]
     }
 
     /// How a conversion to another timescale rounds.
     public enum RoundingMethod: Sendable, Hashable {
+        /// To nearest with halves away from zero; toward zero; away from zero; up; down.
         case halfAwayFromZero, towardZero, awayFromZero, towardPositiveInfinity, towardNegativeInfinity
     }
 
+    /// The numerator: the time is `value / timescale` seconds when numeric.
     public var value: Int64
+    /// Units per second; always positive.
     public var timescale: Int32
+    /// Whether the time is valid, rounded, infinite or indefinite.
     public var flags: Flags
+    /// The timeline the time belongs to (a loop count); 0 for durations and a single timeline.
     public var epoch: Int64
 
     /// `value / timescale` seconds. The timescale must be positive (a programmer error otherwise).
@@ -71,18 +83,28 @@ public struct MediaTime: Sendable, Hashable, Codable, CustomStringConvertible {
         if rounded != scaled { flags.insert(.hasBeenRounded) }
     }
 
+    /// Zero seconds.
     public static let zero = MediaTime(value: 0, timescale: 1)
+    /// The invalid time: equal to nothing and ordered against nothing.
     public static let invalid = MediaTime(value: 0, timescale: 1, flags: [], epoch: 0)
+    /// Positive infinity: after every number.
     public static let positiveInfinity = MediaTime(value: 0, timescale: 1, flags: [.valid, .positiveInfinity], epoch: 0)
+    /// Negative infinity: before everything.
     public static let negativeInfinity = MediaTime(value: 0, timescale: 1, flags: [.valid, .negativeInfinity], epoch: 0)
+    /// The indefinite time: valid but unknown.
     public static let indefinite = MediaTime(value: 0, timescale: 1, flags: [.valid, .indefinite], epoch: 0)
 
+    /// Whether the time is valid.
     public var isValid: Bool { flags.contains(.valid) }
+    /// Whether the time is positive infinity.
     public var isPositiveInfinity: Bool { isValid && flags.contains(.positiveInfinity) }
+    /// Whether the time is negative infinity.
     public var isNegativeInfinity: Bool { isValid && flags.contains(.negativeInfinity) }
+    /// Whether the time is indefinite.
     public var isIndefinite: Bool { isValid && flags.contains(.indefinite) }
     /// Valid and not an infinity or indefinite: a number of seconds.
     public var isNumeric: Bool { isValid && flags.isDisjoint(with: .nonNumeric) }
+    /// Whether rounding made the time inexact.
     public var hasBeenRounded: Bool { flags.contains(.hasBeenRounded) }
 
     /// The time in seconds (NaN when invalid or indefinite, ±∞ for the infinities).
@@ -208,9 +230,13 @@ public struct MediaTime: Sendable, Hashable, Codable, CustomStringConvertible {
         return result
     }
 
+    /// The sum, exact when a common timescale fits; see the type's rules for special values and epochs.
     public static func + (a: MediaTime, b: MediaTime) -> MediaTime { combine(a, b, subtracting: false) }
+    /// The difference, exact when a common timescale fits; see the type's rules for special values and epochs.
     public static func - (a: MediaTime, b: MediaTime) -> MediaTime { combine(a, b, subtracting: true) }
+    /// Adds `b` to `a`.
     public static func += (a: inout MediaTime, b: MediaTime) { a = a + b }
+    /// Subtracts `b` from `a`.
     public static func -= (a: inout MediaTime, b: MediaTime) { a = a - b }
 
     /// The time multiplied by an integer, exactly (or ±∞, flagged, on overflow). An infinity
@@ -245,7 +271,16 @@ public struct MediaTime: Sendable, Hashable, Codable, CustomStringConvertible {
         }
         var (quotient, remainder) = d.dividingFullWidth(product)
         let inexact = remainder != 0
-        if inexact && remainder >= d - remainder { quotient += 1; remainder = 0 }
+        if inexact && remainder >= d - remainder {
+            let (next, overflow) = quotient.addingReportingOverflow(1)
+            guard !overflow else {
+                var infinity = negative != (value < 0) ? MediaTime.negativeInfinity : .positiveInfinity
+                infinity.flags.insert(.hasBeenRounded)
+                return infinity
+            }
+            quotient = next
+            remainder = 0
+        }
         guard quotient <= UInt64(Int64.max) else {
             var infinity = negative != (value < 0) ? MediaTime.negativeInfinity : .positiveInfinity
             infinity.flags.insert(.hasBeenRounded)
@@ -287,6 +322,7 @@ public struct MediaTime: Sendable, Hashable, Codable, CustomStringConvertible {
     /// equals nothing.
     public static func == (a: MediaTime, b: MediaTime) -> Bool { compare(a, b) == 0 }
 
+    /// Hashes the time reduced to lowest terms (and its epoch), so times that `==` calls equal hash alike.
     public func hash(into hasher: inout Hasher) {
         guard isValid else { hasher.combine(0xBAD); return }
         if !isNumeric { hasher.combine(flags.intersection(.nonNumeric).rawValue); return }
@@ -296,16 +332,22 @@ public struct MediaTime: Sendable, Hashable, Codable, CustomStringConvertible {
         hasher.combine(Int64(timescale) / max(g, 1))
     }
 
+    /// Whether `a` is before `b`; false when either is invalid.
     public static func < (a: MediaTime, b: MediaTime) -> Bool { (compare(a, b) ?? 0) < 0 }
+    /// Whether `a` is before or at `b`; false when either is invalid.
     public static func <= (a: MediaTime, b: MediaTime) -> Bool { compare(a, b).map { $0 <= 0 } ?? false }
+    /// Whether `a` is after `b`; false when either is invalid.
     public static func > (a: MediaTime, b: MediaTime) -> Bool { (compare(a, b) ?? 0) > 0 }
+    /// Whether `a` is at or after `b`; false when either is invalid.
     public static func >= (a: MediaTime, b: MediaTime) -> Bool { compare(a, b).map { $0 >= 0 } ?? false }
 
+    /// The earlier of two times (`a` when they are equal), or invalid when either is invalid.
     public static func minimum(_ a: MediaTime, _ b: MediaTime) -> MediaTime {
         guard let order = compare(a, b) else { return .invalid }
         return order <= 0 ? a : b
     }
 
+    /// The later of two times (`a` when they are equal), or invalid when either is invalid.
     public static func maximum(_ a: MediaTime, _ b: MediaTime) -> MediaTime {
         guard let order = compare(a, b) else { return .invalid }
         return order >= 0 ? a : b

@@ -2,6 +2,7 @@
 /// (`AVPixelFormat`): planar YUV 4:0:0 to 4:4:4 and planar GBR at 8 to 16 bits
 /// (little-endian 16-bit words above 8), NV12, and packed RGB24/BGRA.
 public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
+    /// How the components are arranged in planes.
     public enum Layout: Hashable, Sendable {
         /// One plane per component, chroma subsampled as the chroma format says.
         case planar(ChromaFormat)
@@ -13,10 +14,12 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
         case packed(String)
     }
 
+    /// How the components are arranged in planes.
     public let layout: Layout
     /// Bits per component sample: 8 to 16.
     public let bitDepth: Int
 
+    /// A format of `layout` at `bitDepth` bits (8...16); packed RGB and NV12 must be 8-bit.
     public init(layout: Layout, bitDepth: Int = 8) {
         precondition((8...16).contains(bitDepth), "bit depth \(bitDepth) outside 8...16")
         if case .packed = layout { precondition(bitDepth == 8, "packed RGB formats are 8-bit") }
@@ -25,18 +28,27 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
         self.bitDepth = bitDepth
     }
 
+    /// Planar YUV with `chroma` subsampling at `bitDepth` bits (`yuv420p`, `yuv422p10le`, ...).
     public static func yuv(_ chroma: ChromaFormat, bitDepth: Int = 8) -> PixelFormat { PixelFormat(layout: .planar(chroma), bitDepth: bitDepth) }
+    /// 8-bit planar YUV 4:2:0 (`yuv420p`).
     public static let yuv420p = yuv(.yuv420)
+    /// 8-bit planar YUV 4:2:2 (`yuv422p`).
     public static let yuv422p = yuv(.yuv422)
+    /// 8-bit planar YUV 4:4:4 (`yuv444p`).
     public static let yuv444p = yuv(.yuv444)
+    /// 8-bit luma only (`gray`, H.264 4:0:0).
     public static let gray = yuv(.monochrome)
+    /// 8-bit 4:2:0 with interleaved chroma (`nv12`).
     public static let nv12 = PixelFormat(layout: .semiPlanar420)
+    /// 8-bit packed R, G, B (`rgb24`).
     public static let rgb24 = PixelFormat(layout: .packed("RGB"))
+    /// 8-bit packed B, G, R, A (`bgra`).
     public static let bgra = PixelFormat(layout: .packed("BGRA"))
 
     /// Bytes per component sample in a plane: 1 at 8 bits, 2 above.
     public var bytesPerSample: Int { bitDepth > 8 ? 2 : 1 }
 
+    /// The number of planes: 1 for gray and packed RGB, 2 for NV12, 3 otherwise.
     public var planeCount: Int {
         switch layout {
         case .planar(let chroma): chroma == .monochrome ? 1 : 3
@@ -113,13 +125,17 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The FFmpeg ``name``.
     public var description: String { name }
 }
 
 /// Chroma subsampling (chroma_format_idc, ITU-T H.264 Table 6-1).
 public enum ChromaFormat: Int, Hashable, Sendable, CaseIterable {
+    /// 4:0:0 (luma only), 4:2:0, 4:2:2 and 4:4:4, numbered as chroma_format_idc.
     case monochrome = 0, yuv420 = 1, yuv422 = 2, yuv444 = 3
+    /// Luma samples per chroma sample across: 2 for 4:2:0 and 4:2:2, else 1.
     public var horizontalSubsampling: Int { self == .yuv420 || self == .yuv422 ? 2 : 1 }
+    /// Luma rows per chroma row: 2 for 4:2:0, else 1.
     public var verticalSubsampling: Int { self == .yuv420 ? 2 : 1 }
     var digits: String {
         switch self {
@@ -133,10 +149,15 @@ public enum ChromaFormat: Int, Hashable, Sendable, CaseIterable {
 
 /// Colour signal description (the VUI's, ITU-T H.273 code points).
 public struct ColourDescription: Hashable, Sendable, Codable {
+    /// colour_primaries (ITU-T H.273 Table 2); 2 = unspecified.
     public var primaries: Int
+    /// transfer_characteristics (ITU-T H.273 Table 3); 2 = unspecified.
     public var transfer: Int
+    /// matrix_coefficients (ITU-T H.273 Table 4); 2 = unspecified, 0 = RGB.
     public var matrix: Int
+    /// Whether samples use the full range (video_full_range_flag) rather than video range.
     public var fullRange: Bool
+    /// A description with the given code points; by default all unspecified, video range.
     public init(primaries: Int = 2, transfer: Int = 2, matrix: Int = 2, fullRange: Bool = false) {
         self.primaries = primaries
         self.transfer = transfer
@@ -152,9 +173,11 @@ public struct ColourDescription: Hashable, Sendable, Codable {
 /// part of the picture without copying, as libavcodec applies frame cropping. Write a buffer's
 /// planes before handing it to another thread; after that, treat it as read-only.
 public final class PixelBuffer: @unchecked Sendable {
+    /// One plane's geometry and memory.
     public struct Plane: @unchecked Sendable {
         /// Samples across (component samples; pixels for packed formats).
         public var width: Int
+        /// Rows.
         public var height: Int
         /// Bytes from the start of one row to the next (≥ the row's bytes).
         public var bytesPerRow: Int
@@ -172,11 +195,15 @@ public final class PixelBuffer: @unchecked Sendable {
         deinit { release?() }
     }
 
+    /// How the samples are laid out.
     public let format: PixelFormat
     /// Picture width and height in pixels.
     public let width: Int
+    /// Picture height in pixels.
     public let height: Int
+    /// The planes, in the format's order (Y, Cb, Cr; G, B, R; or one packed plane).
     public let planes: [Plane]
+    /// The colour signal description, when known.
     public var colour: ColourDescription?
     private let storage: Storage
 

@@ -2,10 +2,14 @@ public import H264Bitstream
 
 /// When a sample is decoded and shown, and for how long (`CMSampleTimingInfo`).
 public struct SampleTiming: Hashable, Sendable, Codable {
+    /// When the sample is shown.
     public var presentationTime: MediaTime
+    /// When the sample is decoded; equals the presentation time without reordering.
     public var decodeTime: MediaTime
+    /// How long the sample is shown.
     public var duration: MediaTime
 
+    /// Timing with the given times.
     public init(presentationTime: MediaTime, decodeTime: MediaTime, duration: MediaTime) {
         self.presentationTime = presentationTime
         self.decodeTime = decodeTime
@@ -49,10 +53,14 @@ public struct SampleAttachments: Hashable, Sendable, Codable {
 public struct SampleBuffer: Sendable {
     /// The NAL units, each after a big-endian length of `formatDescription.nalUnitLengthSize` bytes.
     public var data: BlockBuffer
+    /// The format that decodes the sample: parameter sets and NAL length size.
     public var formatDescription: VideoFormatDescription
+    /// The sample's presentation and decode times and duration.
     public var timing: SampleTiming
+    /// Sync and dependency information.
     public var attachments: SampleAttachments
 
+    /// A sample of the NAL units in `data`, framed with the format's length size (unchecked: see ``validate()``).
     public init(data: BlockBuffer, formatDescription: VideoFormatDescription, timing: SampleTiming, attachments: SampleAttachments) {
         self.data = data
         self.formatDescription = formatDescription
@@ -60,10 +68,15 @@ public struct SampleBuffer: Sendable {
         self.attachments = attachments
     }
 
+    /// When the sample is shown.
     public var presentationTime: MediaTime { timing.presentationTime }
+    /// When the sample is decoded.
     public var decodeTime: MediaTime { timing.decodeTime }
+    /// How long the sample is shown.
     public var duration: MediaTime { timing.duration }
+    /// Whether decoding can start at the sample.
     public var isSync: Bool { attachments.isSync }
+    /// The sample's size in bytes, length prefixes included.
     public var size: Int { data.count }
 
     /// Calls `body` with each NAL unit (header byte first, no length prefix). A length running
@@ -100,6 +113,7 @@ public struct SampleBuffer: Sendable {
 }
 
 extension SampleBuffer: CustomStringConvertible {
+    /// The times, the size and whether the sample is sync, for logs.
     public var description: String {
         "sample pts \(presentationTime) dts \(decodeTime) dur \(duration) \(size) bytes\(isSync ? " sync" : "")"
     }

@@ -16,16 +16,20 @@ public import H264Bitstream
 /// order count), the first shown picture at 0; decode times step by one frame duration, starting
 /// the reorder depth before 0 so no sample is decoded after it is shown.
 public struct SampleBufferBuilder: Sendable {
+    /// How NAL units are framed into samples.
     public struct Options: Sendable, Hashable {
         /// Bytes of each NAL unit's length prefix: 1, 2 or 4.
         public var nalUnitLengthSize: Int
         /// Keep SPS and PPS in the samples as well as in the format description (what `avc3` expects).
         public var keepsParameterSetsInBand: Bool
+        /// Leave access unit delimiters (NAL type 9) out of the samples.
         public var dropsAccessUnitDelimiters: Bool
+        /// Leave filler data (NAL type 12) out of the samples.
         public var dropsFillerData: Bool
         /// The sample entry type the format descriptions carry.
         public var codec: FourCharCode
 
+        /// Options with the given framing; by default 4-byte lengths, parameter sets out of band, nothing dropped.
         public init(nalUnitLengthSize: Int = 4, keepsParameterSetsInBand: Bool = false, dropsAccessUnitDelimiters: Bool = false,
                     dropsFillerData: Bool = false, codec: FourCharCode = "avc1") {
             self.nalUnitLengthSize = nalUnitLengthSize
@@ -49,7 +53,9 @@ public struct SampleBufferBuilder: Sendable {
     /// needs more than 16 frames of reordering.
     public static let maximumHeldSamples = 64
 
+    /// How NAL units are framed into samples.
     public let options: Options
+    /// Where the frame rate comes from: the stream's VUI timing, or a rate the caller fixes.
     public let frameRateSource: FrameRateSource
     /// The parser underneath: pictures, parameter sets, diagnostics.
     public private(set) var parser = H264StreamParser()
@@ -61,6 +67,7 @@ public struct SampleBufferBuilder: Sendable {
     public private(set) var droppedNALUnitCount = 0
     /// NAL units removed on request (AUD, filler) or moved into the format description.
     public private(set) var removedNALUnitCount = 0
+    /// Samples closed so far, counting those not yet released.
     public private(set) var sampleCount = 0
 
     private struct Building {
@@ -100,6 +107,7 @@ public struct SampleBufferBuilder: Sendable {
     private var ready: [SampleBuffer] = []
     private var readyStart = 0
 
+    /// A builder that has seen nothing, framing with `options` and timing by `frameRate`.
     public init(options: Options = Options(), frameRate: FrameRateSource = .stream(fallback: nil)) {
         self.options = options
         self.frameRateSource = frameRate

@@ -1,4 +1,5 @@
 import Dispatch
+import SystemIO
 public import H264Bitstream
 
 /// Reads an Annex-B stream as sample buffers: an ``AnnexBReader`` feeding a
@@ -57,6 +58,7 @@ public final class SampleBufferReader {
         /// Samples before the first sync sample were left out.
         case leadingSamplesSkipped(count: Int)
 
+        /// The warning as a sentence for the user.
         public var description: String {
             switch self {
             case .assumedFrameRate(let rate):
@@ -71,6 +73,7 @@ public final class SampleBufferReader {
         }
     }
 
+    /// How the stream is turned into samples.
     public let options: Options
     /// The NAL units underneath.
     public let nalUnits: AnnexBReader
@@ -167,30 +170,28 @@ public final class SampleBufferReader {
 }
 
 extension SampleBufferReader: AsyncSequence {
+    /// The samples read, in decoding order.
     public typealias Element = SampleBuffer
+    /// The error a read throws.
     public typealias Failure = BitstreamError
 
     /// Iterates the reader; reads that may block (a pipe) run on a dispatch queue.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let reader: SampleBufferReader
 
+        /// The next sample, or nil at the end of the stream.
         public mutating func next() async throws(BitstreamError) -> SampleBuffer? {
             try await next(isolation: nil)
         }
 
+        /// The next sample, or nil at the end; blocking reads run on a global dispatch queue.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(BitstreamError) -> SampleBuffer? {
             guard reader.nalUnits.readsBlock else { return try reader.next() }
             nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
-            let result: Result<SampleBuffer?, BitstreamError> = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    do throws(BitstreamError) { continuation.resume(returning: .success(try reader.next())) } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
-                }
-            }
-            return try result.get()
+            return try await offloaded { () throws(BitstreamError) -> SampleBuffer? in try reader.next() }
         }
     }
 
+    /// An iterator over the reader's samples; use one at a time, the reader is shared.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: self) }
 }

@@ -4,9 +4,12 @@
 /// negative; range operations (union, intersection, containment) need ranges whose starts
 /// share an epoch, and give ``invalid`` (or false) otherwise.
 public struct TimeRange: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The first time in the range.
     public var start: MediaTime
+    /// The range's length: epoch 0, not negative in a valid range.
     public var duration: MediaTime
 
+    /// The range of `duration` from `start`, unchecked (see ``isValid``).
     public init(start: MediaTime, duration: MediaTime) {
         self.start = start
         self.duration = duration
@@ -20,7 +23,9 @@ public struct TimeRange: Sendable, Hashable, Codable, CustomStringConvertible {
         self.duration = duration
     }
 
+    /// The empty range at time zero.
     public static let zero = TimeRange(start: .zero, duration: .zero)
+    /// The invalid range: equal to nothing.
     public static let invalid = TimeRange(start: .invalid, duration: .invalid)
 
     /// Valid: both times valid, the duration of epoch 0 and not negative, and the start not an
@@ -72,11 +77,13 @@ public struct TimeRange: Sendable, Hashable, Codable, CustomStringConvertible {
         a.isValid && b.isValid && a.start == b.start && a.duration == b.duration
     }
 
+    /// Hashes the start and the duration, as `==` compares them.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(start)
         hasher.combine(duration)
     }
 
+    /// "[start + duration)", or "invalid range".
     public var description: String {
         guard isValid else { return "invalid range" }
         return "[\(start) + \(duration))"

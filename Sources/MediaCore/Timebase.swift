@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Dispatch
 import Synchronization
 
 /// A source of steadily advancing time (`CMClock`).
@@ -16,11 +12,9 @@ public struct HostClock: MediaClock {
     /// The host clock.
     public init() {}
 
-    /// Now, on `CLOCK_MONOTONIC`.
+    /// Now, on the monotonic clock (`CLOCK_MONOTONIC`, as `DispatchTime` reads it).
     public var currentTime: MediaTime {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return MediaTime(value: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec), timescale: 1_000_000_000)
+        MediaTime(value: Int64(clamping: DispatchTime.now().uptimeNanoseconds), timescale: 1_000_000_000)
     }
 }
 
@@ -58,12 +52,12 @@ public final class Timebase: Sendable {
     public enum Schedule: Sendable, Hashable {
         /// The time comes after this much clock time at the current rate.
         case after(MediaTime)
-        /// The time has come: the timebase is at it, or past it by `late` (zero when exactly on time).
+        /// The time has come: the timebase is at it, or past it by `late` (zero when exactly on
+        /// time); for a timebase running backwards, past means above it.
         case due(late: MediaTime)
         /// The timebase is paused (rate 0) short of the time: it comes only when the rate changes.
         case paused
-        /// The timebase runs away from the time (backwards past it, or the time is behind a
-        /// reversed timebase): it never comes at this rate.
+        /// The time is not a number (invalid, indefinite or infinite): it never comes.
         case unreachable
     }
 

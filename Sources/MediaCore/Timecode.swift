@@ -5,18 +5,25 @@
 /// (its frame quanta and flags). Printed as `HH:MM:SS:FF`, or `HH:MM:SS;FF` when it is a
 /// drop-frame value, the SMPTE convention FFmpeg and Apple's tools follow.
 public struct Timecode: Hashable, Sendable, CustomStringConvertible {
+    /// Hours, 0 up to the format's maximum (23 with the 24-hour flag).
     public var hours: Int
+    /// Minutes, 0...59.
     public var minutes: Int
+    /// Seconds, 0...59.
     public var seconds: Int
+    /// Frames within the second, below the format's frame quanta.
     public var frames: Int
+    /// Whether the value is negative (printed with a leading `-`).
     public var isNegative: Bool
     /// Printed with `;` before the frames.
     public var isDropFrame: Bool
     /// A fraction of a frame, `subframes / subframeDivisor` (`CVSMPTETime.subframes`); 0 in
     /// timecode track samples, which count whole frames.
     public var subframes: Int
+    /// The number of subframes in a frame (80 by default, as `CVSMPTETime` uses).
     public var subframeDivisor: Int
 
+    /// A timecode with the given fields, unchecked: ``TimecodeFormatDescription/frameNumber(for:)`` checks them.
     public init(hours: Int, minutes: Int, seconds: Int, frames: Int, isNegative: Bool = false, isDropFrame: Bool = false,
                 subframes: Int = 0, subframeDivisor: Int = 80) {
         self.hours = hours
@@ -67,6 +74,7 @@ public struct Timecode: Hashable, Sendable, CustomStringConvertible {
         self.init(hours: fields[0], minutes: fields[1], seconds: fields[2], frames: fields[3], isNegative: negative, isDropFrame: drop)
     }
 
+    /// `HH:MM:SS:FF`, or `HH:MM:SS;FF` for drop-frame, with a leading `-` when negative.
     public var description: String {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
         return "\(isNegative ? "-" : "")\(two(hours)):\(two(minutes)):\(two(seconds))\(isDropFrame ? ";" : ":")\(two(frames))"
@@ -75,14 +83,19 @@ public struct Timecode: Hashable, Sendable, CustomStringConvertible {
 
 /// A timecode value or format that cannot be: the reason names the field and the rule.
 public struct TimecodeError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What is wrong, naming the field and the rule.
     public var reason: String
+    /// An error with `reason` as its message.
     public init(_ reason: String) { self.reason = reason }
+    /// The ``reason``.
     public var description: String { reason }
 }
 
 /// The flags of a timecode format description (TN2310; the `tmcd` sample entry's flags).
 public struct TimecodeFlags: OptionSet, Hashable, Sendable {
+    /// The flag bits, as the `tmcd` sample entry stores them.
     public let rawValue: UInt32
+    /// Flags with bits `rawValue`.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Two (four at 59.94, eight at 119.88) frame labels are skipped at the start of each
     /// minute except every tenth, so the labels keep up with the NTSC clock.
@@ -103,14 +116,18 @@ public struct TimecodeFlags: OptionSet, Hashable, Sendable {
 /// with the drop-frame rule (TN2310 listings 7 and 8, generalised to 59.94 and 119.88 as SMPTE
 /// ST 12-1 and FFmpeg do: `frameQuanta / 15` labels skipped per minute).
 public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvertible {
+    /// How a timecode sample stores its frame number.
     public enum SampleFormat: Hashable, Sendable, CaseIterable {
         /// `tmcd` (`kCMTimeCodeFormatType_TimeCode32`): a big-endian Int32 frame number.
         case timeCode32
         /// `tc64` (`kCMTimeCodeFormatType_TimeCode64`): a big-endian Int64 frame number.
         case timeCode64
 
+        /// The sample entry type: `tmcd` or `tc64`.
         public var fourCC: FourCharCode { self == .timeCode32 ? "tmcd" : "tc64" }
+        /// Bytes per sample: 4 for `tmcd`, 8 for `tc64`.
         public var sampleSize: Int { self == .timeCode32 ? 4 : 8 }
+        /// The format of sample entry type `fourCC`, or nil when it is neither `tmcd` nor `tc64`.
         public init?(fourCC: FourCharCode) {
             switch fourCC {
             case "tmcd": self = .timeCode32
@@ -123,21 +140,26 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
     /// The source reference name (`kCMTimeCodeFormatDescriptionExtension_SourceReferenceName`):
     /// usually the tape or reel the media came from, with a QuickTime language code.
     public struct SourceReference: Hashable, Sendable {
+        /// The name, usually of the tape or reel.
         public var name: String
         /// A Macintosh language code (0 is English), as the `name` box stores it.
         public var languageCode: UInt16
+        /// A source reference `name` in language `languageCode` (0, English, by default).
         public init(name: String, languageCode: UInt16 = 0) {
             self.name = name
             self.languageCode = languageCode
         }
     }
 
+    /// How samples store the frame number: 32 or 64 bits.
     public var sampleFormat: SampleFormat
     /// The duration of one frame (1001/30000 for 29.97).
     public let frameDuration: MediaTime
     /// Frames counted per second (30 for 29.97), or frames per tick in counter mode.
     public let frameQuanta: Int
+    /// Drop-frame, 24-hour, negative-times and counter flags.
     public let flags: TimecodeFlags
+    /// The name of the source tape or reel, if any.
     public var sourceReference: SourceReference?
 
     /// A timecode format, checked: frame quanta 1...255 (the `tmcd` field is one byte), a
@@ -179,6 +201,7 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
                       sourceReference: sourceReference)
     }
 
+    /// Whether the format uses the drop-frame rule.
     public var isDropFrame: Bool { flags.contains(.dropFrame) }
     /// Labels skipped at the start of each minute but every tenth (0 when not drop-frame).
     public var droppedPerMinute: Int { isDropFrame ? frameQuanta / 15 : 0 }
@@ -191,6 +214,7 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
     /// The largest hours value a sample can hold: 8 bits in `tmcd`, 16 in `tc64`.
     var maximumHours: Int { flags.contains(.twentyFourHourMax) ? 23 : sampleFormat == .timeCode32 ? 255 : Int(Int16.max) }
 
+    /// The sample type, rate, frame quanta and flags, e.g. "tmcd 30000/1001 fps, 30 frames/s, drop-frame, 24-hour".
     public var description: String {
         let rate = "\(frameDuration.timescale)/\(frameDuration.value)"
         var names: [String] = []

@@ -3,7 +3,9 @@ public import H264Bitstream
 /// A four-character code ("avc1", "avc3", "©nam"): four bytes, read as Latin-1 characters
 /// (QuickTime's `©` is byte 0xA9), so every code round-trips through its string.
 public struct FourCharCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The four bytes, first character in the most significant byte.
     public let rawValue: UInt32
+    /// The code with bytes `rawValue`.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// The code of a four-character string of Latin-1 characters; nil for any other string.
     public init?(_ text: String) {
@@ -11,10 +13,12 @@ public struct FourCharCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         guard scalars.count == 4, scalars.allSatisfy({ $0.value <= 0xFF }) else { return nil }
         rawValue = scalars.reduce(0) { $0 << 8 | $1.value }
     }
+    /// The code of a four-character literal; anything but four Latin-1 characters is a programmer error.
     public init(stringLiteral text: String) {
         guard let code = FourCharCode(text) else { preconditionFailure("a four-character code has four Latin-1 characters: \(text)") }
         self = code
     }
+    /// The four characters, each byte read as Latin-1.
     public var description: String {
         String(String.UnicodeScalarView((0..<4).map { Unicode.Scalar(UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * $0))) }))
     }
@@ -46,25 +50,34 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
     /// The first SPS, parsed: the source of everything below.
     public let sps: SequenceParameterSet
 
+    /// profile_idc of the first SPS.
     public var profileIdc: UInt8 { sps.profileIdc }
     /// profile_compatibility: the constraint_set flags byte of the SPS.
     public var profileCompatibility: UInt8 { sequenceParameterSets[0].count > 2 ? sequenceParameterSets[0][2] : 0 }
+    /// level_idc of the first SPS.
     public var levelIdc: UInt8 { sps.levelIdc }
     /// Decoded picture size before cropping.
     public var codedWidth: Int { sps.codedWidth }
+    /// Decoded picture height before cropping.
     public var codedHeight: Int { sps.codedHeight }
     /// Display size after cropping.
     public var width: Int { sps.width }
+    /// Display height after cropping.
     public var height: Int { sps.height }
+    /// chroma_format_idc of the first SPS: 0 monochrome, 1 4:2:0, 2 4:2:2, 3 4:4:4.
     public var chromaFormatIdc: Int { sps.chromaFormatIdc }
+    /// Luma bit depth, 8...14.
     public var bitDepthLuma: Int { sps.bitDepthLuma }
+    /// Chroma bit depth, 8...14.
     public var bitDepthChroma: Int { sps.bitDepthChroma }
+    /// The sample aspect ratio from the VUI, or nil when the SPS does not give one.
     public var sampleAspectRatio: (width: Int, height: Int)? { sps.vuiParameters?.sampleAspectRatio }
     /// colour_primaries, transfer_characteristics, matrix_coefficients and full range, when the VUI gives them.
     public var colour: (primaries: Int, transfer: Int, matrix: Int, fullRange: Bool)? {
         guard let vui = sps.vuiParameters, vui.colourDescriptionPresentFlag else { return nil }
         return (Int(vui.colourPrimaries), Int(vui.transferCharacteristics), Int(vui.matrixCoefficients), vui.videoFullRangeFlag)
     }
+    /// The frame rate from the VUI's timing information, if present.
     public var frameRate: FrameRate? { sps.frameRate }
 
     /// A description from parameter set NAL units (header byte included, emulation
@@ -150,12 +163,14 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
             && a.pictureParameterSets == b.pictureParameterSets && a.sequenceParameterSetExtensions == b.sequenceParameterSetExtensions
     }
 
+    /// Hashes the codec and parameter sets, a subset of what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(codec)
         hasher.combine(sequenceParameterSets)
         hasher.combine(pictureParameterSets)
     }
 
+    /// The codec string, size, profile, level, pixel format and parameter set counts, for logs.
     public var description: String {
         "\(codecString) \(width)x\(height) \(sps.profileName) level \(levelIdc / 10).\(levelIdc % 10) \(sps.pixelFormatName), \(sequenceParameterSets.count) SPS, \(pictureParameterSets.count) PPS, \(nalUnitLengthSize)-byte NAL lengths"
     }

@@ -4,6 +4,7 @@ package import Glibc
 import Darwin
 #endif
 package import SystemPackage
+import Dispatch
 
 /// The one place system calls are retried on `EINTR` and their failures turned into `Errno`
 /// (NIOPosix's `syscall(blocking:)` pattern): `body` returns the call's result, -1 on failure.
@@ -169,4 +170,22 @@ extension FileDescriptorHandle {
     package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws(SystemError) -> Int {
         try FileDescriptor(rawValue: fd).readSome(into: buffer, at: offset, path: path)
     }
+}
+
+/// Runs blocking work (a read from a pipe, a decode) on a dispatch queue and suspends until it
+/// is done, so that it never holds one of Swift's cooperative threads: what the readers'
+/// `AsyncSequence` iterators do.
+package func offloaded<T, E: Error>(_ work: @escaping @Sendable () throws(E) -> sending T) async throws(E) -> T {
+    let result: Result<T, E> = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, E>, Never>) in
+        DispatchQueue.global().async {
+            do throws(E) { continuation.resume(returning: .success(try work())) } catch { continuation.resume(returning: .failure(error)) }
+        }
+    }
+    return try result.get()
+}
+
+/// Writes text to standard error as it is (failures ignored: there is nowhere left to say so).
+package func writeToStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { raw in try? FileDescriptor.standardError.writeAll(UnsafeRawBufferPointer(raw), path: "stderr") }
 }

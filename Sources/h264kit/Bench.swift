@@ -212,7 +212,8 @@ func which(_ program: String) -> String? {
 }
 
 /// Runs a program to completion with standard output discarded; returns its status and what it
-/// printed on standard error.
+/// printed on standard error (through a file, so a full pipe cannot stall it). (Foundation's
+/// Process would do, but loading Foundation costs every command its start-up time.)
 func spawn(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stderr: String) {
     let directory = try TemporaryDirectory(prefix: "h264kit-spawn")
     let errorPath = directory.path + "/stderr"
@@ -227,12 +228,9 @@ func spawn(_ executable: String, _ arguments: [String]) throws -> (status: Int32
     let result = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
     guard result == 0 else { throw ToolError("\(executable): cannot start: \(String(cString: strerror(result)))") }
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { throw ToolError("\(executable): waitpid failed") }
-    }
-    let text = String(decoding: (try? readWholeFile(errorPath)) ?? [], as: UTF8.self)
+    while waitpid(pid, &status, 0) < 0 { guard errno == EINTR else { throw ToolError("\(executable): waitpid failed") } }
     // WIFEXITED / WEXITSTATUS, which Swift does not import.
-    return (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), text)
+    return (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: (try? readWholeFile(errorPath)) ?? [], as: UTF8.self))
 }
 
 private func median(_ values: [Double]) -> Double {

@@ -155,12 +155,8 @@ struct DamageReport {
         damaged += 1
         let seconds = frame.presentationTime.isNumeric ? " at \(frame.presentationTime.seconds) s" : ""
         let messages = frame.messages.isEmpty ? "" : ": " + frame.messages.joined(separator: "; ")
-        var flags: [String] = []
-        if frame.errorFlags.contains(.invalidBitstream) { flags.append("invalid bitstream") }
-        if frame.errorFlags.contains(.missingReference) { flags.append("missing reference") }
-        if frame.errorFlags.contains(.concealmentActive) { flags.append("concealment active") }
-        if frame.errorFlags.contains(.decodeSlices) { flags.append("slices failed") }
-        line("frame \(written) (sample \(frame.sampleIndex)\(seconds)): damaged, concealed\(flags.isEmpty ? "" : " (" + flags.joined(separator: ", ") + ")")\(messages)")
+        let flags = frame.errorFlags.isEmpty ? "" : " (\(frame.errorFlags))"
+        line("frame \(written) (sample \(frame.sampleIndex)\(seconds)): damaged, concealed\(flags)\(messages)")
         if strict { throw ToolError("\(name): frame \(written) (sample \(frame.sampleIndex)): damaged; stopping (--strict)") }
     }
 

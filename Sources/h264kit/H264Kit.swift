@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import H264Kit
+import SystemIO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,15 +37,7 @@ func printError(_ text: String) {
 }
 
 /// Writes text to standard error as it is.
-func printErrorRaw(_ text: String) {
-    var bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-        if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
-        offset += n
-    }
-}
+func printErrorRaw(_ text: String) { writeToStandardError(text) }
 
 /// Parses a rate option ("30000/1001", "25", "29.97") for `validate()`.
 func parseRate(_ text: String?, _ option: String) throws -> FrameRate? {

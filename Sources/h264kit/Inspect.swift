@@ -43,7 +43,7 @@ struct Inspect: ParsableCommand {
         }
         let name = file == "-" ? "stdin" : file
         let units: AnnexBReader
-        do { units = try AnnexBReader(path: file) } catch { throw ToolError("\(name): \(error)") }
+        do { units = try AnnexBReader(path: file, options: .init(releasesPagesBehind: false)) } catch { throw ToolError("\(name): \(error)") }
         var nalRecords: [NALRecord] = []
         var sampleRecords: [SampleRecord] = []
         let parser: H264StreamParser

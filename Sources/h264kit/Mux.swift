@@ -77,15 +77,7 @@ struct Mux: ParsableCommand {
     private func metadataItems(fileType: MovieFileType) throws -> [MetadataItem] {
         var items: [MetadataItem] = []
         for text in metadata {
-            let equals = text.firstIndex(of: "=")!
-            let valueText = String(text[text.index(after: equals)...])
-            do {
-                let key = try MetadataItem.Key(parsing: String(text[..<equals]))
-                let value = valueText.hasPrefix("@") ? .data(try readWholeFile(String(valueText.dropFirst()))) : try MetadataItem.Value(parsing: valueText)
-                items.append(MetadataItem(key: key, value: value))
-            } catch {
-                throw ToolError("--meta \(text): \(error)")
-            }
+            do { items.append(try MetadataItem(parsing: text)) } catch { throw ToolError("--meta \(text): \(error)") }
         }
         do { try MetadataItem.validate(items, for: fileType, path: output) } catch { throw ToolError("--meta: \(error)") }
         return items

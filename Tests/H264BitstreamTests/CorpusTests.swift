@@ -42,7 +42,7 @@ let knownCorpusMismatches: [String: String] = [
         "corrupt slice data: ffmpeg conceals an extra picture",
 ]
 
-@Suite("Corpus (H264KIT_CORPUS)", .enabled(if: Fixtures.corpus != nil, "set H264KIT_CORPUS to the corpus directory"))
+@Suite("Corpus (H264KIT_CORPUS)", .requiresCorpus)
 struct CorpusTests {
     static let entries = CorpusEntry.load()
 

@@ -312,7 +312,7 @@ func checkSamples(_ stream: [UInt8], expectedFrames: Int?) throws -> String? {
     }
 }
 
-@Suite("Samples on the corpus (H264KIT_CORPUS)", .enabled(if: Corpus.directory != nil, "set H264KIT_CORPUS to the corpus directory"))
+@Suite("Samples on the corpus (H264KIT_CORPUS)", .requiresCorpus)
 struct CorpusSampleTests {
     static let rawStreams = Corpus.entries().filter { !$0.isContainer && !$0.ffmpegFailed }
 

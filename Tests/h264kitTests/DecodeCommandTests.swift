@@ -145,7 +145,7 @@ struct DecodeCommandTests {
     }
 }
 
-@Suite("Decode on the corpus (H264KIT_CORPUS)", .enabled(if: Corpus.directory != nil, "set H264KIT_CORPUS to the corpus directory"))
+@Suite("Decode on the corpus (H264KIT_CORPUS)", .requiresCorpus)
 struct CorpusDecodeTests {
     static let decodable = Corpus.entries().filter { !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
     static let rejected = Corpus.entries().filter { $0.ffmpegFailed || ($0.frames ?? 0) == 0 }
@@ -185,6 +185,20 @@ struct CorpusDecodeTests {
         let hashes = hashColumn(result.stdout)
         #expect(hashes.count == expected.count)
         #expect(hashes == expected)
+    }
+
+    /// With the default (frame) threads, as a user runs it: every frame of what ffmpeg
+    /// decodes with its own default threads, damaged streams included (a decoder error while
+    /// finishing used to end the session and lose the last pictures).
+    @Test(.requires(.ffmpeg), arguments: decodable.map(\.path).filter { known[$0] == nil })
+    func defaultThreadsMatchFFmpegsDefaultThreads(_ path: String) throws {
+        let entry = Self.decodable.first { $0.path == path }!
+        let result = try h264kit(["decode", entry.url.path, "-o", "-", "--format", "framemd5"])
+        #expect(result.status == 0, "\(result.stderr.suffix(300))")
+        let raw = entry.isContainer ? [] : ["-f", "h264"]
+        let ffmpeg = try run("ffmpeg", ["-nostdin", "-v", "error", "-noautorotate"] + raw + ["-i", entry.url.path, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+        let expected = ffmpeg.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+        #expect(hashColumn(result.stdout) == expected)
     }
 
     /// Files ffmpeg cannot decode (no video, not H.264): a clear error, no crash or hang.

@@ -354,7 +354,7 @@ enum AnnexBUnits {
     }
 }
 
-@Suite("Mux and demux on the corpus (H264KIT_CORPUS)", .enabled(if: Corpus.directory != nil, "set H264KIT_CORPUS to the corpus directory"))
+@Suite("Mux and demux on the corpus (H264KIT_CORPUS)", .requiresCorpus)
 struct CorpusMuxTests {
     static let rawStreams = Corpus.entries().filter { !$0.isContainer && !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
     static let containers = Corpus.entries().filter { $0.isContainer && !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }

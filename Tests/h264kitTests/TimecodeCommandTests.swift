@@ -89,7 +89,7 @@ struct TimecodeCommandTests {
         }
     }
 
-    @Test("every corpus file with a timecode track: the start timecode ffprobe reports", .requires(.ffprobe), .enabled(if: Corpus.directory != nil))
+    @Test("every corpus file with a timecode track: the start timecode ffprobe reports", .requires(.ffprobe), .requiresCorpus)
     func corpus() throws {
         var checked = 0
         for entry in Corpus.entries() where entry.isContainer {
@@ -212,7 +212,7 @@ struct MetadataCommandTests {
         #expect(!FileManager.default.fileExists(atPath: refused))
     }
 
-    @Test("every corpus MP4/MOV: the metadata reads, and ffprobe's reverse-DNS and common tags are among the items", .requires(.ffprobe), .enabled(if: Corpus.directory != nil))
+    @Test("every corpus MP4/MOV: the metadata reads, and ffprobe's reverse-DNS and common tags are among the items", .requires(.ffprobe), .requiresCorpus)
     func corpus() throws {
         // FFmpeg's names for items; MOVs name the encoder ©swr, 3GPP files give the location as a binary loci box.
         let common = ["title": ["©nam"], "comment": ["©cmt"], "artist": ["©ART"], "album": ["©alb"], "encoder": ["©too", "©swr"],

@@ -14,6 +14,7 @@ public struct BoxHeader: Sendable, Hashable, CustomStringConvertible {
     public var end: Int { payload.upperBound }
     /// The header's size in bytes.
     public var headerSize: Int { payload.lowerBound - start }
+    /// "type@offset", e.g. "moov@1024".
     public var description: String { "\(type)@\(start)" }
 }
 
@@ -61,40 +62,48 @@ public struct BoxReader {
         }
     }
 
+    /// An 8-bit unsigned field; `what` names it in errors.
     public mutating func u8(_ what: String = "field") throws(ContainerError) -> UInt8 {
         try need(1, what)
         defer { offset += 1 }
         return bytes[offset]
     }
 
+    /// A 16-bit big-endian unsigned field.
     public mutating func u16(_ what: String = "field") throws(ContainerError) -> UInt16 {
         try need(2, what)
         defer { offset += 2 }
         return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
     }
 
+    /// A 16-bit big-endian signed field.
     public mutating func i16(_ what: String = "field") throws(ContainerError) -> Int16 { Int16(bitPattern: try u16(what)) }
 
+    /// A 24-bit big-endian unsigned field (a full box's flags).
     public mutating func u24(_ what: String = "field") throws(ContainerError) -> UInt32 {
         try need(3, what)
         defer { offset += 3 }
         return UInt32(bytes[offset]) << 16 | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2])
     }
 
+    /// A 32-bit big-endian unsigned field.
     public mutating func u32(_ what: String = "field") throws(ContainerError) -> UInt32 {
         try need(4, what)
         defer { offset += 4 }
         return Self.u32(bytes, offset)
     }
 
+    /// A 32-bit big-endian signed field.
     public mutating func i32(_ what: String = "field") throws(ContainerError) -> Int32 { Int32(bitPattern: try u32(what)) }
 
+    /// A 64-bit big-endian unsigned field.
     public mutating func u64(_ what: String = "field") throws(ContainerError) -> UInt64 {
         try need(8, what)
         defer { offset += 8 }
         return UInt64(Self.u32(bytes, offset)) << 32 | UInt64(Self.u32(bytes, offset + 4))
     }
 
+    /// A 64-bit big-endian signed field.
     public mutating func i64(_ what: String = "field") throws(ContainerError) -> Int64 { Int64(bitPattern: try u64(what)) }
 
     /// A field of `size` bytes (1, 2, 3, 4 or 8), big-endian.
@@ -109,10 +118,12 @@ public struct BoxReader {
         }
     }
 
+    /// A four-character code.
     public mutating func fourCC(_ what: String = "four-character code") throws(ContainerError) -> FourCharCode {
         FourCharCode(rawValue: try u32(what))
     }
 
+    /// Skips `count` bytes, which must be in the box.
     public mutating func skip(_ count: Int, _ what: String = "field") throws(ContainerError) {
         try need(count, what)
         offset += count
@@ -129,6 +140,25 @@ public struct BoxReader {
     public mutating func rest() -> [UInt8] {
         defer { offset = end }
         return Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+    }
+
+    /// A field of 64 bits in version 1 of a box and 32 in version 0 (times, durations, offsets).
+    public mutating func versioned(_ version: UInt8, _ what: String) throws(ContainerError) -> UInt64 {
+        version == 1 ? try u64(what) : UInt64(try u32(what))
+    }
+
+    /// A signed field of 64 bits in version 1 and 32 in version 0 (an edit's media time).
+    public mutating func versionedSigned(_ version: UInt8, _ what: String) throws(ContainerError) -> Int64 {
+        version == 1 ? try i64(what) : Int64(try i32(what))
+    }
+
+    /// An entry count, then that many child boxes (`stsd`, `dref`): the boxes found, the short
+    /// tail after them, and the count as stored when it disagrees with the boxes found.
+    public mutating func countedChildren(_ table: BoxTable, _ what: String) throws(ContainerError) -> (boxes: [AnyBox], trailer: [UInt8], declaredCount: UInt32?) {
+        let count = try u32("entry_count")
+        try checkEntries(count, size: 8, what)
+        let (boxes, trailer) = try children(table)
+        return (boxes, trailer, Int(count) == boxes.count ? nil : count)
     }
 
     /// Version and flags of a full box.

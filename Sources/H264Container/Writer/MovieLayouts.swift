@@ -163,7 +163,11 @@ final class FaststartLayout: MovieLayout {
         return summary(track, descriptions: track.descriptions.count, fileSize: fileSize, largeOffsets: header.largeOffsets)
     }
 
-    func discard() { file.discard() }
+    func discard() {
+        file.discard()
+        if mediaKept { removeFile(mediaPath) }
+        mediaKept = false
+    }
 
     /// What goes before the media: `ftyp`, `moov`, a `free` box padding the whole to a multiple
     /// of 4096 bytes (so that the file system can insert it in front of the media by whole

@@ -4,6 +4,7 @@ import SystemIO
 
 /// The container flavour: ISO BMFF `.mp4` or QuickTime `.mov`.
 public enum MovieFileType: String, Sendable, Hashable, CaseIterable {
+    /// An ISO base media file (`.mp4`), or a QuickTime movie (`.mov`).
     case mp4, mov
 
     /// The type a file name's extension implies (".mov"/".qt" → MOV, else MP4).
@@ -51,10 +52,13 @@ public final class MovieWriter: Sendable {
 
     /// What to write.
     public struct Options: Sendable, Hashable {
+        /// MP4 or MOV: the brands, and where metadata and timecode go.
         public var fileType: MovieFileType
+        /// Where the index goes: progressive, faststart or fragmented.
         public var layout: Layout
         /// Composition offsets as signed `ctts` version 1 values instead of an edit-list shift.
         public var negativeCompositionOffsets: Bool
+        /// Where the parameter sets live: in `avc1` sample entries or in band (`avc3`).
         public var parameterSets: ParameterSetStorage
         /// A timecode track for the video (TN2310), referenced from it by `tref`/`tmcd`.
         public var timecode: TimecodeTrack?
@@ -85,15 +89,20 @@ public final class MovieWriter: Sendable {
         /// One run: from `time` (presentation time from the first shown frame), frames count on
         /// from `frameNumber`.
         public struct Run: Sendable, Hashable {
+            /// Presentation time from the first shown frame.
             public var time: MediaTime
+            /// The frame number counted from at `time`.
             public var frameNumber: Int64
+            /// A run counting from `frameNumber` at `time`.
             public init(time: MediaTime, frameNumber: Int64) {
                 self.time = time
                 self.frameNumber = frameNumber
             }
         }
 
+        /// The timecode format: frame duration, quanta, flags and reel name.
         public var format: TimecodeFormatDescription
+        /// The runs, in time order; the first at time zero.
         public var runs: [Run]
 
         /// A track counting from `startFrameNumber` at the first shown frame.
@@ -115,17 +124,23 @@ public final class MovieWriter: Sendable {
 
     /// What was written.
     public struct Summary: Sendable, Hashable {
+        /// Video samples written.
         public var sampleCount: Int
         /// Sample descriptions in the file (one for `avc3` and for fragmented files).
         public var sampleDescriptionCount: Int
         /// From the first shown frame to the end of the last.
         public var duration: MediaTime
+        /// The file's size in bytes.
         public var fileSize: UInt64
+        /// Movie fragments written; 0 unless the layout is fragmented.
         public var fragmentCount: Int
+        /// Whether chunk offsets needed 64 bits (`co64`).
         public var usesLargeOffsets: Bool
     }
 
+    /// The path being written (`"-"` for standard output).
     public let path: String
+    /// What the writer was asked to write, checked at `init`.
     public let options: Options
     private let state: Mutex<State>
 

@@ -1,0 +1,74 @@
+import Foundation
+import H264Bitstream
+import TestSupport
+import Testing
+
+@Suite("Annex-B reader")
+struct AnnexBReaderTests {
+    static func units(_ reader: AnnexBReader) throws -> [(AnnexBNALUnit, [UInt8])] {
+        var result: [(AnnexBNALUnit, [UInt8])] = []
+        while let unit = try reader.next() { result.append((unit.location, Array(unit.bytes))) }
+        return result
+    }
+
+    /// A mapped file, a descriptor read in chunks of any size, bytes in memory, and the async
+    /// form: the same units at the same offsets as the whole-buffer scan.
+    @Test(arguments: ["cisco-bframe-cabac.264", "jcodec-i8x8-high.264", "jcodec-random_1.264"])
+    func everySourceGivesTheWholeBufferScan(_ name: String) async throws {
+        let bytes = try Checkout.fixture(name)
+        let expected = AnnexB.nalUnits(in: bytes).map { ($0, Array(bytes[$0.payload])) }
+        func same(_ got: [(AnnexBNALUnit, [UInt8])]) -> Bool { got.map(\.0) == expected.map(\.0) && got.map(\.1) == expected.map(\.1) }
+        #expect(same(try Self.units(AnnexBReader(bytes: bytes))))
+        let path = try Checkout.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let mapped = try AnnexBReader(path: path)
+        #expect(mapped.totalBytes == bytes.count)
+        #expect(same(try Self.units(mapped)))
+        for chunk in [1, 7, 4096] {
+            let fd = open(path, O_RDONLY)
+            defer { close(fd) }
+            #expect(same(try Self.units(AnnexBReader(fileDescriptor: fd, name: path, options: .init(chunkSize: chunk)))), "chunks of \(chunk)")
+        }
+        var streamed: [(AnnexBNALUnit, [UInt8])] = []
+        for try await unit in try AnnexBReader(path: path) { streamed.append((unit.location, Array(unit.bytes))) }
+        #expect(same(streamed))
+    }
+
+    /// A file large enough for the scan-ahead thread: the same units as in order.
+    @Test func aLargeFileScannedAheadGivesEveryUnit() throws {
+        var bytes: [UInt8] = []
+        var expected: [[UInt8]] = []
+        var seed: UInt32 = 1
+        while bytes.count < 20 << 20 {
+            seed = seed &* 1_103_515_245 &+ 12345
+            let size = Int(seed >> 16) % 60_000 + 1
+            var unit: [UInt8] = [0x65]
+            for i in 0..<size { unit.append(UInt8(truncatingIfNeeded: (i &* 7) | 1)) }
+            expected.append(unit)
+            bytes += [0, 0, 0, 1] + unit
+        }
+        let path = try Checkout.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let got = try Self.units(AnnexBReader(path: path)).map(\.1)
+        #expect(got.count == expected.count)
+        #expect(got == expected)
+    }
+
+    @Test func errorsSayWhereAndWhy() throws {
+        #expect { try AnnexBReader(path: "/nonexistent/stream.264") } throws: { "\($0)".contains("cannot open: No such file or directory") }
+        let empty = try Checkout.temporaryFile([])
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        #expect { try AnnexBReader(path: empty) } throws: { "\($0)".contains("the file is empty") }
+        // A unit over the cap, from a file and from a descriptor.
+        let big = try Checkout.temporaryFile([0, 0, 1, 0x65] + [UInt8](repeating: 7, count: 5000))
+        defer { try? FileManager.default.removeItem(atPath: big) }
+        #expect { _ = try AnnexBReader(path: big, options: .init(maximumNALUnitSize: 1000)).next() } throws: {
+            ($0 as? BitstreamError)?.code == .invalidLength && ($0 as? BitstreamError)?.byteOffset == 0
+        }
+        let fd = open(big, O_RDONLY)
+        defer { close(fd) }
+        #expect { _ = try AnnexBReader(fileDescriptor: fd, name: big, options: .init(maximumNALUnitSize: 1000, chunkSize: 512)).next() } throws: {
+            ($0 as? BitstreamError)?.code == .invalidLength
+        }
+    }
+}

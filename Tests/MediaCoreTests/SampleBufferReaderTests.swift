@@ -1,0 +1,129 @@
+import Foundation
+import H264Bitstream
+import MediaCore
+import TestSupport
+import Testing
+
+@Suite("Sample buffer reader")
+struct SampleBufferReaderTests {
+    static let fixture = "cisco-bframe-cabac.264"
+
+    static func all(_ reader: SampleBufferReader) throws -> [SampleBuffer] {
+        var samples: [SampleBuffer] = []
+        while let sample = try reader.next() { samples.append(sample) }
+        return samples
+    }
+
+    /// The reader gives what the builder gives, from a file, a descriptor and bytes.
+    @Test func theSameSamplesAsTheBuilder() async throws {
+        let bytes = try Checkout.fixture(Self.fixture)
+        let built = try SampleBufferBuilder.samples(fromAnnexB: bytes, frameRate: .stream(fallback: FrameRate(25, 1))).samples
+        let path = try Checkout.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for reader in [try SampleBufferReader(path: path), SampleBufferReader(bytes: bytes)] {
+            let samples = try Self.all(reader)
+            #expect(samples.map(\.timing) == built.map(\.timing))
+            #expect(samples.map(\.data) == built.map(\.data))
+        }
+        var streamed: [SampleBuffer] = []
+        for try await sample in try SampleBufferReader(path: path) { streamed.append(sample) }
+        #expect(streamed.map(\.timing) == built.map(\.timing))
+    }
+
+    /// The remux policies: leading pictures before the first sync sample are left out and
+    /// counted; a stream without timing gets the assumed rate with a warning; a given rate
+    /// overrides the stream's VUI timing, with a warning naming both.
+    @Test(.requires(.ffmpeg, .x264)) func policiesAreOptions() throws {
+        let bytes = try x264Stream(frames: 30, arguments: ["--keyint", "10", "--bframes", "0"])
+        let whole = try Self.all(SampleBufferReader(bytes: bytes))
+        // Start mid-GOP: at the first non-IDR slice, with the parameter sets in front.
+        let units = AnnexB.nalUnits(in: bytes)
+        let firstSlice = units.first { bytes[$0.payload.lowerBound] & 0x1F == 1 }!
+        let headers = units.filter { [7, 8].contains(bytes[$0.payload.lowerBound] & 0x1F) }.flatMap { [0, 0, 0, 1] + bytes[$0.payload] }
+        let cut = Array(headers) + Array(bytes[firstSlice.startCodeOffset...])
+        let reader = SampleBufferReader(bytes: cut)
+        let samples = try Self.all(reader)
+        #expect(samples.first?.isSync == true)
+        #expect(reader.skippedLeadingSamples > 0 && samples.count + reader.skippedLeadingSamples < whole.count + 1)
+        #expect(reader.warnings.contains(.leadingSamplesSkipped(count: reader.skippedLeadingSamples)))
+        let everything = SampleBufferReader(bytes: cut, options: .init(startsAtSyncSample: false))
+        #expect(try Self.all(everything).count == samples.count + reader.skippedLeadingSamples)
+
+        let given = SampleBufferReader(bytes: bytes, options: .init(frameRate: FrameRate(50, 1)))
+        let fast = try Self.all(given)
+        #expect(fast[1].duration == MediaTime(value: 1, timescale: 50))
+        if let streamRate = H264StreamParser.parse(annexB: bytes).firstPictureSPS?.frameRate {
+            #expect(given.warnings.contains(.frameRateOverridden(stream: streamRate, given: FrameRate(50, 1))))
+        } else {
+            let assumed = SampleBufferReader(bytes: bytes)
+            _ = try Self.all(assumed)
+            #expect(assumed.warnings.contains(.assumedFrameRate(FrameRate(25, 1))))
+            #expect(given.warnings.isEmpty)
+        }
+        let strict = SampleBufferReader(bytes: bytes, options: .init(assumedFrameRate: nil))
+        if H264StreamParser.parse(annexB: bytes).firstPictureSPS?.frameRate == nil {
+            #expect { _ = try strict.next() } throws: { ($0 as? BitstreamError)?.code == .missingTiming }
+        }
+    }
+
+    @Test func slicesBeforeTheirParameterSetsAreRefusedOnRequest() throws {
+        let bytes = try Checkout.fixture(Self.fixture)
+        let stripped = AnnexB.nalUnits(in: bytes).filter { ![7, 8].contains(bytes[$0.payload.lowerBound] & 0x1F) }.flatMap { [0, 0, 0, 1] + bytes[$0.payload] }
+        #expect { try Self.all(SampleBufferReader(bytes: Array(stripped))) } throws: { ($0 as? BitstreamError)?.code == .noPicture }
+        // The first picture is decodable, an earlier slice is not: refused, or (decoding) kept.
+        let units = AnnexB.nalUnits(in: bytes)
+        let slice = units.first { bytes[$0.payload.lowerBound] & 0x1F == 5 }!
+        let early = [0, 0, 0, 1] + Array(bytes[slice.payload]) + bytes
+        #expect { try Self.all(SampleBufferReader(bytes: early)) } throws: { ($0 as? BitstreamError)?.code == .missingParameterSet }
+        #expect(try Self.all(SampleBufferReader(bytes: early, options: .init(rejectsSlicesBeforeParameterSets: false))).count > 0)
+    }
+
+    @Test func notAStream() throws {
+        #expect { _ = try SampleBufferReader(bytes: [UInt8](repeating: 0x42, count: 4096)).next() } throws: {
+            ($0 as? BitstreamError)?.code == .noPicture && "\($0)".contains("no H.264 start code found in 4096 bytes")
+        }
+    }
+}
+
+@Suite("Timebase: waiting, paused and late")
+struct TimebaseWaitTests {
+    static func seconds(_ value: Double) -> MediaTime { MediaTime(seconds: value, preferredTimescale: 1_000_000_000) }
+
+    @Test func scheduleTellsPausedFromLate() {
+        let clock = ManualClock()
+        let timebase = Timebase(clock: clock, time: Self.seconds(10), rate: 0)
+        #expect(timebase.schedule(for: Self.seconds(11)) == .paused)
+        #expect(timebase.schedule(for: Self.seconds(9)) == .due(late: Self.seconds(1)))
+        timebase.setRate(2)
+        #expect(timebase.schedule(for: Self.seconds(11)) == .after(Self.seconds(0.5)))
+        timebase.setRate(-1)
+        // Backwards: a later time is behind the timebase (late), an earlier one ahead.
+        #expect(timebase.schedule(for: Self.seconds(11)) == .due(late: Self.seconds(1)))
+        #expect(timebase.schedule(for: Self.seconds(9)) == .after(Self.seconds(1)))
+        #expect(timebase.schedule(for: .indefinite) == .unreachable)
+    }
+
+    @Test func durationsConvert() {
+        #expect(MediaTime(.milliseconds(1500)) == MediaTime(value: 3, timescale: 2))
+        #expect(MediaTime(value: 1001, timescale: 30000).duration == .nanoseconds(33_366_666) + Duration(secondsComponent: 0, attosecondsComponent: 666_666_666))
+        #expect(MediaTime.invalid.duration == nil)
+        #expect(FrameRate(30000, 1001).frameDuration == MediaTime(value: 1001, timescale: 30000))
+        #expect(FrameRate(frameDuration: MediaTime(value: 1, timescale: 25)) == FrameRate(25, 1))
+        #expect(FrameRate(25, 1).frameIndex(at: MediaTime(value: 99, timescale: 100)) == 24)
+    }
+
+    /// sleep(until:) returns when the time comes on the host clock, waits out a pause, and
+    /// sees a rate change at once.
+    @Test func sleepUntilFollowsRateChanges() async throws {
+        let timebase = Timebase(time: .zero, rate: 0)
+        let waiter = Task { try await timebase.sleep(until: Self.seconds(0.2)) }
+        try await Task.sleep(for: .milliseconds(50))
+        timebase.setRate(4)  // 0.2 s of timebase in 50 ms of clock
+        let late = try await waiter.value
+        #expect(late >= .zero)
+        #expect(timebase.time >= Self.seconds(0.2))
+        let cancelled = Task { try await Timebase(time: .zero, rate: 0).sleep(until: Self.seconds(1)) }
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+    }
+}
