@@ -38,7 +38,7 @@ var targets: [Target] = [
     // The command-line tool: argument parsing, progress and printing over the libraries.
     .executableTarget(
         name: "h264kit",
-        dependencies: ["H264Kit", "SystemIO", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        dependencies: ["H264Kit", "SystemIO", .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CommandLineTool"]))]
     ),
 
     .target(name: "TestSupport", dependencies: ["H264Bitstream", "SystemIO"], path: "Tests/TestSupport"),
@@ -63,6 +63,10 @@ let package = Package(
         .executable(name: "h264kit", targets: ["h264kit"]),
         .library(name: "H264Kit", targets: ["H264Kit"]),
     ] + libraries.map { .library(name: $0, targets: [$0]) },
+    traits: [
+        .trait(name: "CommandLineTool", description: "The h264kit command-line tool (swift-argument-parser); library users turn it off with traits: []"),
+        .default(enabledTraits: ["CommandLineTool"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),

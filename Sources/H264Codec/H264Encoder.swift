@@ -35,7 +35,7 @@ public struct H264Encoder: ~Copyable {
         public var isKeyframe: Bool
         /// How x264 coded the picture.
         public var pictureType: PictureType
-        /// x264's quantiser for the frame, and its PSNR when asked for.
+        /// x264's quantiser for the frame,.
         public var quantizer: Int
     }
 

@@ -11,8 +11,11 @@ import Synchronization
 /// (4-byte NAL lengths, or start codes with ``EncoderSettings/annexB``), with its
 /// presentation and decoding times, sync flag and the format description of x264's SPS/PPS.
 public struct CompressedFrame: Sendable {
+    /// The encoded sample: data, timing, sync flag and format (`VTCompressionOutputCallback`'s sampleBuffer).
     public var sampleBuffer: SampleBuffer
+    /// How x264 coded the picture: IDR, I, P, B or reference B.
     public var pictureType: H264Encoder.EncodedFrame.PictureType
+    /// The frame's quantiser (QP), as x264 reports it.
     public var quantizer: Int
     /// The pass that made it (1 for a single-pass session).
     public var pass: Int
@@ -45,7 +48,9 @@ public struct CompressedFrame: Sendable {
 public final class CompressionSession: Sendable {
     /// What the session encodes and how it delivers.
     public struct Configuration: Sendable {
+        /// What x264 encodes and how: size, pixel format, frame rate, rate control.
         public var settings: EncoderSettings
+        /// Encode on the session's own queue; `encode` returns once the picture is queued.
         public var isAsynchronous: Bool
         /// Pictures queued plus frames waiting for the consumer, at most (at least 1).
         public var maximumFramesInFlight: Int
@@ -57,6 +62,7 @@ public final class CompressionSession: Sendable {
         /// ffmpeg scales); otherwise such a picture is an error.
         public var convertsPictures: Bool
 
+        /// A configuration; `maximumFramesInFlight` is raised to at least 1.
         public init(settings: EncoderSettings, isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8, passes: Int = 1,
                     statisticsPath: String? = nil, convertsPictures: Bool = false) {
             self.settings = settings
@@ -68,8 +74,10 @@ public final class CompressionSession: Sendable {
         }
     }
 
+    /// Receives each encoded frame, in decoding order (`VTCompressionOutputHandler`).
     public typealias OutputHandler = @Sendable (CompressedFrame) -> Void
 
+    /// The configuration the session was made with.
     public let configuration: Configuration
     private let engine: Mutex<Engine>
     private let pipeline: SessionPipeline<CompressedFrame>
@@ -101,7 +109,8 @@ public final class CompressionSession: Sendable {
             guard case .averageBitRate = configuration.settings.rateControl else {
                 throw .invalidSettings(CodecError(.invalidConfiguration, "a two-pass encode targets a bit rate; set an average bit rate"))
             }
-            statistics = configuration.statisticsPath ?? "/tmp/h264kit-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).stats"
+            let directory = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            statistics = configuration.statisticsPath ?? "\(directory)/h264kit-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).stats"
         } else {
             statistics = nil
         }
@@ -125,8 +134,12 @@ public final class CompressionSession: Sendable {
 
     deinit {
         invalidate()
+        // Statistics the session named itself are removed; a path the caller chose is kept
+        // (as the x264 CLI keeps a --stats file), its temporary files aside.
         if let statistics {
-            for suffix in ["", ".mbtree", ".temp", ".mbtree.temp"] { unlink(statistics + suffix) }
+            for suffix in configuration.statisticsPath == nil ? ["", ".mbtree", ".temp", ".mbtree.temp"] : [".temp", ".mbtree.temp"] {
+                unlink(statistics + suffix)
+            }
         }
     }
 
@@ -145,6 +158,7 @@ public final class CompressionSession: Sendable {
     public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) throws(SessionError) {
         try admit(picture, presentationTime)
         try pipeline.acquire()
+        admitted(presentationTime)
         submit(picture, presentationTime, duration, forceKeyframe)
     }
 
@@ -152,6 +166,7 @@ public final class CompressionSession: Sendable {
     public func encode(_ picture: PixelBuffer, presentationTime: MediaTime, duration: MediaTime? = nil, forceKeyframe: Bool = false) async throws(SessionError) {
         try admit(picture, presentationTime)
         try await pipeline.acquire(cancelled: .cancelled)
+        admitted(presentationTime)
         submit(picture, presentationTime, duration, forceKeyframe)
     }
 
@@ -167,8 +182,13 @@ public final class CompressionSession: Sendable {
             }
             guard time.isNumeric else { throw .presentationTimeOutOfOrder(time, previous: nil) }
             if let last = intake.lastTime, !(time > last) { throw .presentationTimeOutOfOrder(time, previous: last) }
-            intake.lastTime = time
         }
+    }
+
+    /// Records a picture's time once it has its place in flight (a picture whose wait failed
+    /// may be given again).
+    private func admitted(_ time: MediaTime) {
+        intake.withLock { $0.lastTime = time }
     }
 
     private func submit(_ picture: PixelBuffer, _ time: MediaTime, _ duration: MediaTime?, _ keyframe: Bool) {
@@ -190,8 +210,10 @@ public final class CompressionSession: Sendable {
         public var averageBitRate: Int?
         /// VBV maximum rate, kbit/s, and buffer size, kbit (a session started with both).
         public var maximumBitRate: Int?
+        /// VBV buffer size, kbit (a session started with both VBV limits).
         public var bufferSize: Int?
 
+        /// A change of the given values; nil leaves a value as it is.
         public init(constantQuality: Double? = nil, averageBitRate: Int? = nil, maximumBitRate: Int? = nil, bufferSize: Int? = nil) {
             self.constantQuality = constantQuality
             self.averageBitRate = averageBitRate
@@ -342,6 +364,7 @@ public final class CompressionSession: Sendable {
         }
     }
 
+    /// The sequence of encoded frames that ``frames`` gives.
     public typealias Frames = SessionOutputs<CompressedFrame>
 }
 

@@ -5,8 +5,11 @@ public import MediaCore
 /// Every sample decoded produces exactly one, in presentation order as the decoder gives them
 /// (`VTDecompressionOutputCallback`'s arguments as a value).
 public struct DecodedFrame: Sendable {
+    /// What became of the sample: dropped, concealed or not displayed (`VTDecodeInfoFlags`).
     public struct Flags: OptionSet, Hashable, Sendable {
+        /// The flags' bits.
         public let rawValue: Int
+        /// Flags with the given bits.
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// The sample produced no picture (before the first sync sample, or undecodable).
         public static let dropped = Flags(rawValue: 1)
@@ -19,8 +22,11 @@ public struct DecodedFrame: Sendable {
 
     /// The picture; nil when ``flags`` contains ``Flags/dropped`` or ``Flags/notDisplayed``.
     public var pixelBuffer: PixelBuffer?
+    /// The sample's presentation time (`VTDecompressionOutputCallback`'s presentationTimeStamp).
     public var presentationTime: MediaTime
+    /// The sample's duration (`VTDecompressionOutputCallback`'s presentationDuration).
     public var duration: MediaTime
+    /// What became of the sample (`VTDecompressionOutputCallback`'s infoFlags).
     public var flags: Flags
     /// What libavcodec reported about the picture's errors.
     public var errorFlags: DecodeErrorFlags
@@ -33,6 +39,7 @@ public struct DecodedFrame: Sendable {
     public var sampleIndex: Int
     /// Two fields; `topFieldFirst` says which is shown first.
     public var isInterlaced = false
+    /// Whether the top field is shown first, for an interlaced picture.
     public var topFieldFirst = false
 
     /// Whether the sample produced no picture.

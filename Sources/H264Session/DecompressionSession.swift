@@ -36,6 +36,7 @@ public final class DecompressionSession: Sendable {
         public var pixelFormat: PixelFormat?
         /// The output size (every picture scaled to it); nil keeps each picture's own.
         public var size: (width: Int, height: Int)?
+        /// How libavcodec spreads the decoding over threads.
         public var threading: H264Decoder.Threading
         /// Decode on the session's own queue; `decode` returns once the sample is queued.
         public var isAsynchronous: Bool
@@ -44,6 +45,7 @@ public final class DecompressionSession: Sendable {
         /// the waiting pictures.)
         public var maximumFramesInFlight: Int
 
+        /// A configuration; `maximumFramesInFlight` is raised to at least 1.
         public init(pixelFormat: PixelFormat? = nil, size: (width: Int, height: Int)? = nil,
                     threading: H264Decoder.Threading = .init(), isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8) {
             self.pixelFormat = pixelFormat
@@ -54,9 +56,12 @@ public final class DecompressionSession: Sendable {
         }
     }
 
+    /// Receives each output, one per sample (`VTDecompressionOutputHandler`).
     public typealias OutputHandler = @Sendable (DecodedFrame) -> Void
 
+    /// The format description the session was made with (`VTDecompressionSessionCreate`'s videoFormatDescription).
     public let formatDescription: VideoFormatDescription
+    /// The configuration the session was made with.
     public let configuration: Configuration
     private let engine: Mutex<Engine>
     private let pipeline: SessionPipeline<DecodedFrame>
@@ -188,6 +193,7 @@ public final class DecompressionSession: Sendable {
         }
     }
 
+    /// The sequence of outputs that ``frames`` gives.
     public typealias Frames = SessionOutputs<DecodedFrame>
 }
 

@@ -17,6 +17,7 @@ import Synchronization
 public final class FrameReader {
     /// How the pictures come out.
     public struct Options: Sendable {
+        /// How libavcodec spreads the decoding over threads.
         public var threading: H264Decoder.Threading
         /// Convert pictures to this pixel format (libswscale, as ffmpeg converts); nil keeps
         /// the stream's.
@@ -27,6 +28,7 @@ public final class FrameReader {
         /// say); nil keeps every picture.
         public var interval: MediaTime?
 
+        /// Options; by default every picture, at the first picture's size, in the stream's pixel format.
         public init(threading: H264Decoder.Threading = .init(), pixelFormat: PixelFormat? = nil, size: OutputSize = .first, interval: MediaTime? = nil) {
             self.threading = threading
             self.pixelFormat = pixelFormat
@@ -45,7 +47,9 @@ public final class FrameReader {
         case fixed(width: Int, height: Int)
     }
 
+    /// The input being decoded.
     public let source: MediaSource
+    /// How the pictures come out.
     public let options: Options
     private var session: DecompressionSession?
     private let outputs = Outputs()
@@ -138,20 +142,25 @@ private final class Outputs: Sendable {
 }
 
 extension FrameReader: AsyncSequence {
+    /// A decoded frame.
     public typealias Element = DecodedFrame
+    /// The error reading or decoding throws.
     public typealias Failure = SessionError
 
     /// Iterates the frames; decoding runs on a dispatch queue, off the cooperative pool.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let reader: FrameReader
 
+        /// The next frame in presentation order, or nil at the end.
         public mutating func next() async throws(SessionError) -> DecodedFrame? { try await next(isolation: nil) }
 
+        /// The next frame in presentation order, or nil at the end.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> DecodedFrame? {
             nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
             return try await offloaded { () throws(SessionError) -> DecodedFrame? in try reader.next() }
         }
     }
 
+    /// An iterator over the frames, decoding off the cooperative pool.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: self) }
 }

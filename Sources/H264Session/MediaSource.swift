@@ -18,6 +18,7 @@ public final class MediaSource {
         /// the samples a player does not show).
         public var editList: MovieReader.EditListHandling
 
+        /// Options with the given Annex-B policies, track and edit-list handling.
         public init(annexB: SampleBufferReader.Options = .init(), trackID: UInt32? = nil, editList: MovieReader.EditListHandling = .trim) {
             self.annexB = annexB
             self.trackID = trackID
@@ -40,6 +41,7 @@ public final class MediaSource {
         case movie(MovieReader, track: Int, samples: MovieSampleBuffers)
     }
 
+    /// What the input is, with its reader.
     public let kind: Kind
     /// The input's name in messages ("stdin" for standard input).
     public let name: String
@@ -124,7 +126,8 @@ public final class MediaSource {
         }
     }
 
-    /// The input's size in bytes when known (for progress), and the bytes read so far.
+    /// How far reading has come, for progress: bytes read of the file's size for a stream (no size
+    /// for standard input), samples read of the sample count for a movie.
     public var progress: (read: Int, total: Int?) {
         switch kind {
         case .annexB(let reader): return (reader.nalUnits.bytesRead, reader.nalUnits.totalBytes)

@@ -27,18 +27,22 @@ public enum EncodedOutput: Sendable {
 public struct PictureEncoder: Sendable {
     /// What was written.
     public struct Summary: Sendable, Hashable {
+        /// Encoded frames written.
         public var frames: Int
+        /// Bytes of encoded frame data written (for a movie, without its boxes).
         public var bytes: Int
         /// The pictures' presentation span.
         public var duration: MediaTime
     }
 
+    /// What x264 encodes and how; an Annex-B output turns on `annexB` and `repeatParameterSets`.
     public var settings: EncoderSettings
     /// 1, or 2 (at ``EncoderSettings/rateControl``'s average bit rate).
     public var passes: Int
     /// Encode at most this many pictures.
     public var frameLimit: Int?
 
+    /// An encoder of `passes` passes with `settings`, stopping after `frameLimit` pictures when given.
     public init(settings: EncoderSettings, passes: Int = 1, frameLimit: Int? = nil) {
         self.settings = settings
         self.passes = passes

@@ -42,15 +42,19 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
 
     /// A call made when the session was not ready for it.
     public enum Call: Sendable, Hashable {
+        /// Encoding outside a pass, beginning a pass during one or after the last, a live change when not encoding.
         case encodeBeforeBeginPass, encodeAfterEndPass, beginPassDuringPass, beginPassAfterLastPass, changeWhenNotEncoding
     }
 
     /// Why a live change cannot be made.
     public enum LiveChangeProblem: Sendable, Hashable {
+        /// The session's rate control cannot take the change: no CRF, no VBV, or a two-pass bit rate.
         case constantQualityWithoutCRF, bitRateWithoutVBV, bitRateOfMultiPass, vbvWithoutVBV
+        /// A value x264 does not take (a CRF outside 0 to 51, a bit rate or buffer size not above 0).
         case outOfRange(name: String, value: Double)
     }
 
+    /// What went wrong, in words, with the remedy where there is one.
     public var description: String {
         switch self {
         case .formatNotAccepted(let session, let sample):
@@ -95,10 +99,14 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
 
 /// A picture's size and pixel format.
 public struct PictureGeometry: Sendable, Hashable, CustomStringConvertible {
+    /// Width in pixels.
     public var width: Int
+    /// Height in pixels.
     public var height: Int
+    /// The pixel format.
     public var format: PixelFormat
 
+    /// A geometry of the given size and pixel format.
     public init(width: Int, height: Int, format: PixelFormat) {
         self.width = width
         self.height = height
@@ -108,5 +116,6 @@ public struct PictureGeometry: Sendable, Hashable, CustomStringConvertible {
     /// The geometry of `picture`.
     public init(_ picture: PixelBuffer) { self.init(width: picture.width, height: picture.height, format: picture.format) }
 
+    /// Reads like `1920x1080 yuv420p`.
     public var description: String { "\(width)x\(height) \(format)" }
 }

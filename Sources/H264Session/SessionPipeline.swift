@@ -276,15 +276,19 @@ final class SessionPipeline<Output: Sendable>: Sendable {
 /// outputs, so waiting producers get an error). Memory is bounded: an output is let go here
 /// as soon as it is handed to the consumer.
 public struct SessionOutputs<Element: Sendable>: AsyncSequence, Sendable {
+    /// The session's error, thrown when the session failed.
     public typealias Failure = SessionError
     let pipeline: SessionPipeline<Element>
 
     /// Iterates the outputs.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let pipeline: SessionPipeline<Element>
+        /// The next output, or nil at the end.
         public mutating func next() async throws(SessionError) -> Element? { try await pipeline.next() }
+        /// The next output, or nil at the end.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> Element? { try await pipeline.next() }
     }
 
+    /// An iterator over the session's outputs.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipeline: pipeline) }
 }

@@ -17,7 +17,9 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
         case codec
     }
 
+    /// What kind of problem it is.
     public var code: Code
+    /// What was wrong, in words (the message without the path and offset).
     public var reason: String
     /// The file.
     public var path: String?
@@ -26,6 +28,7 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
     /// The codec error underneath, for ``Code/codec``.
     public var underlying: CodecError?
 
+    /// An error of `code`, with where it happened and the codec error underneath when known.
     public init(_ code: Code, _ reason: String, path: String? = nil, byteOffset: Int? = nil, underlying: CodecError? = nil) {
         self.code = code
         self.reason = reason
@@ -38,6 +41,7 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
         self.init(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path)
     }
 
+    /// Reads like `path: byte N: reason: underlying`, each part present when known.
     public var description: String {
         var text = ""
         if let path { text += "\(path): " }

@@ -3,6 +3,18 @@ public import MediaCore
 import Glibc
 #endif
 
+/// A picture's size and pixel format (what PSNR compares across frames).
+private struct PictureGeometry: Sendable, Hashable {
+    var width: Int
+    var height: Int
+    var format: PixelFormat
+    init(_ picture: PixelBuffer) {
+        width = picture.width
+        height = picture.height
+        format = picture.format
+    }
+}
+
 /// Sums of squared differences per plane over frames, for PSNR as ffmpeg's `psnr` filter
 /// reports it: 10·log10(max² / MSE), the MSE taken over every sample of the planes counted
 /// ("average" is all planes together, not the mean of the planes' PSNRs).
@@ -10,9 +22,11 @@ public struct PSNRMeter: Sendable {
     private(set) var sums: [Double] = []
     private(set) var counts: [Int] = []
     private(set) var maximum = 255.0
+    private var first: PictureGeometry?
     /// Frames compared so far.
     public private(set) var frameCount = 0
 
+    /// A meter with no frames compared.
     public init() {}
 
     /// Adds one pair of pictures; they must have the same format and size.
@@ -20,7 +34,11 @@ public struct PSNRMeter: Sendable {
         guard a.format == b.format, a.width == b.width, a.height == b.height else {
             throw MediaIOError(.invalidArgument, "PSNR of a \(a.width)x\(a.height) \(a.format) picture against a \(b.width)x\(b.height) \(b.format) one")
         }
+        if let first, first != PictureGeometry(a) {
+            throw MediaIOError(.invalidArgument, "PSNR over pictures of one kind: \(first.width)x\(first.height) \(first.format) first, then \(a.width)x\(a.height) \(a.format)")
+        }
         if sums.isEmpty {
+            first = PictureGeometry(a)
             sums = Array(repeating: 0, count: a.planes.count)
             counts = Array(repeating: 0, count: a.planes.count)
             maximum = Double((1 << a.format.bitDepth) - 1)

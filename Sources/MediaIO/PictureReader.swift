@@ -6,8 +6,11 @@ import SystemIO
 public protocol PictureReader: AnyObject {
     /// Picture size and format, the same for every picture.
     var width: Int { get }
+    /// Picture height, the same for every picture.
     var height: Int { get }
+    /// Pixel format, the same for every picture.
     var format: PixelFormat { get }
+    /// The rate the pictures are shown at.
     var frameRate: FrameRate { get }
     /// The pixel aspect ratio, when the file says.
     var sampleAspectRatio: (width: Int, height: Int)? { get }
@@ -78,10 +81,15 @@ enum PictureInput {
 /// Raw video: pictures of one size and pixel format one after another, no header (what
 /// `ffmpeg -f rawvideo` writes).
 public final class RawVideoReader: PictureReader {
+    /// Picture width in pixels, as given.
     public let width: Int
+    /// Picture height in pixels, as given.
     public let height: Int
+    /// The pictures' pixel format, as given.
     public let format: PixelFormat
+    /// The rate the pictures are shown at, as given.
     public let frameRate: FrameRate
+    /// Always nil: raw video does not say.
     public let sampleAspectRatio: (width: Int, height: Int)? = nil
     /// The file's name ("-" for standard input).
     public let path: String
@@ -107,6 +115,7 @@ public final class RawVideoReader: PictureReader {
         }
     }
 
+    /// The next picture, or nil at the end; a mapped file's pictures borrow the mapping (no copy).
     public func next() throws(MediaIOError) -> PixelBuffer? {
         defer { index += 1 }
         switch input {

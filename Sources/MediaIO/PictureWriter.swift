@@ -8,6 +8,7 @@ import Glibc
 
 /// How a picture's two fields are ordered, when it has two.
 public enum FieldOrder: Sendable, Hashable {
+    /// A progressive picture, or two fields with the top or the bottom one shown first.
     case progressive, topFieldFirst, bottomFieldFirst
 }
 
@@ -50,10 +51,12 @@ public final class RawVideoWriter: PictureWriter {
         do { file = try OutputFile(path: path) } catch { throw MediaIOError(error) }
     }
 
+    /// Writes the picture's rows; the time and field order are not recorded.
     public func write(_ picture: PixelBuffer, at time: MediaTime, fieldOrder: FieldOrder = .progressive) throws(MediaIOError) {
         do { try file.writeRows(of: picture) } catch { throw MediaIOError(error) }
     }
 
+    /// Completes the file: closes it and renames it into place.
     public func finish() throws(MediaIOError) {
         do { try file.commit() } catch { throw MediaIOError(error) }
     }
@@ -77,6 +80,7 @@ public final class Y4MWriter: PictureWriter {
         self.stream = stream
     }
 
+    /// Writes a `FRAME` line and the picture's rows; the first picture and its field order make the header.
     public func write(_ picture: PixelBuffer, at time: MediaTime, fieldOrder: FieldOrder = .progressive) throws(MediaIOError) {
         do {
             if !headerWritten {
@@ -90,6 +94,7 @@ public final class Y4MWriter: PictureWriter {
         }
     }
 
+    /// Completes the file: closes it and renames it into place.
     public func finish() throws(MediaIOError) {
         do { try file.commit() } catch { throw MediaIOError(error) }
     }
@@ -147,6 +152,7 @@ public final class FrameMD5Writer: PictureWriter {
         self.frameRate = frameRate
     }
 
+    /// Writes the picture's line: its frame number at `time` (its index when `time` is not numeric), size and MD5.
     public func write(_ picture: PixelBuffer, at time: MediaTime, fieldOrder: FieldOrder = .progressive) throws(MediaIOError) {
         if !headerWritten {
             headerWritten = true
@@ -174,6 +180,7 @@ public final class FrameMD5Writer: PictureWriter {
         do { try file.write(Array(text.utf8)) } catch { throw MediaIOError(error) }
     }
 
+    /// Completes the file: closes it and renames it into place.
     public func finish() throws(MediaIOError) {
         do { try file.commit() } catch { throw MediaIOError(error) }
     }
@@ -188,6 +195,7 @@ public final class PNGSequenceWriter: PictureWriter {
     private var encoder: PNGEncoder
     private var written = 0
 
+    /// A writer of files named by `pattern` (`%d` or `%0Nd` for the picture number).
     public init(pattern: String) throws(MediaIOError) {
         self.pattern = pattern
         do { encoder = try PNGEncoder() } catch { throw MediaIOError(.codec, "cannot write PNG", path: pattern, underlying: error) }
@@ -204,6 +212,7 @@ public final class PNGSequenceWriter: PictureWriter {
         return String(pattern[..<percent]) + String(repeating: "0", count: max(0, width - digits.count)) + digits + String(pattern[pattern.index(after: index)...])
     }
 
+    /// Encodes the picture as PNG into the next numbered file; the time and field order are not used.
     public func write(_ picture: PixelBuffer, at time: MediaTime, fieldOrder: FieldOrder = .progressive) throws(MediaIOError) {
         written += 1
         let name = Self.expand(pattern, number: written)
@@ -218,5 +227,6 @@ public final class PNGSequenceWriter: PictureWriter {
         }
     }
 
+    /// Does nothing: each file is complete once its picture is written.
     public func finish() throws(MediaIOError) {}
 }

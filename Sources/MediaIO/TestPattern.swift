@@ -5,7 +5,9 @@ public import MediaCore
 /// square crossing it, colour ramps moving the other way, and a little deterministic noise.
 /// The same index gives the same picture, so encodes of it compare.
 public struct TestPattern: Sendable {
+    /// Picture width in pixels.
     public let width: Int
+    /// Picture height in pixels.
     public let height: Int
 
     /// A pattern of `width`×`height` 4:2:0 8-bit pictures.

@@ -4,9 +4,13 @@ import SystemIO
 
 /// A YUV4MPEG2 stream header: size, rate, aspect ratio, interlacing, colour space.
 public struct Y4MHeader: Sendable, Hashable {
+    /// Picture width in pixels (`W`).
     public var width: Int
+    /// Picture height in pixels (`H`).
     public var height: Int
+    /// The frame rate (`F`), or nil when the header has none.
     public var frameRate: FrameRate?
+    /// The pixel aspect ratio (`A`); nil when absent or unknown (`0:0`).
     public var sampleAspectRatio: (width: Int, height: Int)?
     /// `p` (progressive), `t` (top field first), `b` (bottom field first), `m` (mixed), or nil.
     public var interlacing: Character?
@@ -15,11 +19,13 @@ public struct Y4MHeader: Sendable, Hashable {
     /// `XCOLORRANGE=FULL` or `LIMITED`, when present.
     public var fullRange: Bool?
 
+    /// Whether two headers have the same parameters.
     public static func == (a: Y4MHeader, b: Y4MHeader) -> Bool {
         a.width == b.width && a.height == b.height && a.frameRate == b.frameRate && a.sampleAspectRatio?.width == b.sampleAspectRatio?.width
             && a.sampleAspectRatio?.height == b.sampleAspectRatio?.height && a.interlacing == b.interlacing && a.colourSpace == b.colourSpace && a.fullRange == b.fullRange
     }
 
+    /// Hashes the size and colour space (equal headers hash alike).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(width)
         hasher.combine(height)
@@ -71,8 +77,11 @@ public struct Y4MHeader: Sendable, Hashable {
 /// Reads a YUV4MPEG2 (`.y4m`) file or stream: the header, then pictures after `FRAME` lines.
 /// A mapped file's pictures borrow the mapping (no copy).
 public final class Y4MReader: PictureReader {
+    /// The stream header.
     public let header: Y4MHeader
+    /// The pictures' pixel format, from the header's colour space.
     public let format: PixelFormat
+    /// The rate the pictures are shown at: the one given, else the header's.
     public let frameRate: FrameRate
     /// The file's name ("-" for standard input).
     public let path: String
@@ -81,8 +90,11 @@ public final class Y4MReader: PictureReader {
     private var offset = 0
     private var index = 0
 
+    /// Picture width in pixels, from the header.
     public var width: Int { header.width }
+    /// Picture height in pixels, from the header.
     public var height: Int { header.height }
+    /// The pixel aspect ratio, from the header.
     public var sampleAspectRatio: (width: Int, height: Int)? { header.sampleAspectRatio }
 
     /// Opens `path` ("-" for standard input). `frameRate` replaces the header's rate (and is
@@ -130,6 +142,7 @@ public final class Y4MReader: PictureReader {
         }
     }
 
+    /// The next picture, or nil at the end; a mapped file's pictures borrow the mapping (no copy).
     public func next() throws(MediaIOError) -> PixelBuffer? {
         defer { index += 1 }
         switch input {

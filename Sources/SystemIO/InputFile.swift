@@ -7,10 +7,13 @@ package import SystemPackage
 
 /// An input read in chunks: standard input (`"-"`), a pipe, or any file that cannot be mapped.
 package final class ChunkedInput {
+    /// The input's name: its path, `"-"` for standard input, or the name given with a descriptor.
     package let path: String
+    /// The descriptor read from.
     package let descriptor: FileDescriptor
     private let ownsDescriptor: Bool
 
+    /// Opens `path` for reading; `"-"` reads standard input.
     package init(path: String) throws(SystemError) {
         self.path = path
         if path == "-" {
@@ -78,8 +81,10 @@ package func readWholeFile(_ path: String) throws(SystemError) -> [UInt8] {
 
 /// A directory under `$TMPDIR` (or /tmp), removed with the files in it when this goes away.
 package final class TemporaryDirectory {
+    /// The directory's path.
     package let path: String
 
+    /// Creates `$TMPDIR/PREFIX-XXXXXX` (`mkdtemp`), or under /tmp when `TMPDIR` is unset or empty.
     package init(prefix: String = "h264kit") throws(SystemError) {
         let environment = getenv("TMPDIR").map { String(cString: $0) } ?? ""
         let base = environment.isEmpty ? "/tmp" : environment

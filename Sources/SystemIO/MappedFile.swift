@@ -32,7 +32,9 @@ package final class MappedFile: @unchecked Sendable {  // immutable after init; 
         }
     }
 
+    /// The mapped file's path.
     package let path: String
+    /// The file's bytes, valid while this object lives.
     package let bytes: UnsafeRawBufferPointer
 
     /// Maps `path`, which must be a regular file that is not empty.
@@ -53,11 +55,15 @@ package final class MappedFile: @unchecked Sendable {  // immutable after init; 
         munmap(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count)
     }
 
+    /// The file's size in bytes.
     package var count: Int { bytes.count }
+
+    /// The system's page size (4096 on x86-64; 16K or 64K on some arm64 kernels).
+    package static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// Tells the kernel how `range` will be used; a hint, so failures are ignored.
     package func advise(_ advice: Advice, range: Range<Int>) {
-        let start = range.lowerBound & ~4095
+        let start = range.lowerBound & ~(Self.pageSize - 1)
         let end = min(range.upperBound, bytes.count)
         guard end > start, let base = bytes.baseAddress else { return }
         _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, advice.value)

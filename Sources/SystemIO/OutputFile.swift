@@ -12,7 +12,9 @@ package import SystemPackage
 /// `"-"` is standard output. An existing device or pipe (`/dev/null`, a FIFO) is written in
 /// place and never renamed over; a directory is an error.
 package final class OutputFile {
+    /// The target path (`"-"` for standard output).
     package let path: String
+    /// The descriptor written to: the temporary file's, or the target's when writing in place.
     package let descriptor: FileDescriptor
     /// The name written to until the commit; nil when writing in place.
     package let temporaryPath: String?
@@ -57,10 +59,12 @@ package final class OutputFile {
     /// and it appears only when committed).
     package var isRegularFile: Bool { temporaryPath != nil }
 
+    /// Writes all of `bytes`.
     package func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
         try descriptor.writeAll(bytes, path: path)
     }
 
+    /// Writes all of `bytes`.
     package func write(_ bytes: [UInt8]) throws(SystemError) {
         try bytes.span.withUnsafeBytes { (raw) throws(SystemError) in try write(raw) }
     }

@@ -20,8 +20,11 @@ package func syscall<Result: FixedWidthInteger>(_ body: () -> Result) throws(Err
 
 /// What `stat` says of a path or descriptor, as far as this package needs it.
 package struct FileStatus: Sendable, Hashable {
+    /// The file type (`st_mode & S_IFMT`).
     package enum Kind: Sendable, Hashable { case regular, directory, characterDevice, blockDevice, fifo, socket, other }
+    /// What the path is: a regular file, a directory, a device, a FIFO, a socket.
     package var kind: Kind
+    /// The size in bytes (`st_size`).
     package var size: Int
 
     init(_ info: stat) {

@@ -10,25 +10,42 @@ import Glibc
 package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What was being done.
     package enum Operation: String, Hashable, Sendable {
+        /// Opening a file (`open`).
         case open = "cannot open"
+        /// Creating a file (`open` with `O_CREAT`).
         case create = "cannot create"
+        /// Reading a file's status (`stat`, `fstat`).
         case stat = "cannot stat"
+        /// Mapping a file (`mmap`), or refusing one that cannot be mapped.
         case map = "cannot map"
+        /// Reading (`read`, `pread`).
         case read = "read failed"
+        /// Writing (`write`, `pwrite`, `writev`).
         case write = "write failed"
+        /// Seeking (`lseek`).
         case seek = "cannot seek"
+        /// Renaming a finished file into place (`rename`).
         case rename = "cannot rename into place"
+        /// Removing a file.
         case remove = "cannot remove"
+        /// Closing a descriptor (`close`), where a deferred write can fail.
         case close = "cannot close"
+        /// Creating a directory (`mkdtemp`).
         case makeDirectory = "cannot create a directory"
+        /// Reserving space in a file.
         case allocate = "cannot allocate file space"
+        /// Copying one file into another (`sendfile`).
         case copy = "copying failed"
     }
 
+    /// What was being done.
     package var operation: Operation
+    /// The file it was done to.
     package var path: String
+    /// The error the call set.
     package var errno: Errno
 
+    /// An error of `operation` on `path` with `errno`.
     package init(_ operation: Operation, path: String, errno: Errno) {
         self.operation = operation
         self.path = path
@@ -45,5 +62,6 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A mapping refused because the path is not a regular file (a pipe, a device, a directory).
     package var isNotRegularFile: Bool { operation == .map && errno == .invalidArgument }
 
+    /// Reads like `in.264: cannot open: No such file or directory`.
     package var description: String { "\(path): \(operation.rawValue): \(errno)" }
 }
