@@ -41,6 +41,17 @@ struct FileDecodingTests {
         #expect(widths == Array(repeating: 176, count: 10) + Array(repeating: 320, count: 10))
     }
 
+    /// A real file with an invalid NAL unit near its end (androidx/media's robustness sample):
+    /// with the default frame threads the decoder reports the failure from a later call, while
+    /// draining, and that must not end the stream: ffmpeg's 29 frames, not 26.
+    @Test func aDamagedFileKeepsTheFramesAfterTheDamageWithDefaultThreads() throws {
+        let path = Checkout.fixtures.appendingPathComponent("androidx-sample_with_invalid_nalu.mp4").path
+        let expected = try ffmpegFrameHashes(path)
+        #expect(expected.count == 29)
+        #expect(try Self.hashes(FrameReader(path: path)) == expected)
+        #expect(try Self.hashes(FrameReader(path: path, options: .init(threading: .single))) == expected)
+    }
+
     /// The interval option keeps one picture per period (thumbnails every second).
     @Test func oneFrameAnInterval() throws {
         let stream = try x264Stream(frames: 75, size: "160x120", arguments: ["--fps", "25"])
