@@ -29,8 +29,14 @@ public struct TimecodeTrackInfo: Sendable {
     /// The frame number at presentation time `time`: the sample covering it, counted on by
     /// whole frames; before the first sample nil, after the last the last keeps counting.
     public func frameNumber(at time: MediaTime) -> Int64? {
-        guard let index = samples.lastIndex(where: { $0.start <= time }) else { return nil }
-        let sample = samples[index]
+        // The last sample starting at or before `time` (samples are in presentation order).
+        var low = 0, high = samples.count
+        while low < high {
+            let middle = (low + high) / 2
+            if samples[middle].start <= time { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0 else { return nil }
+        let sample = samples[low - 1]
         return format.frameNumber(sample.frameNumber, advancedBy: time - sample.start)
     }
 
@@ -42,7 +48,11 @@ public struct TimecodeTrackInfo: Sendable {
 
     /// The track's frame count: its samples' durations in whole frames.
     public var frameCount: Int64 {
-        samples.reduce(0) { $0 + $1.duration.converted(toTimescale: format.frameDuration.timescale, rounding: .towardZero).value / format.frameDuration.value }
+        samples.reduce(0) { total, sample in
+            let frames = sample.duration.converted(toTimescale: format.frameDuration.timescale, rounding: .towardZero).value / format.frameDuration.value
+            let (sum, overflow) = total.addingReportingOverflow(frames)
+            return overflow ? .max : sum
+        }
     }
 }
 
@@ -85,6 +95,8 @@ extension MovieReader {
         guard let format = format ?? track.descriptions.lazy.compactMap({ if case .timecode(let f) = $0 { f } else { nil } }).first else {
             throw ContainerError(.unsupported, "track \(track.id) is not a timecode track", path: path)
         }
+        // Decode order is presentation order for timecode samples, unless times wrapped.
+        if zip(result, result.dropFirst()).contains(where: { $1.start < $0.start }) { result.sort { $0.start < $1.start } }
         return TimecodeTrackInfo(trackID: track.id, format: format, samples: result)
     }
 }
@@ -103,17 +115,15 @@ extension MovieReader {
     /// than any file holds.
     public func frameTimecodes(timecodeTrack index: Int, videoTrack: Int?, limit: Int = 10_000_000) throws(ContainerError) -> [(time: MediaTime, frameNumber: Int64)] {
         let info = try timecodeTrack(index)
-        var times: [MediaTime]
         if let videoTrack {
-            times = try displayTimes(track: videoTrack)
-        } else {
-            let count = info.frameCount
-            guard count <= Int64(limit) else {
-                throw ContainerError(.invalidBox, "timecode track \(info.trackID) spans \(count) frames, over the limit of \(limit)", path: path, boxPath: "moov/trak/mdia/minf/stbl/stts")
-            }
-            // A timecode track alone: one frame per frame duration.
-            times = (0..<count).map { info.format.frameDuration * $0 }
+            return try displayTimes(track: videoTrack).compactMap { time in info.frameNumber(at: time).map { (time, $0) } }
         }
-        return times.compactMap { time in info.frameNumber(at: time).map { (time, $0) } }
+        let count = info.frameCount
+        guard count <= Int64(limit) else {
+            throw ContainerError(.limitExceeded, "timecode track \(info.trackID) spans \(count) frames, over the limit of \(limit) (the limit parameter)",
+                                 path: path, boxPath: "moov/trak/mdia/minf/stbl/stts")
+        }
+        // A timecode track alone: one frame per frame duration.
+        return (0..<count).lazy.map { info.format.frameDuration * $0 }.compactMap { time in info.frameNumber(at: time).map { (time, $0) } }
     }
 }

@@ -102,6 +102,23 @@ public final class MovieReader: Sendable {
     /// Limits on untrusted structure.
     public static let maximumSampleDescriptions = 1024
 
+    /// Limits on what a file may make the reader hold, so an index that declares more than a
+    /// real file needs is an error before it is allocated (FFmpeg's `max_alloc` serves the
+    /// same end). Counts are also checked against the file's size whatever the limits.
+    public struct Limits: Sendable, Hashable {
+        /// The most samples in all tracks together: 2^24 by default (77 hours at 60 frames a
+        /// second), about 800 MB of sample entries.
+        public var maximumSamples: Int
+
+        /// Limits; the defaults suit any real recording.
+        public init(maximumSamples: Int = 1 << 24) {
+            self.maximumSamples = maximumSamples
+        }
+    }
+
+    /// The limits the file was read with.
+    public let limits: Limits
+
     /// The file's path, as given.
     public let path: String
     /// The tracks, in `moov` order.
@@ -128,17 +145,31 @@ public final class MovieReader: Sendable {
     public var fileSize: Int { data.count }
 
     /// Opens and indexes `path`.
-    public init(path: String) throws(ContainerError) {
-        self.path = path
+    public convenience init(path: String, limits: Limits = Limits()) throws(ContainerError) {
         let file: MappedFile
         do { file = try MappedFile(path: path) } catch {
             if error.isEmptyFile { throw ContainerError(.truncated, "0 bytes is too short for an MP4/MOV file", path: path) }
             if error.isNotRegularFile { throw ContainerError(.invalidInput, "not a regular file", path: path) }
             throw ContainerError(systemError: error)
         }
-        guard file.count >= 8 else { throw ContainerError(.truncated, "\(file.count) bytes is too short for an MP4/MOV file", path: path) }
-        data = BlockBuffer(referencing: file.bytes) { _ in withExtendedLifetime(file) {} }
-        var parser = Parser(path: path, bytes: file.bytes)
+        try self.init(name: path, data: BlockBuffer(referencing: file.bytes) { _ in withExtendedLifetime(file) {} }, bytes: file.bytes, limits: limits)
+    }
+
+    /// Indexes a movie held in memory (a download, a test vector); `name` stands for a path
+    /// in errors and ``path``. The bytes are copied once and the samples reference the copy.
+    public convenience init(bytes: [UInt8], name: String = "bytes", limits: Limits = Limits()) throws(ContainerError) {
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
+        bytes.withUnsafeBytes { copy.copyMemory(from: $0) }
+        let buffer = UnsafeRawBufferPointer(copy)
+        try self.init(name: name, data: BlockBuffer(referencing: buffer) { $0.deallocate() }, bytes: buffer, limits: limits)
+    }
+
+    private init(name path: String, data: BlockBuffer, bytes: UnsafeRawBufferPointer, limits: Limits) throws(ContainerError) {
+        self.path = path
+        self.limits = limits
+        guard bytes.count >= 8 else { throw ContainerError(.truncated, "\(bytes.count) bytes is too short for an MP4/MOV file", path: path) }
+        self.data = data
+        var parser = Parser(path: path, bytes: bytes, limits: limits)
         try parser.parse()
         tracks = parser.tracks
         topLevelBoxes = parser.topLevelBoxes
@@ -197,7 +228,10 @@ public final class MovieReader: Sendable {
             var end = Int64.max
             if let edit = track.edits.first(where: { $0.mediaTime >= 0 }), edit.segmentDuration > 0, movieTimescale > 0 {
                 let (product, overflow) = Int64(clamping: edit.segmentDuration).multipliedReportingOverflow(by: Int64(track.timescale))
-                if !overflow { end = start + product / Int64(movieTimescale) }
+                if !overflow {
+                    let (sum, past) = start.addingReportingOverflow(product / Int64(movieTimescale))
+                    if !past { end = sum }
+                }
             }
             window = start..<max(start, end)
         }
@@ -281,6 +315,7 @@ extension ContainerError {
 struct Parser {
     let path: String
     let bytes: UnsafeRawBufferPointer
+    let limits: MovieReader.Limits
     var tracks: [MovieReader.Track] = []
     var topLevelBoxes: [BoxHeader] = []
     var movieBox = MovieBox()
@@ -289,13 +324,32 @@ struct Parser {
     var warnings: [String] = []
     var metadata: [MetadataItem] = []
 
-    init(path: String, bytes: UnsafeRawBufferPointer) {
+    /// Sample entries still allowed: the smaller of the limit and the file's size (every
+    /// sample holds at least a byte of the file), less those made so far.
+    var sampleBudget: Int
+
+    init(path: String, bytes: UnsafeRawBufferPointer, limits: MovieReader.Limits) {
         self.path = path
         self.bytes = bytes
+        self.limits = limits
+        sampleBudget = min(limits.maximumSamples, bytes.count)
+    }
+
+    /// Takes `count` samples from the budget, or throws naming `field` and the limit.
+    mutating func spend(_ count: Int, _ field: String, boxPath: String) throws(ContainerError) {
+        guard count <= sampleBudget else {
+            let made = min(limits.maximumSamples, bytes.count) - sampleBudget
+            let bound = limits.maximumSamples <= bytes.count
+                ? "over the limit of \(limits.maximumSamples) samples (MovieReader.Limits.maximumSamples)"
+                : "more than the \(bytes.count)-byte file can hold (a sample is at least a byte)"
+            throw ContainerError(limits.maximumSamples <= bytes.count ? .limitExceeded : .invalidBox,
+                                 "\(field) adds \(count) samples to the \(made) read before: \(bound)", path: path, boxPath: boxPath)
+        }
+        sampleBudget -= count
     }
 
     func reader(_ header: BoxHeader) -> BoxReader {
-        BoxReader(bytes, header.payload, boxType: header.type, path: "\(header.type)", file: path)
+        BoxReader(bytes, header.payload, boxType: header.type, path: "\(header.type)", file: path, depth: 1)
     }
 
     mutating func parse() throws(ContainerError) {
@@ -451,6 +505,7 @@ struct Parser {
                 guard UInt64(stsz.sampleCount) * UInt64(stsz.constantSize) <= UInt64(bytes.count) else {
                     throw fail("\(stsz.sampleCount) samples of \(stsz.constantSize) bytes cannot fit a \(bytes.count)-byte file", "stsz")
                 }
+                try spend(Int(stsz.sampleCount), "stsz sample_count", boxPath: tablePath + "/stsz")
                 sizes = Array(repeating: stsz.constantSize, count: Int(stsz.sampleCount))
             }
         } else if let stz2 = table.first(CompactSampleSizeBox.self) {
@@ -460,21 +515,27 @@ struct Parser {
         }
         let count = sizes.count
         guard count > 0 else { return [] }
+        if table.first(SampleSizeBox.self)?.constantSize ?? 0 == 0 { try spend(count, "the sample size table", boxPath: tablePath) }
         let chunkOffsets: [UInt64] = table.first(ChunkOffsetBox.self)?.offsets.map(UInt64.init) ?? table.first(ChunkLargeOffsetBox.self)?.offsets ?? []
         let sampleToChunk = table.first(SampleToChunkBox.self)?.entries ?? []
         var result: [MovieReader.SampleEntry] = []
         result.reserveCapacity(count)
-        // Offsets: walk chunks with the stsc runs.
+        // Offsets: walk chunks with the stsc runs. first_chunk must increase (§8.7.4), so
+        // every chunk is visited at most once, whatever the runs say.
         var sample = 0
-        for (runIndex, run) in sampleToChunk.enumerated() where sample < count {
-            guard run.firstChunk >= 1 else { throw fail("stsc first_chunk 0", "stsc") }
+        var previousFirstChunk: UInt32 = 0
+        walk: for (runIndex, run) in sampleToChunk.enumerated() {
+            guard run.firstChunk > previousFirstChunk else {
+                throw fail("stsc entry \(runIndex + 1): first_chunk \(run.firstChunk) after \(previousFirstChunk) (it must increase, from 1)", "stsc")
+            }
+            previousFirstChunk = run.firstChunk
             let lastChunk = runIndex + 1 < sampleToChunk.count ? Int(sampleToChunk[runIndex + 1].firstChunk) - 1 : chunkOffsets.count
             guard lastChunk <= chunkOffsets.count else { throw fail("stsc refers to chunk \(lastChunk) of \(chunkOffsets.count)", "stsc") }
-            if Int(run.firstChunk) > lastChunk { continue }
-            for chunk in Int(run.firstChunk)...lastChunk where sample < count {
+            if Int(run.firstChunk) > lastChunk || run.samplesPerChunk == 0 { continue }
+            for chunk in Int(run.firstChunk)...lastChunk {
                 var offset = chunkOffsets[chunk - 1]
                 for _ in 0..<run.samplesPerChunk {
-                    guard sample < count else { break }
+                    guard sample < count else { break walk }
                     result.append(MovieReader.SampleEntry(offset: offset, size: sizes[sample], decodeTime: 0, compositionOffset: 0, duration: 0,
                                                           isSync: true, descriptionIndex: run.sampleDescriptionIndex, dependency: nil))
                     offset &+= UInt64(sizes[sample])
@@ -534,10 +595,11 @@ struct Parser {
             for run in traf.all(TrackRunBox.self) {
                 var dataOffset = base
                 if let relative = run.dataOffset {
-                    guard base <= UInt64(Int64.max), Int64(base) + Int64(relative) >= 0 else {
-                        throw ContainerError(.invalidBox, "trun data_offset \(relative) points before the file", path: path, boxPath: "moof/traf/trun", byteOffset: moofStart)
+                    let (sum, overflow) = Int64(clamping: base).addingReportingOverflow(Int64(relative))
+                    guard base <= UInt64(Int64.max), !overflow, sum >= 0 else {
+                        throw ContainerError(.invalidBox, "trun data_offset \(relative) from base \(base) points outside the file", path: path, boxPath: "moof/traf/trun", byteOffset: moofStart)
                     }
-                    dataOffset = UInt64(Int64(base) + Int64(relative))
+                    dataOffset = UInt64(sum)
                 }
                 var count = Int(run.sampleCount)
                 if run.entries.isEmpty && count > 0 {
@@ -550,9 +612,10 @@ struct Parser {
                         count = fit
                     }
                 }
+                // Runs may point at the same bytes again: the budget bounds them all together.
+                try spend(count, "trun sample_count", boxPath: "moof/traf/trun")
                 tracks[index].isFragmented = true
                 var time = decodeTime ?? tracks[index].samples.last.map { $0.decodeTime &+ Int64($0.duration) } ?? 0
-                tracks[index].samples.reserveCapacity(tracks[index].samples.count + count)
                 for i in 0..<count {
                     let entry = run.entries.isEmpty ? TrackRunBox.Entry() : run.entries[i]
                     let d = entry.duration ?? duration

@@ -277,7 +277,9 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
             }
         }
         if flags.contains(.twentyFourHourMax) { number %= framesPerDay }
-        let labels = labelCount(forFrameNumber: number)
+        guard let labels = labelCount(forFrameNumber: number) else {
+            throw TimecodeError("frame number \(frameNumber) is beyond any \(sampleFormat.fourCC) timecode label")
+        }
         let quanta = Int64(frameQuanta)
         let hours = labels / (quanta * 3600)
         guard hours <= Int64(maximumHours) else {
@@ -287,15 +289,19 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
                         frames: Int(labels % quanta), isNegative: negative && number != 0, isDropFrame: isDropFrame)
     }
 
-    /// Frame number → the count of labels up to it, the skipped ones included.
-    private func labelCount(forFrameNumber number: Int64) -> Int64 {
+    /// Frame number (≥ 0) → the count of labels up to it, the skipped ones included; nil
+    /// when that count passes Int64 (a frame number no timecode label reaches).
+    private func labelCount(forFrameNumber number: Int64) -> Int64? {
         let drop = Int64(droppedPerMinute)
         guard drop > 0 else { return number }
         let tens = number / framesPerTenMinutes
         let rest = number % framesPerTenMinutes
         // The first minute of ten keeps all its labels; each later one skips `drop`.
         let minutesPast = rest < drop ? 0 : (rest - drop) / framesPerDroppingMinute
-        return number + 9 * drop * tens + drop * minutesPast
+        let (skipped, overflow) = (9 * drop).multipliedReportingOverflow(by: tens)
+        guard !overflow else { return nil }
+        let (labels, past) = number.addingReportingOverflow(skipped + drop * minutesPast)
+        return past ? nil : labels
     }
 
     /// The counter value of a frame number in counter mode: whole ticks of `frameQuanta` frames.
@@ -303,10 +309,14 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
         frameNumber >= 0 ? frameNumber / Int64(frameQuanta) : -((-frameNumber) / Int64(frameQuanta))
     }
 
-    /// The frame number `time` after the frame `frameNumber` (whole frames, rounded down).
+    /// The frame number `time` after the frame `frameNumber` (whole frames, rounded down),
+    /// held at the ends of Int64 rather than wrapping.
     public func frameNumber(_ frameNumber: Int64, advancedBy time: MediaTime) -> Int64 {
-        let frames = time.converted(toTimescale: frameDuration.timescale, rounding: .towardNegativeInfinity).value
-        return frameNumber + (frames >= 0 ? frames / frameDuration.value : -((-frames + frameDuration.value - 1) / frameDuration.value))
+        let ticks = time.converted(toTimescale: frameDuration.timescale, rounding: .towardNegativeInfinity).value
+        // Floor division without negating (Int64.min has no negation).
+        let frames = ticks >= 0 ? ticks / frameDuration.value : (ticks + 1) / frameDuration.value - 1
+        let (sum, overflow) = frameNumber.addingReportingOverflow(frames)
+        return overflow ? (frames > 0 ? .max : .min) : sum
     }
 
     // MARK: Sample data

@@ -36,15 +36,24 @@ public struct BoxReader {
     public let path: String
     /// The file, for errors.
     public let file: String
+    /// How many boxes enclose this one (0 at the top level).
+    public let depth: Int
 
-    /// A reader over `range` of `bytes`, the payload of a box of type `boxType`.
-    public init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, boxType: FourCharCode, path: String, file: String) {
+    /// The deepest nesting of boxes read. The deepest real nesting is about 8
+    /// (`moov/trak/mdia/minf/stbl/stsd/avc1/avcC`); a file nesting container boxes deeper is
+    /// built to exhaust the stack, and is an error (FFmpeg stops at 10).
+    public static let maximumDepth = 16
+
+    /// A reader over `range` of `bytes`, the payload of a box of type `boxType` inside `depth`
+    /// others.
+    public init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, boxType: FourCharCode, path: String, file: String, depth: Int = 0) {
         self.bytes = bytes
         offset = range.lowerBound
         end = range.upperBound
         self.boxType = boxType
         self.path = path
         self.file = file
+        self.depth = depth
     }
 
     /// Bytes left in the box.
@@ -228,11 +237,15 @@ extension BoxReader {
     /// A reader over a child box's payload, with the path extended.
     public func child(_ header: BoxHeader, index: Int? = nil) -> BoxReader {
         BoxReader(bytes, header.payload, boxType: header.type,
-                  path: path.isEmpty ? "\(header.type)" : "\(path)/\(header.type)\(index.map { "[\($0)]" } ?? "")", file: file)
+                  path: path.isEmpty ? "\(header.type)" : "\(path)/\(header.type)\(index.map { "[\($0)]" } ?? "")", file: file, depth: depth + 1)
     }
 
-    /// Parses every box left in this reader with `table`, in order, and the short tail after them.
+    /// Parses every box left in this reader with `table`, in order, and the short tail after
+    /// them. Boxes nested deeper than ``maximumDepth`` are an error.
     public mutating func children(_ table: BoxTable) throws(ContainerError) -> (boxes: [AnyBox], trailer: [UInt8]) {
+        guard depth < Self.maximumDepth || remaining < 8 else {
+            throw error("boxes nested \(depth + 1) deep, more than the \(Self.maximumDepth) any file needs")
+        }
         var boxes: [AnyBox] = []
         var counts: [FourCharCode: Int] = [:]
         while let (header, _) = try nextHeader() {

@@ -222,7 +222,7 @@ struct MovieIndex {
         // The mehd value: after everything before mvex, mvex's header, and mehd's header,
         // version and flags.
         var before = BoxWriter()
-        for child in moov.children.prefix { $0.type != "mvex" } { child.write(to: &before) }
+        for child in moov.children.prefix(while: { $0.type != "mvex" }) { child.write(to: &before) }
         return (moov, 8 + before.count + 8 + 12)
     }
 }

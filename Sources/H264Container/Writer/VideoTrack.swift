@@ -39,6 +39,8 @@ struct VideoTrack {
     private(set) var timescale: Int32 = 0
     private(set) var firstDecodeTime: MediaTime?
     private(set) var nextDecodeTime: Int64 = 0
+    /// The previous sample's duration, ticks.
+    private var previousDuration: Int64 = 0
     /// The first sample's composition offset (the B-frame reorder delay), ticks.
     private(set) var initialDelay: Int64 = 0
     private(set) var minimumPresentation: Int64 = .max
@@ -86,7 +88,11 @@ struct VideoTrack {
         }
         guard data.count <= Int(UInt32.max) else { throw error("over 4 GiB") }
         let gap = sampleCount > 0 ? decode - nextDecodeTime : 0
-        guard gap <= Int64(UInt32.max) else { throw error("a gap of \(gap) ticks before it is too long") }
+        // The previous sample is lengthened to meet this one; its duration must still fit.
+        guard gap <= Int64(UInt32.max) - previousDuration else {
+            throw error("a gap of \(gap) ticks before it makes the previous sample too long for a movie")
+        }
+        previousDuration = duration
         nextDecodeTime = decode + duration
         minimumPresentation = min(minimumPresentation, presentation)
         maximumPresentationEnd = max(maximumPresentationEnd, presentation + duration)
@@ -112,6 +118,8 @@ struct VideoTrack {
         guard converted.isNumeric, !converted.flags.contains(.hasBeenRounded) else {
             throw error("\(what) \(time) is not a whole number of 1/\(timescale) s (the track's timescale, from its first sample)")
         }
+        // Within ±2^62 ticks, sums and differences of two times cannot overflow.
+        guard converted.value.magnitude <= 1 << 62 else { throw error("\(what) \(time) is too far from the first sample's decode time") }
         return converted.value
     }
 
