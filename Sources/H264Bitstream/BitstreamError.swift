@@ -9,7 +9,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         @usableFromInline enum Base: Hashable, Sendable {
             case endOfData, invalidExpGolomb, valueOutOfRange, invalidNALUnitHeader, truncated
-            case missingParameterSet, unsupported, invalidLength, invalidStructure, missingTiming, io, noPicture
+            case missingParameterSet, unsupported, invalidLength, invalidStructure, missingTiming, io, noPicture, limitExceeded
         }
         @usableFromInline let base: Base
         @usableFromInline init(_ base: Base) { self.base = base }
@@ -39,6 +39,9 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         /// The input holds no picture that can be decoded (no start code, or no slice with its
         /// SPS and PPS).
         public static let noPicture = Code(.noPicture)
+        /// A value the syntax allows but over a limit set for untrusted input (a picture
+        /// size, a NAL unit size); the reason names the field, its value and the limit.
+        public static let limitExceeded = Code(.limitExceeded)
 
         /// The code's name in lowercase words, as messages print it.
         public var description: String {
@@ -55,6 +58,7 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
             case .missingTiming: "missing timing"
             case .io: "I/O error"
             case .noPicture: "no picture"
+            case .limitExceeded: "over a limit"
             }
         }
     }

@@ -90,8 +90,16 @@ public struct H264StreamParser: Sendable {
     public private(set) var seiCounts: [Int: Int] = [:]
     /// Number of access units started (a field of a PAFF pair is its own access unit).
     public private(set) var accessUnitCount = 0
-    /// Pictures in decoding order (fields of a pair merged).
+    /// Pictures in decoding order (fields of a pair merged): every one by default; with
+    /// ``retainedPictureLimit`` the most recent, ``discardedPictureCount`` having gone before.
     public private(set) var pictures: [PictureInfo] = []
+    /// How many pictures to keep, for a parser that runs for as long as a stream does (a
+    /// remuxer, a network ingest): nil keeps every picture (what `inspect` reports on). With
+    /// a limit, older pictures are let go, display order is not worked out (``PictureInfo/displayIndex``
+    /// stays nil) and memory stays bounded however long the stream is.
+    public let retainedPictureLimit: Int?
+    /// Pictures let go from the front of ``pictures``.
+    public private(set) var discardedPictureCount = 0
     /// Diagnostics, the first ``maximumStoredDiagnostics`` of them; see ``errorCount`` and ``warningCount``.
     public private(set) var diagnostics: [StreamDiagnostic] = []
     /// Number of errors reported, including those not kept in ``diagnostics``.
@@ -132,8 +140,22 @@ public struct H264StreamParser: Sendable {
     private var lastPictureAccessUnit = -1
     private var seenSPSContents: Set<[UInt8]> = []
 
-    /// A parser that has seen nothing.
-    public init() {}
+    /// A parser that has seen nothing, keeping every picture, or the last `retainedPictureLimit`
+    /// (at least 1).
+    public init(retainingPictures retainedPictureLimit: Int? = nil) {
+        self.retainedPictureLimit = retainedPictureLimit.map { max(1, $0) }
+    }
+
+    /// The picture of decode index `decodeIndex`, if it is still kept.
+    public func picture(_ decodeIndex: Int) -> PictureInfo? {
+        let index = decodeIndex - discardedPictureCount
+        return pictures.indices.contains(index) ? pictures[index] : nil
+    }
+
+    /// Most pic timing SEI messages held for one access unit; more are counted, not kept.
+    static let maximumPendingPicTimings = 64
+    /// Most distinct SPS contents remembered to count ``distinctSPSCount``.
+    static let maximumRememberedSPSContents = 1024
 
     private mutating func report(_ severity: StreamDiagnostic.Severity, _ error: BitstreamError) {
         if severity == .error { errorCount += 1 } else { warningCount += 1 }
@@ -171,7 +193,13 @@ public struct H264StreamParser: Sendable {
         case .sps:
             do {
                 let (sps, change) = try registry.add(spsNALUnit: bytes)
-                if change != .unchanged, seenSPSContents.insert(Array(bytes)).inserted { distinctSPSCount += 1 }
+                if change != .unchanged {
+                    if seenSPSContents.count >= Self.maximumRememberedSPSContents {
+                        distinctSPSCount += 1  // past the memory bound, every change counts
+                    } else if seenSPSContents.insert(Array(bytes)).inserted {
+                        distinctSPSCount += 1
+                    }
+                }
                 if firstSPS == nil { firstSPS = sps }
                 if activeSPS == nil || change == .replaced && activeSPS?.seqParameterSetId == sps.seqParameterSetId { activeSPS = sps }
                 if sps.vuiParameters?.hasReservedAspectRatioIdc == true {
@@ -222,7 +250,10 @@ public struct H264StreamParser: Sendable {
         let poc = counter.compute(for: slice, sequenceParameterSet: sps)
         currentPOC = poc.picOrderCnt
         activeSPS = sps
-        if pictureSPSChanges.last?.sps != sps { pictureSPSChanges.append((pictures.count, sps)) }
+        if pictureSPSChanges.last?.sps != sps {
+            pictureSPSChanges.append((pictureCount, sps))
+            if let limit = retainedPictureLimit, pictureSPSChanges.count > 2 * limit { pictureSPSChanges.removeFirst(pictureSPSChanges.count - limit) }
+        }
         // Second field of a complementary pair (§3.30): opposite parity, same frame_num, not IDR.
         if slice.fieldPicFlag, lastPictureOpen, let last = pictures.indices.last {
             let first = pictures[last]
@@ -241,7 +272,7 @@ public struct H264StreamParser: Sendable {
         }
         closeLastPicture()
         let picture = PictureInfo(
-            decodeIndex: pictures.count,
+            decodeIndex: pictureCount,
             byteRange: currentAccessUnitStart..<location.payload.upperBound,
             structure: slice.fieldPicFlag ? (slice.bottomFieldFlag ? .bottomField : .topField) : .frame,
             isIDR: slice.idrPicFlag, hasMMCO5: slice.hasMMCO5, hasRecoveryPoint: pendingRecoveryPoint,
@@ -250,29 +281,34 @@ public struct H264StreamParser: Sendable {
             nalRefIdc: slice.nalUnitHeader.nalRefIdc, displayIndex: nil, seqParameterSetId: sps.seqParameterSetId)
         if firstRecoveredPicture == nil {
             if slice.idrPicFlag {
-                firstRecoveredPicture = pictures.count
+                firstRecoveredPicture = pictureCount
             } else if pendingRecoveryPoint, let frames = pendingRecoveryFrameCount {
                 recoveryTarget = ((slice.frameNum + frames) % sps.maxFrameNum, sps.seqParameterSetId)
             }
             if let target = recoveryTarget, target.frameNum == slice.frameNum, slice.nalUnitHeader.nalRefIdc != 0 || target.frameNum == slice.frameNum && pendingRecoveryPoint {
-                firstRecoveredPicture = pictures.count
+                firstRecoveredPicture = pictureCount
             }
         }
         pendingRecoveryPoint = false
         pendingRecoveryFrameCount = nil
         pictures.append(picture)
+        if let limit = retainedPictureLimit, pictures.count >= 2 * limit {
+            let drop = pictures.count - limit
+            pictures.removeFirst(drop)
+            discardedPictureCount += drop
+        }
         lastPictureOpen = slice.fieldPicFlag
         lastPictureAccessUnit = accessUnitCount - 1
     }
 
     /// Hands the last picture to the display orderer once no second field can join it.
     private mutating func closeLastPicture() {
-        guard let last = pictures.indices.last, closedPictureCount <= last else { return }
-        closedPictureCount = last + 1
-        let picture = pictures[last]
+        guard let picture = pictures.last, closedPictureCount <= picture.decodeIndex else { return }
+        closedPictureCount = picture.decodeIndex + 1
+        guard retainedPictureLimit == nil else { return }
         // An MMCO 5 picture's order count is rebased to 0 after decoding; it starts a period.
         let poc = picture.hasMMCO5 ? 0 : picture.picOrderCnt
-        let settled = orderer.add(decodeIndex: last, picOrderCnt: poc, startsPeriod: picture.isIDR || picture.hasMMCO5)
+        let settled = orderer.add(decodeIndex: picture.decodeIndex, picOrderCnt: poc, startsPeriod: picture.isIDR || picture.hasMMCO5)
         for (decodeIndex, displayIndex) in settled { pictures[decodeIndex].displayIndex = displayIndex }
     }
     /// Pictures before this index have been handed to the display orderer.
@@ -317,7 +353,7 @@ public struct H264StreamParser: Sendable {
                 case 1:
                     // Its syntax depends on the SPS the access unit's slices activate, which is
                     // known only at the first slice: parse it then.
-                    pendingPicTimings.append((message.payload, nalStart))
+                    if pendingPicTimings.count < Self.maximumPendingPicTimings { pendingPicTimings.append((message.payload, nalStart)) }
                 case 5: _ = try UserDataUnregistered(payload: message.payload)
                 case 6:
                     let recovery = try RecoveryPoint(payload: message.payload)
@@ -333,10 +369,10 @@ public struct H264StreamParser: Sendable {
 
     // MARK: Summary
 
-    /// Number of pictures: frames, field pairs counted once.
-    public var pictureCount: Int { pictures.count }
+    /// Number of pictures: frames, field pairs counted once (those let go included).
+    public var pictureCount: Int { discardedPictureCount + pictures.count }
     /// Number of pictures a decoder outputs: those from the first IDR or recovery point on.
-    public var outputPictureCount: Int { firstRecoveredPicture.map { pictures.count - $0 } ?? 0 }
+    public var outputPictureCount: Int { firstRecoveredPicture.map { pictureCount - $0 } ?? 0 }
     /// The SPS of the first picture (what a demuxer's stream parameters show), else the first
     /// SPS received.
     public var firstPictureSPS: SequenceParameterSet? { pictureSPSChanges.first?.sps ?? firstSPS }

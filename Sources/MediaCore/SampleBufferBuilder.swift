@@ -57,8 +57,12 @@ public struct SampleBufferBuilder: Sendable {
     public let options: Options
     /// Where the frame rate comes from: the stream's VUI timing, or a rate the caller fixes.
     public let frameRateSource: FrameRateSource
-    /// The parser underneath: pictures, parameter sets, diagnostics.
-    public private(set) var parser = H264StreamParser()
+    /// The parser underneath: parameter sets, diagnostics, counts, and the most recent
+    /// ``retainedPictures`` pictures (a builder runs as long as its stream: its memory must
+    /// not grow with it).
+    public private(set) var parser = H264StreamParser(retainingPictures: SampleBufferBuilder.retainedPictures)
+    /// Pictures the parser keeps: four times the most samples held back.
+    public static let retainedPictures = 4 * maximumHeldSamples
     /// The frame rate in use, known from the first picture on.
     public private(set) var frameRate: FrameRate?
     /// Whether ``frameRate`` came from the stream (VUI timing) rather than the caller.
@@ -86,7 +90,14 @@ public struct SampleBufferBuilder: Sendable {
     private var current: Building?
     /// Non-VCL NAL units after the last slice: they start the next access unit unless a slice
     /// of the same picture follows (§7.4.1.2.3).
-    private var pending: [Pending] = []
+    private var pending: [Pending] = [] {
+        didSet { if pending.isEmpty { pendingBytes = 0 } }
+    }
+    /// Bytes held in ``pending``, with a per-unit overhead.
+    private var pendingBytes = 0
+    /// The most bytes of NAL units held while no picture takes them (SEI, AUDs and parameter
+    /// sets before a picture, slices before their parameter sets): 64 MiB.
+    public static let maximumPendingBytes = 64 << 20
     private struct Pending {
         var bytes: [UInt8]
         /// A parameter set that moves into the format description if a new picture follows.
@@ -138,16 +149,25 @@ public struct SampleBufferBuilder: Sendable {
         }
     }
 
+    private mutating func hold(_ unit: Pending, at location: AnnexBNALUnit) throws(BitstreamError) {
+        pendingBytes += unit.bytes.count + 64
+        guard pendingBytes <= Self.maximumPendingBytes else {
+            throw BitstreamError(.limitExceeded, "\(pending.count + 1) NAL units (\(pendingBytes) bytes) with no picture to go in, over the limit of \(Self.maximumPendingBytes) bytes",
+                                 byteOffset: location.startCodeOffset, nalIndex: parser.nalUnitCount - 1)
+        }
+        pending.append(unit)
+    }
+
     private mutating func append(_ bytes: Span<UInt8>, reference: BlockBuffer?, at location: AnnexBNALUnit) throws(BitstreamError) {
         guard !bytes.isEmpty else { return }
-        let picturesBefore = parser.pictures.count
+        let picturesBefore = parser.pictureCount
         let errorsBefore = parser.errorCount
         let parsed = parser.consume(bytes, at: location)
         let type = parsed.header.nalUnitType
         let failed = parser.errorCount > errorsBefore
         switch type.rawValue {
         case 1...5:
-            let startsPicture = parser.pictures.count > picturesBefore
+            let startsPicture = parser.pictureCount > picturesBefore
             if startsPicture {
                 try closeCurrent()
                 try begin(decodeIndex: picturesBefore)
@@ -161,7 +181,7 @@ public struct SampleBufferBuilder: Sendable {
             } else if current == nil {
                 // A slice no picture could start from (no parameter sets yet, a broken header):
                 // it goes with the first picture, as a remuxer keeps it.
-                pending.append(Pending(bytes: bytes.array))
+                try hold(Pending(bytes: bytes.array), at: location)
                 return
             }
             // Parameter sets between the slices of one sample (a PPS before the second field)
@@ -171,16 +191,16 @@ public struct SampleBufferBuilder: Sendable {
             try appendToCurrent(bytes, reference: reference)
         case NALUnitType.sps.rawValue, NALUnitType.pps.rawValue:
             if !failed && !formatParameterSets.contains(bytes.array) { formatIsStale = true }
-            pending.append(Pending(bytes: bytes.array, outOfBand: !failed && !options.keepsParameterSetsInBand))
+            try hold(Pending(bytes: bytes.array, outOfBand: !failed && !options.keepsParameterSetsInBand), at: location)
         case NALUnitType.accessUnitDelimiter.rawValue:
-            if options.dropsAccessUnitDelimiters { removedNALUnitCount += 1 } else { pending.append(Pending(bytes: bytes.array)) }
+            if options.dropsAccessUnitDelimiters { removedNALUnitCount += 1 } else { try hold(Pending(bytes: bytes.array), at: location) }
         case NALUnitType.fillerData.rawValue where options.dropsFillerData:
             removedNALUnitCount += 1
         case 6, 13...18:
-            pending.append(Pending(bytes: bytes.array))
+            try hold(Pending(bytes: bytes.array), at: location)
         default:
             // End of sequence/stream, filler, auxiliary and unspecified units follow the picture they end.
-            if pending.isEmpty && current != nil { try appendToCurrent(bytes) } else { pending.append(Pending(bytes: bytes.array)) }
+            if pending.isEmpty && current != nil { try appendToCurrent(bytes) } else { try hold(Pending(bytes: bytes.array), at: location) }
         }
     }
 
@@ -224,7 +244,7 @@ public struct SampleBufferBuilder: Sendable {
     }
 
     private mutating func begin(decodeIndex: Int) throws(BitstreamError) {
-        if formatIsStale || format == nil { try makeFormat(for: parser.pictures[decodeIndex]) }
+        if formatIsStale || format == nil { try makeFormat(for: parser.picture(decodeIndex)!) }
         current = Building(data: SampleAssembly(), decodeIndex: decodeIndex, format: format!)
     }
 
@@ -254,7 +274,7 @@ public struct SampleBufferBuilder: Sendable {
     private mutating func closeCurrent() throws(BitstreamError) {
         guard let building = current else { return }
         current = nil
-        let picture = parser.pictures[building.decodeIndex]
+        let picture = parser.picture(building.decodeIndex)!
         if sampleCount == 0 { try startTiming(with: picture) }
         sampleCount += 1
         // An IDR or MMCO 5 picture outputs everything before it (§C.4.4), then starts afresh.

@@ -92,6 +92,13 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
         try AVCC.validate(lengthSize: nalUnitLengthSize)
         guard !sequenceParameterSets.isEmpty else { throw BitstreamError(.missingParameterSet, "a format description needs at least one SPS") }
         guard !pictureParameterSets.isEmpty else { throw BitstreamError(.missingParameterSet, "a format description needs at least one PPS") }
+        // What an avcC record can hold (its counts are 5 and 8 bits, its lengths 16 bits).
+        guard sequenceParameterSets.count <= 31, pictureParameterSets.count <= 255, sequenceParameterSetExtensions.count <= 255 else {
+            throw BitstreamError(.invalidLength, "\(sequenceParameterSets.count) SPS, \(pictureParameterSets.count) PPS and \(sequenceParameterSetExtensions.count) SPS extensions: an avcC holds at most 31, 255 and 255")
+        }
+        if let long = (sequenceParameterSets + pictureParameterSets + sequenceParameterSetExtensions).first(where: { $0.count > 0xFFFF }) {
+            throw BitstreamError(.invalidLength, "a \(long.count)-byte parameter set: an avcC holds at most 65535 bytes each")
+        }
         var registry = ParameterSetRegistry()
         var first: SequenceParameterSet?
         for (index, nal) in sequenceParameterSets.enumerated() {
@@ -203,7 +210,6 @@ extension VideoFormatDescription {
     }
 
     static func appendLengthPrefixed(_ nal: [UInt8], to out: inout [UInt8]) {
-        precondition(nal.count <= 0xFFFF, "a parameter set longer than 65535 bytes cannot be stored in avcC")
         out.append(UInt8(nal.count >> 8))
         out.append(UInt8(nal.count & 0xFF))
         out.append(contentsOf: nal)
