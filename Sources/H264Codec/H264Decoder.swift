@@ -43,7 +43,10 @@ public struct H264Decoder: ~Copyable {
     ///   the SPS's (`max_num_reorder_frames`, else the level's DPB size). libavcodec otherwise
     ///   starts with none and drops the pictures it meets out of order before it learns better
     ///   (the `ffmpeg` tool avoids that by probing the stream first).
-    public init(formatDescription: VideoFormatDescription?, threading: Threading = Threading(), reorderDepth: Int? = nil) throws(CodecError) {
+    ///   libavcodec refuses pictures larger than `limits` allow (its `max_pixels`), whatever
+    ///   SPS a sample carries.
+    public init(formatDescription: VideoFormatDescription?, threading: Threading = Threading(), reorderDepth: Int? = nil,
+                limits: PictureLimits = PictureLimits()) throws(CodecError) {
         try loadFFmpeg()
         DecoderLog.installed
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
@@ -72,6 +75,7 @@ public struct H264Decoder: ~Copyable {
             context.pointee.extradata_size = Int32(record.count)
         }
         context.pointee.has_b_frames = Int32(clamping: reorderDepth ?? formatDescription?.sps.reorderDepth ?? 0)
+        context.pointee.max_pixels = Int64(limits.maximumPixels)
         context.pointee.thread_count = Int32(clamping: threading.count)
         context.pointee.thread_type = (threading.frames ? FF_THREAD_FRAME : 0) | (threading.slices ? FF_THREAD_SLICE : 0)
         do {
@@ -101,7 +105,11 @@ public struct H264Decoder: ~Copyable {
     /// Returns false, having taken nothing, when the decoder holds pictures that must be
     /// received first; then call ``receive()`` until nil and send again.
     public mutating func send(_ data: BlockBuffer, timestamp: Int64?, duration: Int64 = 0) throws(CodecError) -> Bool {
-        try check(av_new_packet(packet, Int32(clamping: data.count)), .decodeFailed, "cannot allocate a \(data.count)-byte packet")
+        // libavcodec sizes packets with an int, padding included.
+        guard data.count <= Int(Int32.max) - Int(AV_INPUT_BUFFER_PADDING_SIZE) else {
+            throw CodecError(.decodeFailed, "a \(data.count)-byte sample is larger than libavcodec takes")
+        }
+        try check(av_new_packet(packet, Int32(data.count)), .decodeFailed, "cannot allocate a \(data.count)-byte packet")
         var offset = 0
         let destination = packet.pointee.data!
         data.forEachSegment { piece in

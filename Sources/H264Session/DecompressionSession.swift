@@ -44,15 +44,20 @@ public final class DecompressionSession: Sendable {
         /// pictures a drain lets out at once, beyond one per sample, wait only for room among
         /// the waiting pictures.)
         public var maximumFramesInFlight: Int
+        /// The largest picture decoded: a sample whose SPS declares a larger one is dropped
+        /// with an error saying so, before the decoder allocates for it.
+        public var limits: PictureLimits
 
         /// A configuration; `maximumFramesInFlight` is raised to at least 1.
         public init(pixelFormat: PixelFormat? = nil, size: (width: Int, height: Int)? = nil,
-                    threading: H264Decoder.Threading = .init(), isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8) {
+                    threading: H264Decoder.Threading = .init(), isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8,
+                    limits: PictureLimits = PictureLimits()) {
             self.pixelFormat = pixelFormat
             self.size = size
             self.threading = threading
             self.isAsynchronous = isAsynchronous
             self.maximumFramesInFlight = max(1, maximumFramesInFlight)
+            self.limits = limits
         }
     }
 
@@ -203,6 +208,7 @@ private struct Engine: ~Copyable {
     /// Set up only when the configuration asks for another format or size.
     var converter: PixelConverter
     let converts: Bool
+    let limits: PictureLimits
     var description: VideoFormatDescription
     /// Timing of samples sent and not yet out, by their index (the packet timestamp).
     var pending: [Int: Pending] = [:]
@@ -226,8 +232,9 @@ private struct Engine: ~Copyable {
 
     init(formatDescription: VideoFormatDescription, configuration: DecompressionSession.Configuration) throws(CodecError) {
         let converter = try PixelConverter(format: configuration.pixelFormat ?? .yuv420p, size: configuration.size)
-        decoder = try H264Decoder(formatDescription: formatDescription, threading: configuration.threading)
+        decoder = try H264Decoder(formatDescription: formatDescription, threading: configuration.threading, limits: configuration.limits)
         self.converter = converter
+        limits = configuration.limits
         converts = configuration.pixelFormat != nil || configuration.size != nil
         description = formatDescription
     }
@@ -236,6 +243,13 @@ private struct Engine: ~Copyable {
         let index = nextIndex
         nextIndex += 1
         pending[index] = Pending(presentation: sample.presentationTime, duration: sample.duration, hidden: sample.attachments.doNotDisplay)
+        let format = sample.formatDescription
+        guard limits.allows(width: format.codedWidth, height: format.codedHeight) else {
+            // Refused before libavcodec allocates pictures of that size; the stream goes on.
+            pending[index]?.error = CodecError(.decodeFailed, limits.refusal(width: format.codedWidth, height: format.codedHeight,
+                                                                              declaredBy: "SPS \(format.sps.seqParameterSetId)"))
+            return [dropped(index)]
+        }
         var data = sample.data
         if sample.formatDescription != description {
             // New parameter sets go in band before the sample, as a stream would carry them.

@@ -1,8 +1,8 @@
 import Dispatch
 import SystemIO
-public import H264Bitstream
+import H264Bitstream
 public import H264Codec
-public import H264Container
+import H264Container
 public import MediaCore
 import Synchronization
 
@@ -27,13 +27,17 @@ public final class FrameReader {
         /// Keep at most one picture per this much presentation time (thumbnails every second,
         /// say); nil keeps every picture.
         public var interval: MediaTime?
+        /// The largest picture decoded (see ``DecompressionSession/Configuration/limits``).
+        public var limits: PictureLimits
 
         /// Options; by default every picture, at the first picture's size, in the stream's pixel format.
-        public init(threading: H264Decoder.Threading = .init(), pixelFormat: PixelFormat? = nil, size: OutputSize = .first, interval: MediaTime? = nil) {
+        public init(threading: H264Decoder.Threading = .init(), pixelFormat: PixelFormat? = nil, size: OutputSize = .first, interval: MediaTime? = nil,
+                    limits: PictureLimits = PictureLimits()) {
             self.threading = threading
             self.pixelFormat = pixelFormat
             self.size = size
             self.interval = interval
+            self.limits = limits
         }
     }
 
@@ -62,11 +66,18 @@ public final class FrameReader {
 
     /// Decodes `path` ("-" for an Annex-B stream on standard input).
     public convenience init(path: String, options: Options = Options(), sourceOptions: MediaSource.Options = .decoding) throws(SessionError) {
-        self.init(source: try MediaSource(path: path, options: sourceOptions), options: options)
+        try self.init(source: try MediaSource(path: path, options: sourceOptions), options: options)
     }
 
-    /// Decodes the samples of `source`.
-    public init(source: MediaSource, options: Options = Options()) {
+    /// Decodes the samples of `source`. Throws ``SessionError/invalidOption(_:)`` for an
+    /// interval that is not a positive time or a fixed size that is not positive.
+    public init(source: MediaSource, options: Options = Options()) throws(SessionError) {
+        if let interval = options.interval, !(interval.isNumeric && interval > .zero) {
+            throw .invalidOption("the picture interval \(interval) is not a positive time")
+        }
+        if case .fixed(let width, let height) = options.size, width <= 0 || height <= 0 {
+            throw .invalidOption("the picture size \(width)x\(height) is not positive")
+        }
         self.source = source
         self.options = options
     }
@@ -99,7 +110,7 @@ public final class FrameReader {
                 session = nil
             }
             if session == nil {
-                var configuration = DecompressionSession.Configuration(pixelFormat: options.pixelFormat, threading: options.threading)
+                var configuration = DecompressionSession.Configuration(pixelFormat: options.pixelFormat, threading: options.threading, limits: options.limits)
                 if case .fixed(let width, let height) = options.size { configuration.size = (width, height) }
                 let outputs = self.outputs
                 session = try DecompressionSession(formatDescription: sample.formatDescription, configuration: configuration) { frame in
@@ -115,9 +126,11 @@ public final class FrameReader {
         guard var picture = frame.pixelBuffer else { return true }
         if let interval = options.interval, frame.presentationTime.isNumeric {
             if let next = nextKept, frame.presentationTime < next { return false }
-            var next = nextKept ?? frame.presentationTime
-            while next <= frame.presentationTime { next = next + interval }
-            nextKept = next
+            // The first multiple of the interval after this picture, in one step (a time far
+            // ahead must not cost a loop per interval).
+            let from = nextKept ?? frame.presentationTime
+            let elapsed = (frame.presentationTime - from).converted(toTimescale: interval.timescale, rounding: .towardNegativeInfinity)
+            nextKept = from + interval * (elapsed.value / interval.value + 1)
         }
         if let first {
             if options.size == .first, PictureGeometry(picture) != first {

@@ -17,12 +17,16 @@ public final class MediaSource {
         /// For a movie: how the edit list applies (``MovieReader/EditListHandling/trim`` marks
         /// the samples a player does not show).
         public var editList: MovieReader.EditListHandling
+        /// For a movie: how many samples its index may declare.
+        public var movieLimits: MovieReader.Limits
 
-        /// Options with the given Annex-B policies, track and edit-list handling.
-        public init(annexB: SampleBufferReader.Options = .init(), trackID: UInt32? = nil, editList: MovieReader.EditListHandling = .trim) {
+        /// Options with the given Annex-B policies, track, edit-list handling and limits.
+        public init(annexB: SampleBufferReader.Options = .init(), trackID: UInt32? = nil, editList: MovieReader.EditListHandling = .trim,
+                    movieLimits: MovieReader.Limits = .init()) {
             self.annexB = annexB
             self.trackID = trackID
             self.editList = editList
+            self.movieLimits = movieLimits
         }
 
         /// What a decoder is fed (what `ffmpeg` feeds libavcodec): every sample, those before
@@ -54,7 +58,7 @@ public final class MediaSource {
         name = path == "-" ? "stdin" : path
         if path != "-", MovieReader.looksLikeMovie(path: path) {
             let reader: MovieReader
-            do { reader = try MovieReader(path: path) } catch { throw .container(error) }
+            do { reader = try MovieReader(path: path, limits: options.movieLimits) } catch { throw .container(error) }
             let index: Int
             if let id = options.trackID {
                 guard let found = reader.trackIndex(id: id) else {

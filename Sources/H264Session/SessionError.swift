@@ -23,6 +23,9 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case presentationTimeOutOfOrder(MediaTime, previous: MediaTime?)
     /// Settings the checks or x264 refused.
     case invalidSettings(CodecError)
+    /// An option out of its range (a picture interval that is not a positive time, a size
+    /// that is not positive); the text names it.
+    case invalidOption(String)
     /// A live change the running encoder cannot make (x264 would ignore it).
     case unsupportedChange(LiveChangeProblem)
     /// A call out of order (a multi-pass session's passes, encoding after ``CompressionSession/finish()``).
@@ -71,6 +74,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
             previous.map { "presentation time \(time) is not after the previous picture's (\($0)); pictures go in in presentation order" }
                 ?? "a picture needs a numeric presentation time, not \(time)"
         case .invalidSettings(let error): "invalid settings: \(error)"
+        case .invalidOption(let problem): "invalid option: \(problem)"
         case .unsupportedChange(let problem):
             switch problem {
             case .constantQualityWithoutCRF: "constant quality can change only in a session that encodes at constant quality (CRF)"

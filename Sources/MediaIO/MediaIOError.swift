@@ -15,6 +15,9 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
         case invalidArgument
         /// The codec library failed (PNG, MD5).
         case codec
+        /// A size the format allows but over the limits set for untrusted input
+        /// (``PictureLimits``); the reason names the size and the limit.
+        case limitExceeded
     }
 
     /// What kind of problem it is.

@@ -60,21 +60,35 @@ enum PictureInput {
         return PixelBuffer(format: format, width: width, height: height, borrowing: planes, release: { withExtendedLifetime(file) {} })
     }
 
-    /// Reads a whole picture from a stream; nil at a clean end (before its first byte).
+    /// Reads a whole picture from a stream; nil at a clean end (before its first byte). The
+    /// picture is allocated only once its first row has arrived, so a header alone cannot
+    /// make the reader hold a picture's worth of memory.
     static func readPicture(_ input: ChunkedInput, format: PixelFormat, width: Int, height: Int, index: Int) throws(MediaIOError) -> PixelBuffer? {
+        func cutOff() -> MediaIOError { MediaIOError(.invalidData, "frame \(index) is cut off (the input ended inside it)", path: input.path) }
+        let firstRow = UnsafeMutableRawBufferPointer.allocate(byteCount: format.planeSize(0, width: width, height: height).rowBytes, alignment: 16)
+        defer { firstRow.deallocate() }
+        let n: Int
+        do { n = try input.readFully(into: firstRow) } catch { throw MediaIOError(error) }
+        if n == 0 { return nil }
+        guard n == firstRow.count else { throw cutOff() }
         let picture = PixelBuffer(format: format, width: width, height: height)
-        var started = false
-        for plane in picture.planes {
+        for (number, plane) in picture.planes.enumerated() {
             for row in 0..<plane.height {
                 let target = UnsafeMutableRawBufferPointer(start: plane.base + row * plane.bytesPerRow, count: plane.rowBytes)
+                if number == 0 && row == 0 { target.copyMemory(from: UnsafeRawBufferPointer(firstRow)); continue }
                 let n: Int
                 do { n = try input.readFully(into: target) } catch { throw MediaIOError(error) }
-                if n == 0 && !started { return nil }
-                started = true
-                guard n == target.count else { throw MediaIOError(.invalidData, "frame \(index) is cut off (the input ended inside it)", path: input.path) }
+                guard n == target.count else { throw cutOff() }
             }
         }
         return picture
+    }
+
+    /// Checks a declared picture size against `limits` before anything is allocated for it.
+    static func check(width: Int, height: Int, limits: PictureLimits, declaredBy source: String, path: String) throws(MediaIOError) {
+        guard limits.allows(width: width, height: height) else {
+            throw MediaIOError(.limitExceeded, limits.refusal(width: width, height: height, declaredBy: source) + " (PictureLimits.maximumPixels)", path: path)
+        }
     }
 }
 
@@ -98,11 +112,13 @@ public final class RawVideoReader: PictureReader {
     private var offset = 0
     private var index = 0
 
-    /// Opens `path` ("-" for standard input). A mapped file must hold a whole number of pictures.
-    public init(path: String, width: Int, height: Int, format: PixelFormat, frameRate: FrameRate) throws(MediaIOError) {
+    /// Opens `path` ("-" for standard input). A mapped file must hold a whole number of
+    /// pictures; a size over `limits` is refused.
+    public init(path: String, width: Int, height: Int, format: PixelFormat, frameRate: FrameRate, limits: PictureLimits = PictureLimits()) throws(MediaIOError) {
         guard width > 0, height > 0, width <= 16384, height <= 16384 else {
             throw MediaIOError(.invalidArgument, "picture size \(width)x\(height): expected 1 to 16384 each way", path: path)
         }
+        try PictureInput.check(width: width, height: height, limits: limits, declaredBy: "the raw video size", path: path)
         self.path = path
         self.width = width
         self.height = height

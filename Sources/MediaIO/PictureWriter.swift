@@ -1,5 +1,5 @@
 public import H264Bitstream
-public import H264Codec
+import H264Codec
 public import MediaCore
 package import SystemIO
 #if canImport(Glibc)

@@ -98,8 +98,8 @@ public final class Y4MReader: PictureReader {
     public var sampleAspectRatio: (width: Int, height: Int)? { header.sampleAspectRatio }
 
     /// Opens `path` ("-" for standard input). `frameRate` replaces the header's rate (and is
-    /// needed when the header has none).
-    public init(path: String, frameRate rate: FrameRate? = nil) throws(MediaIOError) {
+    /// needed when the header has none); a header declaring pictures over `limits` is refused.
+    public init(path: String, frameRate rate: FrameRate? = nil, limits: PictureLimits = PictureLimits()) throws(MediaIOError) {
         self.path = path
         input = try PictureInput.open(path)
         let line: [UInt8]
@@ -117,6 +117,7 @@ public final class Y4MReader: PictureReader {
             line = read
         }
         header = try Y4MHeader(parsing: line, path: path)
+        try PictureInput.check(width: header.width, height: header.height, limits: limits, declaredBy: "the Y4M header", path: path)
         guard let format = header.pixelFormat else {
             throw MediaIOError(.unsupported, "Y4M header: colour space C\(header.colourSpace ?? "") is not supported", path: path, byteOffset: 0)
         }
@@ -175,7 +176,7 @@ public final class Y4MReader: PictureReader {
 /// Opens a picture file: a `.y4m` (or a Y4M stream on standard input), or raw video when
 /// `raw` gives the size, format and rate.
 public func openPictureReader(path: String, raw: (width: Int, height: Int, format: PixelFormat, frameRate: FrameRate)? = nil,
-                              frameRate: FrameRate? = nil) throws(MediaIOError) -> any PictureReader {
-    if let raw { return try RawVideoReader(path: path, width: raw.width, height: raw.height, format: raw.format, frameRate: raw.frameRate) }
-    return try Y4MReader(path: path, frameRate: frameRate)
+                              frameRate: FrameRate? = nil, limits: PictureLimits = PictureLimits()) throws(MediaIOError) -> any PictureReader {
+    if let raw { return try RawVideoReader(path: path, width: raw.width, height: raw.height, format: raw.format, frameRate: raw.frameRate, limits: limits) }
+    return try Y4MReader(path: path, frameRate: frameRate, limits: limits)
 }

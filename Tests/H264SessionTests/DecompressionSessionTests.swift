@@ -285,3 +285,29 @@ final class Collector: Sendable {
         }
     }
 }
+
+/// Picture sizes a stream declares are checked before libavcodec allocates for them.
+@Suite("Decoding: picture limits") struct PictureLimitTests {
+    /// An SPS declaring 32768x4080 (133 million pixels) and a slice using it: the sample is
+    /// dropped with an error naming the SPS, the size and the limit, and nothing that size is
+    /// allocated (it used to take ~800 MB before any picture existed); the next sample of a
+    /// sane size decodes.
+    @Test func anSPSOverTheLimitIsRefusedBeforeTheDecoderAllocates() throws {
+        var huge = Synthetic.SPSOptions()
+        huge.widthInMbs = 2048
+        huge.heightInMapUnits = 255
+        let stream = Synthetic.annexB([Synthetic.sps(huge), Synthetic.pps(), Synthetic.slice(.init(idr: true, type: 2, frameNum: 0), sps: huge)])
+        let input = try samples(of: stream)
+        #expect(input.count == 1)
+        #expect(input[0].formatDescription.width == 32768 && input[0].formatDescription.height == 4080)
+        let collector = Collector()
+        let session = try DecompressionSession(formatDescription: input[0].formatDescription, outputHandler: collector.append)
+        try session.decode(input[0])
+        session.finish()
+        let frames = collector.all
+        #expect(frames.count == 1)
+        #expect(frames.first?.isDropped == true)
+        let reason = frames.first?.error.map { "\($0)" } ?? ""
+        #expect(reason.contains("SPS 0 declares 32768x4080 (133693440 pixels), over the limit of 35651584 pixels"), "\(reason)")
+    }
+}

@@ -126,6 +126,35 @@ struct MediaIOBadInputTests {
         #expect(throws: MediaIOError.self) { try Y4MHeader(parsing: Array("YUV4MPEG2 W16 H16 F0:1".utf8)) }
     }
 
+    /// A header declaring pictures over the limits is refused before any picture is
+    /// allocated, naming the size and the limit; raising the limit lets it through.
+    @Test func picturesOverTheLimitsAreRefused() throws {
+        let path = temporaryPath(".y4m")
+        try Data("YUV4MPEG2 W16384 H16384 F25:1 C444p12\nFRAME\n".utf8 + [0, 1, 2]).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect { try Y4MReader(path: path) } throws: {
+            ($0 as? MediaIOError)?.code == .limitExceeded && "\($0)".contains("16384x16384 (268435456 pixels), over the limit of 35651584")
+        }
+        let reader = try Y4MReader(path: path, limits: PictureLimits(maximumPixels: 1 << 28))
+        #expect { _ = try reader.next() } throws: { "\($0)".contains("cut off") }
+        #expect { try RawVideoReader(path: path, width: 9000, height: 9000, format: .yuv420p, frameRate: FrameRate(25, 1)) } throws: {
+            ($0 as? MediaIOError)?.code == .limitExceeded
+        }
+    }
+
+    /// From a pipe, a FRAME line alone does not make the reader allocate the picture: it ends
+    /// with a clean error (the picture is allocated once its first row has arrived).
+    @Test func aStreamedFrameIsAllocatedOnlyWhenItsDataComes() throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        let header = "YUV4MPEG2 W8192 H4352 F25:1 C444p12\nFRAME\n"
+        _ = header.utf8CString.withUnsafeBytes { write(descriptors[1], $0.baseAddress, $0.count - 1) }
+        close(descriptors[1])
+        defer { close(descriptors[0]) }
+        let reader = try Y4MReader(path: "/dev/fd/\(descriptors[0])")
+        #expect { _ = try reader.next() } throws: { "\($0)".contains("cut off") }
+    }
+
     @Test func rawVideoMustHoldWholeFrames() throws {
         let path = temporaryPath(".yuv")
         try Data([UInt8](repeating: 0, count: 16 * 16 * 3 / 2 + 5)).write(to: URL(fileURLWithPath: path))
