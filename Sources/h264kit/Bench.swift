@@ -82,12 +82,12 @@ struct Bench: ParsableCommand {
                 if run % 2 == 0, let x264 { theirs.append(try runX264(x264, input: path, preset: preset, output: x264Output)) }
             }
             let duration = Double(encoded.frames) * probe.frameDuration.seconds
-            let quality = try psnr(of: encoded.bytes, against: path, frames: encoded.frames)
+            let quality = try PSNRMeter.measuring(annexB: encoded.bytes, against: Y4MReader(path: path), frames: encoded.frames)
             var result = PresetResult(preset: preset, frames: encoded.frames, framesPerSecond: median(ours),
                                       megabitsPerSecond: Double(encoded.bytes.count * 8) / duration / 1e6, psnr: quality.average, psnrY: quality.luma)
             if x264 != nil {
                 let bytes = try readWholeFile(x264Output)
-                let reference = try psnr(of: bytes, against: path, frames: encoded.frames)
+                let reference = try PSNRMeter.measuring(annexB: bytes, against: Y4MReader(path: path), frames: encoded.frames)
                 result.x264 = ToolResult(framesPerSecond: median(theirs), megabitsPerSecond: Double(bytes.count * 8) / duration / 1e6,
                                          psnr: reference.average, psnrY: reference.luma)
                 result.speedRatio = result.framesPerSecond / median(theirs)
@@ -135,19 +135,6 @@ struct Bench: ParsableCommand {
               let words = Optional(line.split(separator: " ")), let unit = words.firstIndex(of: "fps,"), unit > 0, let fps = Double(words[unit - 1])
         else { throw ToolError("x264 printed no \"encoded N frames, F fps\" line: \(result.stderr)") }
         return fps
-    }
-
-    /// PSNR of an Annex-B stream against the first `frames` pictures of the Y4M at `path`.
-    private func psnr(of stream: [UInt8], against path: String, frames: Int) throws -> PSNRMeter {
-        let decoded = FrameReader(source: MediaSource(annexB: stream, options: MediaSource.Options.decoding.annexB), options: .init(size: .native))
-        let source = try Y4MReader(path: path)
-        var meter = PSNRMeter()
-        while meter.frameCount < frames, let frame = try decoded.next() {
-            guard let picture = frame.pixelBuffer, let original = try source.next() else { continue }
-            try meter.add(original, picture)
-        }
-        guard meter.frameCount == frames else { throw ToolError("decoded \(meter.frameCount) of \(frames) frames") }
-        return meter
     }
 
     private func printRow(_ r: PresetResult, first: Bool) {

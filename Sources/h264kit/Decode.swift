@@ -48,6 +48,8 @@ struct Decode: ParsableCommand {
     @Option(help: "The MP4/MOV track ID to decode (default: the first H.264 video track).")
     var track: UInt32?
 
+    @OptionGroup var limits: LimitOptions
+
     enum Kind: String { case raw, y4m, png, framemd5 }
 
     var kind: Kind {
@@ -78,12 +80,13 @@ struct Decode: ParsableCommand {
     mutating func run() throws {
         let name = input == "-" ? "stdin" : input
         var options = FrameReader.Options(threading: .init(count: threads), pixelFormat: pixelFormat.flatMap(PixelFormat.init(name:)),
-                                          size: noAutoscale ? .native : .first)
+                                          size: noAutoscale ? .native : .first, limits: limits.pictures)
         options.interval = try parseRate(every, "--every").map { MediaTime(value: Int64($0.numerator), timescale: Int32(clamping: $0.denominator)) }
         let reader: FrameReader
         var sourceOptions = MediaSource.Options.decoding
         sourceOptions.annexB.frameRate = try parseRate(fps, "--fps")
         sourceOptions.trackID = track
+        sourceOptions.movieLimits = limits.movie
         do { reader = try FrameReader(path: input, options: options, sourceOptions: sourceOptions) } catch {
             throw ToolError("\(name): \(error)")
         }

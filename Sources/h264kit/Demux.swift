@@ -18,12 +18,13 @@ struct Demux: ParsableCommand {
     @Argument(help: "The Annex-B output, or - for standard output.")
     var output: String
 
+    @OptionGroup var limits: LimitOptions
     @Option(help: "The track ID to extract (default: the first H.264 video track).")
     var track: UInt32?
 
     mutating func run() throws {
         let source: MediaSource
-        do { source = try MediaSource(path: input, options: .init(trackID: track, editList: .shift)) } catch { throw ToolError(error) }
+        do { source = try MediaSource(path: input, options: .init(trackID: track, editList: .shift, movieLimits: limits.movie)) } catch { throw ToolError(error) }
         guard let reader = source.movie else { throw ToolError("\(input): not an MP4/MOV file") }
         for warning in reader.warnings { printError("\(input): warning: \(warning)") }
         // An elementary stream has no place for container metadata or a timecode track: say

@@ -87,6 +87,7 @@ struct Encode: ParsableCommand {
     var fps: String?
 
     @OptionGroup var encoder: EncoderOptions
+    @OptionGroup var limits: LimitOptions
 
     @Option(help: "Encode at most this many frames.")
     var frames: Int?
@@ -104,9 +105,9 @@ struct Encode: ParsableCommand {
 
     private func openReader() throws(MediaIOError) -> any PictureReader {
         let rate = FrameRate(parsing: fps ?? "")
-        guard let size, let pixFmt, let format = PixelFormat(name: pixFmt), let rate else { return try Y4MReader(path: input, frameRate: rate) }
+        guard let size, let pixFmt, let format = PixelFormat(name: pixFmt), let rate else { return try Y4MReader(path: input, frameRate: rate, limits: limits.pictures) }
         let parts = size.split(separator: "x").compactMap { Int($0) }
-        return try RawVideoReader(path: input, width: parts[0], height: parts[1], format: format, frameRate: rate)
+        return try RawVideoReader(path: input, width: parts[0], height: parts[1], format: format, frameRate: rate, limits: limits.pictures)
     }
 
     mutating func run() throws {
@@ -123,11 +124,8 @@ struct Encode: ParsableCommand {
         let summary: PictureEncoder.Summary
         do {
             summary = try job.run(reading: { () throws(MediaIOError) -> any PictureReader in
-                if let probe = first {
-                    first = nil
-                    return probe
-                }
-                return try openReader()
+                defer { first = nil }  // the probe serves the first pass
+                if let probe = first { return probe } else { return try openReader() }
             }, into: EncodedOutput(path: output)) { pass, pictures, bytes in
                 let seconds = (clock.currentTime - start).seconds
                 progress.update(line: "\(encoder.passes > 1 ? "pass \(pass)/\(encoder.passes), " : "")\(pictures) frames, \(seconds > 0 ? Int(Double(pictures) / seconds) : 0) fps")

@@ -46,6 +46,16 @@ func parseRate(_ text: String?, _ option: String) throws -> FrameRate? {
     return rate
 }
 
+/// The limits on untrusted input (ffmpeg's -max_pixels), raised for inputs that need more.
+struct LimitOptions: ParsableArguments {
+    @Option(name: .customLong("max-pixels"), help: "Refuse pictures of more pixels (width × height; default: H.264 level 6.2's largest frame).")
+    var maxPixels = PictureLimits.h264MaximumPixels
+    @Option(name: .customLong("max-samples"), help: "Refuse a movie whose index holds more samples.")
+    var maxSamples = MovieReader.Limits().maximumSamples
+    var pictures: PictureLimits { PictureLimits(maximumPixels: maxPixels) }
+    var movie: MovieReader.Limits { MovieReader.Limits(maximumSamples: maxSamples) }
+}
+
 /// A one-line progress report on a terminal's standard error, at most four times a second;
 /// silent in a pipe.
 final class Progress {

@@ -14,6 +14,7 @@ struct Inspect: ParsableCommand {
     @Argument(help: "The stream to read, or - for standard input.")
     var file: String
 
+    @OptionGroup var limits: LimitOptions
     @Flag(help: "Print one JSON object instead of the summary.")
     var json = false
 
@@ -35,7 +36,7 @@ struct Inspect: ParsableCommand {
     mutating func run() throws {
         if file != "-" && !nals && !samples && MovieReader.looksLikeMovie(path: file) {
             let reader: MovieReader
-            do { reader = try MovieReader(path: file) } catch { throw ToolError(error) }
+            do { reader = try MovieReader(path: file, limits: limits.movie) } catch { throw ToolError(error) }
             let summary = MovieSummary(reader)
             if json { try printJSON(summary) } else { print(summary.humanReadable(name: file)) }
             for warning in reader.warnings { printError("\(file): warning: \(warning)") }

@@ -19,6 +19,7 @@ struct TimecodeCommand: ParsableCommand {
         @Argument(help: "An MP4 or MOV file.")
         var file: String
 
+        @OptionGroup var limits: LimitOptions
         @Flag(help: "Also print the timecode of every video frame, in presentation order.")
         var frames = false
 
@@ -54,7 +55,7 @@ struct TimecodeCommand: ParsableCommand {
 
         mutating func run() throws {
             let reader: MovieReader
-            do { reader = try MovieReader(path: file) } catch { throw ToolError(error) }
+            do { reader = try MovieReader(path: file, limits: limits.movie) } catch { throw ToolError(error) }
             let video = reader.firstVideoTrackIndex
             guard let index = reader.timecodeTrackIndex(forVideoTrack: video) else {
                 for warning in reader.warnings { printError("\(file): warning: \(warning)") }
