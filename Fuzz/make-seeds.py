@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Seed corpora for the fuzz targets, from the committed fixtures and small files made here
+with ffmpeg/x264 (installed by scripts/setup-debian.sh). Usage: make-seeds.py OUTDIR"""
+import glob, os, subprocess, sys, tempfile
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+out = sys.argv[1]
+targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M"]
+for t in targets:
+    os.makedirs(os.path.join(out, t), exist_ok=True)
+
+def put(target, name, data):
+    with open(os.path.join(out, target, name), "wb") as f:
+        f.write(data)
+
+def ffmpeg(*args):
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", *args], check=True)
+
+work = tempfile.mkdtemp(prefix="h264kit-seeds-")
+streams = sorted(glob.glob(os.path.join(root, "Tests/Fixtures/*.264")) + glob.glob(os.path.join(root, "Samples/Media/*.264")))
+# Small streams of the kinds the fixtures lack: B-frames, interlaced, 4:2:2/4:4:4, intra-only, VUI timing.
+made = {
+    "bframes": ["-c:v", "libx264", "-bf", "2", "-pix_fmt", "yuv420p"],
+    "interlaced": ["-c:v", "libx264", "-flags", "+ilme+ildct", "-pix_fmt", "yuv420p"],
+    "high422": ["-c:v", "libx264", "-pix_fmt", "yuv422p"],
+    "high444": ["-c:v", "libx264", "-pix_fmt", "yuv444p"],
+    "intra": ["-c:v", "libx264", "-g", "1", "-pix_fmt", "yuv420p"],
+    "baseline-slices": ["-c:v", "libx264", "-profile:v", "baseline", "-x264-params", "slices=4:aud=1", "-pix_fmt", "yuv420p"],
+}
+for name, args in made.items():
+    path = os.path.join(work, name + ".264")
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-frames:v", "6", *args, "-f", "h264", path)
+    streams.append(path)
+
+def nal_units(data):
+    """Payloads of the Annex-B NAL units in data."""
+    starts, i = [], 0
+    while True:
+        i = data.find(b"\x00\x00\x01", i)
+        if i < 0:
+            break
+        starts.append(i + 3)
+        i += 3
+    units = []
+    for n, s in enumerate(starts):
+        end = starts[n + 1] - 3 if n + 1 < len(starts) else len(data)
+        while end > s and data[end - 1] == 0:
+            end -= 1
+        units.append(data[s:end])
+    return units
+
+for path in streams:
+    name = os.path.splitext(os.path.basename(path))[0]
+    data = open(path, "rb").read()[:65536]
+    put("FuzzAnnexB", name, bytes([0x40]) + data)
+    put("FuzzSampleBuffers", name, bytes([0x00, 0x00]) + data)
+    put("FuzzSampleBuffers", name + "-avc3-2byte-fragmented", bytes([0x05, 0x02]) + data)
+    record = b""
+    for unit in nal_units(data):
+        if not unit:
+            continue
+        kind = unit[0] & 0x1F
+        keep = unit if kind in (6, 7, 8) else unit[:48] if kind in (1, 5) else b""
+        if keep:
+            record += len(keep).to_bytes(2, "big") + keep
+    put("FuzzParameterSets", name, record[:16384])
+
+# Movies of each layout, a MOV with a timecode track, and the committed MP4.
+movies = [os.path.join(root, "Tests/Fixtures/androidx-sample_with_invalid_nalu.mp4")]
+layouts = {
+    "progressive.mp4": [],
+    "faststart.mp4": ["-movflags", "+faststart"],
+    "fragmented.mp4": ["-movflags", "frag_keyframe+empty_moov+default_base_moof"],
+    "timecode.mov": ["-timecode", "01:00:00:00"],
+    "metadata.mov": ["-metadata", "title=seed", "-movflags", "use_metadata_tags"],
+}
+for path in streams[-6:]:
+    name = os.path.splitext(os.path.basename(path))[0]
+    for suffix, args in layouts.items():
+        movie = os.path.join(work, name + "-" + suffix)
+        ffmpeg("-r", "25", "-f", "h264", "-i", path, "-c", "copy", *args, movie)
+        movies.append(movie)
+for movie in movies:
+    data = open(movie, "rb").read()
+    put("FuzzMovie", os.path.basename(movie), data)
+    i = data.find(b"avcC")
+    if i >= 4:
+        size = int.from_bytes(data[i - 4:i], "big")
+        record = data[i + 4:i - 4 + size]
+        sample = b"\x00\x00\x00\x05\x65\x88\x84\x00\x20\x00\x00\x00\x02\x41\x9a"
+        put("FuzzAVCC", os.path.basename(movie), len(record).to_bytes(2, "big") + record + sample)
+
+for fmt, extra in [("yuv420p", []), ("yuv422p", []), ("yuv444p", []), ("gray", ["-strict", "-1"]), ("yuv420p10le", ["-strict", "-1"])]:
+    path = os.path.join(work, fmt + ".y4m")
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=8x6:rate=30000/1001", "-frames:v", "2", "-pix_fmt", fmt, *extra, "-f", "yuv4mpegpipe", path)
+    put("FuzzY4M", fmt, open(path, "rb").read())
+
+for t in targets:
+    print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (ASan + libFuzzer, release) and runs each for a time budget.
+#   Fuzz/run.sh                          every target for 60 s
+#   Fuzz/run.sh -t 30 FuzzMovie          one target for 30 s
+#   Fuzz/run.sh -r 10000000 FuzzAnnexB   one target for 10 million executions (-runs)
+#   Fuzz/run.sh --replay                 only run the committed regression inputs (Fuzz/Regressions)
+# Fails on any crash, trap, leak, timeout (10 s an input) or out-of-memory (a single malloc over
+# 256 MB, or 1.5 GB RSS). New crash inputs land in .build/fuzz/artifacts/<target>/; copy them to
+# Fuzz/Regressions/<target>/ and Tests/Fixtures/Hostile/ once fixed.
+# The corpus each run grows is kept in .build/fuzz/corpus/<target> (seeded by make-seeds.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+budget=60
+runs=""
+replay=false
+targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -t) budget="$2"; shift 2 ;;
+        -r) runs="$2"; shift 2 ;;
+        --replay) replay=true; shift ;;
+        *) targets+=("$1"); shift ;;
+    esac
+done
+all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M)
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+
+work=.build/fuzz
+build=(swift build -c release --package-path Fuzz --scratch-path "$work/build"
+       -Xswiftc -sanitize=fuzzer,address -Xswiftc -g -Xswiftc -use-ld=lld)   # gold fails on the debug info
+mkdir -p "$work"
+"${build[@]}" >"$work/build.log" 2>&1 || { grep -vE "prohibited flag" "$work/build.log" | tail -30; echo "fuzz: the build failed" >&2; exit 1; }
+bin="$("${build[@]}" --show-bin-path)"
+[ -d "$work/seeds" ] || python3 Fuzz/make-seeds.py "$work/seeds"
+
+export SWIFT_BACKTRACE=enable=no   # the Swift crash handler and ASan both want the signal
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
+declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m)
+failed=()
+for target in "${targets[@]}"; do
+    regressions="Fuzz/Regressions/$target"
+    if $replay; then
+        if [ -d "$regressions" ] && [ -n "$(ls -A "$regressions")" ]; then
+            echo "== $target: replaying $(ls "$regressions" | wc -l) regression inputs"
+            "$bin/$target" -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 "$regressions"/* >"$work/$target.log" 2>&1 || { failed+=("$target"); tail -30 "$work/$target.log"; }
+        fi
+        continue
+    fi
+    corpus="$work/corpus/$target"
+    artifacts="$work/artifacts/$target"
+    mkdir -p "$corpus" "$artifacts"
+    limit=(-max_total_time="$budget")
+    [ -z "$runs" ] || limit=(-runs="$runs")
+    seeds=("$work/seeds/$target")
+    [ -d "$regressions" ] && seeds+=("$regressions")
+    echo "== $target (${runs:+$runs runs}${runs:-$budget s})"
+    if "$bin/$target" "${limit[@]}" -dict="Fuzz/Dictionaries/${dictionary[$target]}.dict" -max_len=262144 \
+        -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$work/$target.log" 2>&1; then
+        grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done [0-9]+ runs" "$work/$target.log" | tr '\n' ' ' || true; echo
+    else
+        failed+=("$target")
+        grep -B2 -A30 -E "ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|Fatal error|fuzz check failed|ParseDictionaryFile" "$work/$target.log" | head -60 || true
+        ls "$artifacts" || true
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then echo "fuzz: failed: ${failed[*]} (logs in $work)" >&2; exit 1; fi
+echo "fuzz: every target ran clean"
