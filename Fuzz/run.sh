@@ -3,7 +3,8 @@
 #   Fuzz/run.sh                          every target for 60 s
 #   Fuzz/run.sh -t 30 FuzzMovie          one target for 30 s
 #   Fuzz/run.sh -r 10000000 FuzzAnnexB   one target for 10 million executions (-runs)
-#   Fuzz/run.sh --replay                 only run the committed regression inputs (Fuzz/Regressions)
+#   Fuzz/run.sh --replay                 only run the regression inputs (Fuzz/Regressions/<target>
+#                                        and the hostile fixtures in Tests/Fixtures/Hostile)
 # Fails on any crash, trap, leak, timeout (10 s an input) or out-of-memory (a single malloc over
 # 256 MB, or 1.5 GB RSS). New crash inputs land in .build/fuzz/artifacts/<target>/; copy them to
 # Fuzz/Regressions/<target>/ and Tests/Fixtures/Hostile/ once fixed.
@@ -36,13 +37,24 @@ bin="$("${build[@]}" --show-bin-path)"
 export SWIFT_BACKTRACE=enable=no   # the Swift crash handler and ASan both want the signal
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
 declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m)
+# The inputs that failed once: the target's own crash files, and the hostile fixtures the
+# unit tests replay (movies for the movie target, streams for the stream targets).
+regressionInputs() {
+    local target="$1"
+    [ -d "Fuzz/Regressions/$target" ] && find "Fuzz/Regressions/$target" -type f
+    case "$target" in
+        FuzzMovie) find Tests/Fixtures/Hostile -name '*.mp4' -o -name '*.mov' ;;
+        FuzzAnnexB|FuzzSampleBuffers|FuzzParameterSets) find Tests/Fixtures/Hostile -name '*.264' ;;
+        FuzzY4M) find Tests/Fixtures/Hostile -name '*.y4m' ;;
+    esac
+}
 failed=()
 for target in "${targets[@]}"; do
-    regressions="Fuzz/Regressions/$target"
+    mapfile -t regressions < <(regressionInputs "$target" | sort)
     if $replay; then
-        if [ -d "$regressions" ] && [ -n "$(ls -A "$regressions")" ]; then
-            echo "== $target: replaying $(ls "$regressions" | wc -l) regression inputs"
-            "$bin/$target" -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 "$regressions"/* >"$work/$target.log" 2>&1 || { failed+=("$target"); tail -30 "$work/$target.log"; }
+        if [ ${#regressions[@]} -gt 0 ]; then
+            echo "== $target: replaying ${#regressions[@]} regression inputs"
+            "$bin/$target" -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 "${regressions[@]}" >"$work/$target.log" 2>&1 || { failed+=("$target"); tail -30 "$work/$target.log"; }
         fi
         continue
     fi
@@ -52,9 +64,15 @@ for target in "${targets[@]}"; do
     limit=(-max_total_time="$budget")
     [ -z "$runs" ] || limit=(-runs="$runs")
     seeds=("$work/seeds/$target")
-    [ -d "$regressions" ] && seeds+=("$regressions")
+    if [ ${#regressions[@]} -gt 0 ]; then
+        mkdir -p "$work/regressions/$target"
+        cp "${regressions[@]}" "$work/regressions/$target/"
+        seeds+=("$work/regressions/$target")
+    fi
     echo "== $target (${runs:+$runs runs}${runs:-$budget s})"
-    if "$bin/$target" "${limit[@]}" -dict="Fuzz/Dictionaries/${dictionary[$target]}.dict" -max_len=262144 \
+    maxLength=32768
+    [ "$target" = FuzzMovie ] && maxLength=262144
+    if "$bin/$target" "${limit[@]}" -dict="Fuzz/Dictionaries/${dictionary[$target]}.dict" -max_len="$maxLength" \
         -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$work/$target.log" 2>&1; then
         grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done [0-9]+ runs" "$work/$target.log" | tr '\n' ' ' || true; echo

@@ -367,7 +367,10 @@ private final class WindowScanner: PrefixScanner, @unchecked Sendable {  // slot
     private let file: MappedFile
     private let window: Int
     private let depth: Int
-    private var slots: [[Int]]
+    /// One slot per window in flight: the helper fills slot k % depth, the reader empties it;
+    /// the semaphores hand each slot over. (Separate memory rather than one Swift array, whose
+    /// element writes and reads would be accesses to the same variable from two threads.)
+    private let slots: UnsafeMutablePointer<[Int]>
     private let filled = DispatchSemaphore(value: 0)
     private let free: DispatchSemaphore
     private let finished = DispatchSemaphore(value: 0)
@@ -379,12 +382,18 @@ private final class WindowScanner: PrefixScanner, @unchecked Sendable {  // slot
         self.file = file
         self.window = window
         self.depth = depth
-        slots = Array(repeating: [], count: depth)
+        slots = .allocate(capacity: depth)
+        slots.initialize(repeating: [], count: depth)
         free = DispatchSemaphore(value: depth)
         windows = (file.count + window - 1) / window
         // A dispatch worker of its own for the whole scan (it waits on the reader, never on the
         // cooperative pool).
         DispatchQueue.global().async { [self] in scan(lag: lag) }
+    }
+
+    deinit {
+        slots.deinitialize(count: depth)
+        slots.deallocate()
     }
 
     private func scan(lag: Int) {

@@ -15,28 +15,41 @@ public func which(_ program: String) -> URL? {
     return paths.map { URL(fileURLWithPath: "\($0)/\(program)") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
 }
 
-/// Runs a program to completion, feeding `stdin`; stderr goes through a file so neither pipe
-/// can fill up and stall the child.
+/// Runs a program to completion, feeding `stdin`. Standard input, output and error go
+/// through files, so no pipe can fill up and stall the child; posix_spawn rather than
+/// Foundation's Process, whose `run()` leaks a weak reference (LeakSanitizer reports it under
+/// scripts/sanitize.sh address).
 public func runProcess(_ executable: URL, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    let out = Pipe()
-    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-stderr-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: errURL) }
-    let err = try FileHandle(forWritingTo: errURL)
-    let input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try err.close()
-    return ProcessResult(status: process.terminationStatus, stdout: output, stderr: try Data(contentsOf: errURL))
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-run-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let inPath = directory.appendingPathComponent("stdin").path, outPath = directory.appendingPathComponent("stdout").path
+    let errPath = directory.appendingPathComponent("stderr").path
+    _ = FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    let started = posix_spawn(&pid, executable.path, &actions, nil, &argv, environ)
+    guard started == 0 else { throw TestFailure("\(executable.path): cannot start (error \(started))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 { guard errno == EINTR else { throw TestFailure("waitpid failed") } }
+    // WIFEXITED / WEXITSTATUS, which Swift does not import; a signal shows as 128 + its number.
+    let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    return ProcessResult(status: code, stdout: try readFile(outPath), stderr: try readFile(errPath))
+}
+
+/// A file's bytes, through a handle (Data(contentsOf:) of an empty file leaks its buffer in
+/// this FoundationEssentials).
+func readFile(_ path: String) throws -> Data {
+    let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    return try handle.readToEnd() ?? Data()
 }
 
 /// The committed fixtures and the sample media, found from this file's place in the checkout.
@@ -90,4 +103,81 @@ public func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [Str
     let result = try run("ffmpeg", arguments)
     return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
         .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}
+
+/// A child process a test drives while it runs: its standard input is a pipe the test
+/// writes, its output goes to `stdout` (a path: /dev/null, /dev/full, a file) and its errors to
+/// a file read at the end. posix_spawn, as ``runProcess(_:_:stdin:)``.
+public final class ChildProcess {
+    public let pid: pid_t
+    private let input: Int32
+    private let errorPath: String
+    private let directory: URL
+    private var waited: Int32?
+
+    public init(_ executable: URL, _ arguments: [String], stdout: String = "/dev/null") throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-child-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        errorPath = directory.appendingPathComponent("stderr").path
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw TestFailure("pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+        posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let started = posix_spawn(&pid, executable.path, &actions, nil, &argv, environ)
+        close(pipeEnds[0])
+        guard started == 0 else {
+            close(pipeEnds[1])
+            throw TestFailure("\(executable.path): cannot start (error \(started))")
+        }
+        self.pid = pid
+        input = pipeEnds[1]
+    }
+
+    deinit {
+        closeInput()
+        if waited == nil { kill(pid, SIGKILL); _ = wait() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Writes `data` to the child's standard input (all of it, or until the child stops reading).
+    public func write(_ data: Data) {
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(input, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                offset += n
+            }
+        }
+    }
+
+    private var inputClosed = false
+    /// Ends the child's standard input.
+    public func closeInput() {
+        guard !inputClosed else { return }
+        inputClosed = true
+        close(input)
+    }
+
+    /// Waits for the child to end: its exit status, or 128 + the signal that ended it.
+    @discardableResult public func wait() -> Int32 {
+        if let waited { return waited }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        waited = code
+        return code
+    }
+
+    /// What the child wrote to standard error (complete once it has ended).
+    public var stderrText: String { String(decoding: (try? readFile(errorPath)) ?? Data(), as: UTF8.self) }
 }

@@ -99,24 +99,18 @@ struct MuxCommandTests {
     @Test func muxDoesNotMapTheCodecLibraries() throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-maps-\(UUID().uuidString).mp4").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let process = Process()
-        process.executableURL = try h264kitURL()
-        process.arguments = ["mux", "-", output]
-        let input = Pipe()
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(try Data(contentsOf: URL(fileURLWithPath: Self.sample)).prefix(4096))
+        let process = try ChildProcess(try h264kitURL(), ["mux", "-", output])
+        process.write(try Data(contentsOf: URL(fileURLWithPath: Self.sample)).prefix(4096))
         var maps = ""
         for _ in 0..<100 where !maps.contains("libswiftCore") {
             Thread.sleep(forTimeInterval: 0.02)
             // /proc files report no size: read to the end rather than by the size.
-            let handle = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps")
+            let handle = FileHandle(forReadingAtPath: "/proc/\(process.pid)/maps")
             maps = String(decoding: (try? handle?.readToEnd()) ?? Data(), as: UTF8.self)
             try? handle?.close()
         }
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.closeInput()
+        process.wait()
         #expect(maps.contains("libswiftCore"), "the mappings were not read")
         for library in ["libavcodec", "libavutil", "libswscale", "libx264"] {
             #expect(!maps.contains(library), "mux mapped \(library)")
@@ -269,18 +263,10 @@ struct MuxCommandTests {
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/full"), "needs /dev/full"))
     func aWriteErrorFailsLoudly() throws {
         // Standard output on /dev/full: every write fails with ENOSPC.
-        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
-        let process = Process()
-        process.executableURL = try h264kitURL()
-        process.arguments = ["mux", Self.sample, "-", "--fragment-duration", "1"]
-        process.standardOutput = full
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
-        #expect(message.contains("No space left on device"))
+        let process = try ChildProcess(try h264kitURL(), ["mux", Self.sample, "-", "--fragment-duration", "1"], stdout: "/dev/full")
+        process.closeInput()
+        #expect(process.wait() != 0)
+        #expect(process.stderrText.contains("No space left on device"))
     }
 
     @Test func aMissingOutputDirectory() throws {
@@ -294,23 +280,16 @@ struct MuxCommandTests {
         let stream = try x264Stream(frames: 250, size: "320x240", arguments: ["--keyint", "10", "--bframes", "2"])
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-kill-\(UUID().uuidString).mp4").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let process = Process()
-        process.executableURL = try h264kitURL()
-        process.arguments = ["mux", "-", output, "--fragment-duration", "0.4"]
-        let input = Pipe()
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(try h264kitURL(), ["mux", "-", output, "--fragment-duration", "0.4"])
         // Feed half the stream, wait for fragments to land, then kill without warning.
-        input.fileHandleForWriting.write(Data(stream[..<(stream.count / 2)]))
+        process.write(Data(stream[..<(stream.count / 2)]))
         var size = 0
         for _ in 0..<200 where size < stream.count / 4 {
             usleep(20_000)
             size = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
+        kill(process.pid, SIGKILL)
+        #expect(process.wait() == 128 + SIGKILL)
         let decoded = try run("ffmpeg", ["-v", "error", "-i", output, "-f", "framemd5", "-"])
         let frames = decoded.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }.count
         #expect(decoded.status == 0)

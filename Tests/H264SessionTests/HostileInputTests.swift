@@ -1,0 +1,56 @@
+import Foundation
+import H264Bitstream
+import H264Container
+import H264Session
+import MediaCore
+import MediaIO
+import TestSupport
+import Testing
+
+/// Every input that ever broke a rule (found by the fuzz targets or the mutation campaign,
+/// kept in `Tests/Fixtures/Hostile`), fed through the public API as the command-line tool
+/// uses it: each ends in output or a clean error, never a trap (which would end this process).
+@Suite("Hostile inputs found by fuzzing: a clean error or output, never a trap")
+struct HostileInputTests {
+    static let directory = Checkout.fixtures.appendingPathComponent("Hostile")
+    static let inputs: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+        .filter { !$0.hasSuffix(".md") }.sorted()
+
+    @Test func theRegressionInputsAreThere() {
+        #expect(Self.inputs.count >= 4, "Tests/Fixtures/Hostile holds the inputs that failed once")
+    }
+
+    @Test(arguments: inputs)
+    func endsCleanly(_ name: String) throws {
+        let path = Self.directory.appendingPathComponent(name).path
+        switch (name as NSString).pathExtension {
+        case "y4m":
+            if let reader = try? Y4MReader(path: path) {
+                while (try? reader.next()) != nil {}
+            }
+        case "mp4", "mov":
+            if let movie = try? MovieReader(path: path) {
+                for index in movie.tracks.indices where movie.tracks[index].isH264 {
+                    if let samples = try? movie.sampleBuffers(track: index) { for sample in samples { _ = sample.data.bytes.count } }
+                }
+                if let timecode = movie.timecodeTrackIndex() {
+                    _ = try? movie.frameTimecodes(timecodeTrack: timecode, videoTrack: movie.firstVideoTrackIndex)
+                }
+            }
+            Self.decode(path)
+        default:
+            let parser = H264StreamParser.parse(annexB: try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
+            _ = parser.decodeIndexesInDisplayOrder
+            let reader = try SampleBufferReader(path: path)
+            while (try? reader.next()) ?? nil != nil {}
+            Self.decode(path)
+        }
+    }
+
+    /// Decodes every frame, as `h264kit decode` does; errors end it.
+    static func decode(_ path: String) {
+        guard let reader = try? FrameReader(path: path) else { return }
+        var frames = 0
+        while frames < 10_000, (try? reader.next()) ?? nil != nil { frames += 1 }
+    }
+}
