@@ -46,6 +46,7 @@ regressionInputs() {
         FuzzMovie) find Tests/Fixtures/Hostile -name '*.mp4' -o -name '*.mov' ;;
         FuzzAnnexB|FuzzSampleBuffers|FuzzParameterSets) find Tests/Fixtures/Hostile -name '*.264' ;;
         FuzzY4M) find Tests/Fixtures/Hostile -name '*.y4m' ;;
+        FuzzAVCC) find Tests/Fixtures/Hostile -name '*.avcc' ;;
     esac
 }
 failed=()

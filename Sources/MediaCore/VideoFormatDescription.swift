@@ -251,7 +251,10 @@ extension VideoFormatDescription {
         let ppsCount = Int(try byte("numOfPictureParameterSets"))
         let ppss = try nalUnits(ppsCount, "PPS")
         var extensions: [[UInt8]] = []
-        if Self.avcCHasExtension(profileIdc: profile) && record.count - offset >= 4 {
+        // The extension is read when the record's profile says it is there, and kept only
+        // when the SPS's profile has one too: the SPS wins, and ``avcC`` writes by its profile.
+        let spsProfile = spss.first.flatMap { $0.count > 1 ? $0[1] : nil } ?? profile
+        if Self.avcCHasExtension(profileIdc: profile) && Self.avcCHasExtension(profileIdc: spsProfile) && record.count - offset >= 4 {
             offset += 3  // chroma_format, bit depths: the SPS is authoritative
             extensions = try nalUnits(Int(try byte("numOfSequenceParameterSetExt")), "SPS extension")
         }

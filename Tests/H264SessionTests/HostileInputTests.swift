@@ -28,6 +28,15 @@ struct HostileInputTests {
             if let reader = try? Y4MReader(path: path) {
                 while (try? reader.next()) != nil {}
             }
+        case "avcc":
+            // FuzzAVCC's input: a 2-byte record length, the avcC record, a sample.
+            let input = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            let length = min(input.count - 2, Int(input[0]) << 8 | Int(input[1]))
+            if let format = try? VideoFormatDescription(avcC: Array(input[2..<(2 + length)])) {
+                let reread = try VideoFormatDescription(avcC: format.avcC)
+                #expect(reread == format, "the avcC a description writes reads back to the same description")
+                #expect(reread.avcC == format.avcC)
+            }
         case "mp4", "mov":
             if let movie = try? MovieReader(path: path) {
                 for index in movie.tracks.indices where movie.tracks[index].isH264 {
