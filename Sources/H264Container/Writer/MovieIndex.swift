@@ -28,10 +28,11 @@ struct MovieIndex {
     /// The `moov` of a plain or faststart file; `mediaOffset` is added to every chunk offset.
     func movieBox(tables: SampleTables, timecode: TimecodeSamples?, mediaOffset: UInt64, largeOffsets: Bool) -> MovieBox {
         let duration = UInt64(track.presentationDuration)
+        let total = duration + startOffset
         var moov = MovieBox()
-        moov.append(MovieHeaderBox(timescale: UInt32(track.timescale), duration: duration, nextTrackID: timecode == nil ? 2 : 3))
+        moov.append(MovieHeaderBox(timescale: UInt32(track.timescale), duration: total, nextTrackID: timecode == nil ? 2 : 3))
         var trak = TrackBox()
-        trak.append(trackHeader(duration: duration))
+        trak.append(trackHeader(duration: total))
         trak.append(EditBox(children: [AnyBox(editList(duration: duration))]))
         if timecode != nil { trak.append(TrackReferenceBox(children: [AnyBox(TrackReferenceTypeBox(type: "tmcd", trackIDs: [2]))])) }
         trak.append(media(duration: UInt64(track.nextDecodeTime), sampleTable: sampleTable(tables, mediaOffset: mediaOffset, largeOffsets: largeOffsets)))
@@ -61,7 +62,20 @@ struct MovieIndex {
     /// reorder delay), so the first frame shows at time 0.
     private func editList(duration: UInt64) -> EditListBox {
         let start = options.negativeCompositionOffsets ? track.minimumPresentation - track.initialDelay : track.minimumPresentation
-        return EditListBox(entries: [EditListBox.Entry(segmentDuration: duration, mediaTime: start)])
+        return EditListBox(entries: emptyEdit + [EditListBox.Entry(segmentDuration: duration, mediaTime: start)])
+    }
+
+    /// With ``MovieWriter/Options/keepsStartTime``: the first shown frame's presentation time,
+    /// ticks of the movie timescale (the track's), when it is after 0; else 0.
+    var startOffset: UInt64 {
+        guard options.keepsStartTime, track.sampleCount > 0, let first = track.firstDecodeTime else { return 0 }
+        let start = first.converted(toTimescale: track.timescale).value.addingReportingOverflow(track.minimumPresentation)
+        return start.overflow || start.partialValue <= 0 ? 0 : UInt64(start.partialValue)
+    }
+
+    /// The empty edit that keeps the start time, if any.
+    private var emptyEdit: [EditListBox.Entry] {
+        startOffset == 0 ? [] : [EditListBox.Entry(segmentDuration: startOffset, mediaTime: -1)]
     }
 
     private func media(duration: UInt64, sampleTable: SampleTableBox) -> MediaBox {
@@ -160,8 +174,8 @@ struct MovieIndex {
         let duration = UInt64(track.presentationDuration)
         let mediaDuration = samples.samples.reduce(0) { $0 + UInt64($1.duration) }
         var trak = TrackBox()
-        trak.append(TrackHeaderBox(trackID: 2, duration: duration, flags: TrackHeaderBox.inMovie))  // not enabled for display
-        trak.append(EditBox(children: [AnyBox(EditListBox(entries: [EditListBox.Entry(segmentDuration: duration, mediaTime: 0)]))]))
+        trak.append(TrackHeaderBox(trackID: 2, duration: duration + startOffset, flags: TrackHeaderBox.inMovie))  // not enabled for display
+        trak.append(EditBox(children: [AnyBox(EditListBox(entries: emptyEdit + [EditListBox.Entry(segmentDuration: duration, mediaTime: 0)]))]))
         var minf = MediaInformationBox()
         if isMOV {
             minf.append(BaseMediaInformationHeaderBox(children: [

@@ -66,11 +66,18 @@ public final class MovieWriter: Sendable {
         public var metadata: [MetadataItem]
         /// The video track's display transform (`tkhd` matrix): a rotation, say.
         public var transform: TransformationMatrix
+        /// Keep the first shown frame's presentation time: the presentation starts with an
+        /// empty edit as long as that time (what a segment cut from a longer movie needs to
+        /// keep its place; ffprobe reports it as the stream's start time). Off: the first shown
+        /// frame is at time 0. Progressive and faststart layouts; a fragmented file keeps its
+        /// decode times in `tfdt` instead.
+        public var keepsStartTime: Bool
 
         /// Options; the defaults write a progressive MP4 with `avc1` sample entries.
         public init(fileType: MovieFileType = .mp4, layout: Layout = .progressive, negativeCompositionOffsets: Bool = false,
                     parameterSets: ParameterSetStorage = .sampleEntries, timecode: TimecodeTrack? = nil, metadata: [MetadataItem] = [],
-                    transform: TransformationMatrix = .identity) {
+                    transform: TransformationMatrix = .identity, keepsStartTime: Bool = false) {
+            self.keepsStartTime = keepsStartTime
             self.fileType = fileType
             self.layout = layout
             self.negativeCompositionOffsets = negativeCompositionOffsets

@@ -1,0 +1,159 @@
+public import H264Container
+public import MediaCore
+import MediaIO
+
+/// Where a split put each segment: what `h264kit split` writes as `index.json`.
+public struct SegmentIndex: Sendable, Hashable, Codable {
+    /// One segment file.
+    public struct Segment: Sendable, Hashable, Codable {
+        /// The file name, in the directory of the split.
+        public var file: String
+        /// The presentation time of its first shown frame, seconds.
+        public var firstPresentationTime: Double
+        /// The presentation time of its last shown frame, seconds.
+        public var lastPresentationTime: Double
+        /// The same times as exact fractions of a second ("1001/30000").
+        public var firstPresentationTimeExact: String
+        /// The last presentation time as an exact fraction.
+        public var lastPresentationTimeExact: String
+        /// Samples (frames) in it.
+        public var frameCount: Int
+
+        /// A segment entry.
+        public init(file: String, firstPresentationTime: MediaTime, lastPresentationTime: MediaTime, frameCount: Int) {
+            self.file = file
+            self.firstPresentationTime = firstPresentationTime.seconds
+            self.lastPresentationTime = lastPresentationTime.seconds
+            firstPresentationTimeExact = "\(firstPresentationTime.value)/\(firstPresentationTime.timescale)"
+            lastPresentationTimeExact = "\(lastPresentationTime.value)/\(lastPresentationTime.timescale)"
+            self.frameCount = frameCount
+        }
+    }
+
+    /// The input that was split.
+    public var source: String
+    /// The segments, in order (their file names sort in the same order).
+    public var segments: [Segment]
+
+    /// An index of `segments` cut from `source`.
+    public init(source: String, segments: [Segment]) {
+        self.source = source
+        self.segments = segments
+    }
+}
+
+/// Cuts an input into standalone movies at sync samples, without decoding or re-encoding:
+/// `h264kit split`. Each segment keeps its samples' presentation and decode times (an empty
+/// edit before the first shown frame; ffprobe reports it as the start time), so joining the
+/// segments with ``MovieConcatenator`` gives back the input's samples and times.
+///
+/// A cut is made at the first sync sample at or after each multiple of the segment duration
+/// (counted from the first shown frame) that no later sample is shown before: a sync sample
+/// followed by leading pictures of an open GOP (B-frames that refer back across it) is not a
+/// clean cut, as those pictures would not decode in the new segment; the cut moves to the next
+/// clean sync sample. Memory is bounded by the samples between a sync sample and the first
+/// sample decoded after it is shown.
+public struct MovieSplitter: Sendable {
+    /// The target length of a segment; segments are longer when sync samples are rarer.
+    public var segmentDuration: MediaTime
+    /// The segments' file type.
+    public var fileType: MovieFileType
+    /// The segment files' names: this prefix, a five-digit number from 00000, the type's extension.
+    public var namePrefix: String
+
+    /// A splitter into segments of about `segmentDuration`.
+    public init(segmentDuration: MediaTime, fileType: MovieFileType = .mp4, namePrefix: String = "seg-") {
+        self.segmentDuration = segmentDuration
+        self.fileType = fileType
+        self.namePrefix = namePrefix
+    }
+
+    /// The name of segment `number`.
+    public func fileName(_ number: Int) -> String {
+        let digits = String(number)
+        return namePrefix + String(repeating: "0", count: max(0, 5 - digits.count)) + digits + (fileType == .mov ? ".mov" : ".mp4")
+    }
+
+    /// Splits the input at `path` into `directory` (which must exist); returns the index.
+    /// Every segment is complete when it is named; a failure leaves the complete segments.
+    public func split(path: String, into directory: String, sourceOptions: MediaSource.Options = .decoding) throws(SessionError) -> SegmentIndex {
+        guard segmentDuration.isNumeric, segmentDuration > .zero else { throw .invalidOption("the segment duration \(segmentDuration) is not a positive time") }
+        let source = try MediaSource(path: path, options: sourceOptions)
+        var segments: [SegmentIndex.Segment] = []
+        var writer: SegmentWriter?
+        var origin: MediaTime?
+        // Samples after a candidate sync sample, held until a sample decoded at or after its
+        // presentation time shows it is a clean cut (or is not).
+        var held: [SampleBuffer] = []
+
+        func emit(_ sample: SampleBuffer) throws(SessionError) {
+            if writer == nil || (sample.isSync && isDue(sample, origin: origin, count: segments.count + 1) && isClean(sample, held)) {
+                if let finished = try writer?.finish() { segments.append(finished) }
+                writer = try SegmentWriter(path: directory + "/" + fileName(segments.count), fileName: fileName(segments.count),
+                                           options: MovieWriter.Options(fileType: fileType, keepsStartTime: true))
+            }
+            try writer!.append(sample)
+        }
+
+        while let sample = try source.next() {
+            if origin == nil { origin = sample.presentationTime }
+            if sample.presentationTime < origin! { origin = sample.presentationTime }
+            held.append(sample)
+            // The first held sample waits while it is a sync sample that may be a cut and the
+            // samples after it may still be shown before it.
+            while let first = held.first {
+                let waiting = first.isSync && held.count > 1 ? held.last!.decodeTime < first.presentationTime : first.isSync
+                if waiting && held.count < Self.maximumLookahead { break }
+                held.removeFirst()
+                try emit(first)
+            }
+        }
+        while !held.isEmpty { try emit(held.removeFirst()) }
+        if let finished = try writer?.finish() { segments.append(finished) }
+        guard !segments.isEmpty else {
+            throw .mediaIO(.init(.invalidData, "\(source.name): no samples; nothing written"))
+        }
+        return SegmentIndex(source: path, segments: segments)
+    }
+
+    /// Samples held while deciding whether a sync sample is a clean cut.
+    static let maximumLookahead = 64
+
+    private func isDue(_ sample: SampleBuffer, origin: MediaTime?, count: Int) -> Bool {
+        guard let origin else { return false }
+        return sample.presentationTime >= origin + segmentDuration * Int64(count)
+    }
+
+    /// Whether no sample after the sync sample (those held) is shown before it.
+    private func isClean(_ sync: SampleBuffer, _ after: [SampleBuffer]) -> Bool {
+        !after.contains { $0.presentationTime < sync.presentationTime }
+    }
+}
+
+/// One segment being written.
+private struct SegmentWriter {
+    let writer: MovieWriter
+    let fileName: String
+    var first: MediaTime?
+    var last: MediaTime?
+    var count = 0
+
+    init(path: String, fileName: String, options: MovieWriter.Options) throws(SessionError) {
+        do { writer = try MovieWriter(path: path, options: options) } catch { throw .container(error) }
+        self.fileName = fileName
+    }
+
+    mutating func append(_ sample: SampleBuffer) throws(SessionError) {
+        do { try writer.append(sample) } catch { throw .container(error) }
+        count += 1
+        if !sample.attachments.doNotDisplay {
+            if first.map({ sample.presentationTime < $0 }) ?? true { first = sample.presentationTime }
+            if last.map({ sample.presentationTime > $0 }) ?? true { last = sample.presentationTime }
+        }
+    }
+
+    func finish() throws(SessionError) -> SegmentIndex.Segment {
+        do { _ = try writer.finish() } catch { throw .container(error) }
+        return SegmentIndex.Segment(file: fileName, firstPresentationTime: first ?? .zero, lastPresentationTime: last ?? .zero, frameCount: count)
+    }
+}

@@ -1,0 +1,324 @@
+import SystemIO
+import H264Bitstream
+public import H264Codec
+import H264Container
+public import MediaCore
+import MediaIO
+import Synchronization
+
+/// Decodes an input and encodes it again: a ``FrameReader`` (reader, decompression session,
+/// scaling) into a ``CompressionSession`` into a ``MovieWriter`` or an Annex-B file, as
+/// `ffmpeg -i IN -c:v libx264 OUT` does, in one call.
+///
+/// What carries over: every shown frame's presentation time, exactly (variable frame rates
+/// kept; the output starts where the input starts, with an empty edit when that is after 0),
+/// the colour description and sample aspect ratio of the stream (the ratio adjusted when the
+/// size changes, as FFmpeg's scaler does), and from a movie its timecode track, metadata and
+/// display transform. Damaged frames are what ``FrameReader`` makes of them: concealed frames
+/// are encoded, frames that gave no picture are skipped; both are counted in the summary.
+///
+/// Decoding and encoding overlap: the compression session is asynchronous, at most
+/// ``Options/framesInFlight`` pictures ahead of x264, so memory is bounded by that many
+/// pictures plus the decoder's own reorder and threading depth. The call checks
+/// `Task.isCancelled` between frames and throws ``SessionError/cancelled``; nothing is left at
+/// the output when it fails.
+public struct Transcoder: Sendable {
+    /// How to transcode.
+    public struct Options: Sendable {
+        /// x264's settings. The picture size, pixel format, frame rate, colour description and
+        /// sample aspect ratio are taken from the input (the size from ``size`` when given, the
+        /// pixel format from ``pixelFormat``); the rest is used as given.
+        public var encoder: EncoderSettings
+        /// 1, or 2 (at an average bit rate: the input is decoded twice).
+        public var passes: Int
+        /// Scale every picture to this size; nil keeps the first picture's size.
+        public var size: (width: Int, height: Int)?
+        /// Convert pictures to this pixel format; nil keeps the decoded format.
+        public var pixelFormat: PixelFormat?
+        /// Keep at most one picture per this much presentation time (`--fps`: frames are
+        /// dropped to the rate, never repeated); nil keeps every picture.
+        public var interval: MediaTime?
+        /// Only frames shown at or after this time (the input's presentation time).
+        public var start: MediaTime?
+        /// Only frames shown before `start` (or the first frame) plus this long.
+        public var duration: MediaTime?
+        /// The decoder's threading.
+        public var decoderThreading: H264Decoder.Threading
+        /// How the input is read.
+        public var source: MediaSource.Options
+        /// The largest picture decoded.
+        public var limits: PictureLimits
+        /// Pictures queued for the encoder at most.
+        public var framesInFlight: Int
+        /// Take over a movie input's timecode track, metadata and display transform.
+        public var carriesOverMovieData: Bool
+
+        /// Options encoding with `encoder` (its size and rate are replaced by the input's).
+        public init(encoder: EncoderSettings, passes: Int = 1, size: (width: Int, height: Int)? = nil, pixelFormat: PixelFormat? = nil,
+                    interval: MediaTime? = nil, start: MediaTime? = nil, duration: MediaTime? = nil,
+                    decoderThreading: H264Decoder.Threading = .init(), source: MediaSource.Options = .decoding,
+                    limits: PictureLimits = PictureLimits(), framesInFlight: Int = 8, carriesOverMovieData: Bool = true) {
+            self.encoder = encoder
+            self.passes = passes
+            self.size = size
+            self.pixelFormat = pixelFormat
+            self.interval = interval
+            self.start = start
+            self.duration = duration
+            self.decoderThreading = decoderThreading
+            self.source = source
+            self.limits = limits
+            self.framesInFlight = framesInFlight
+            self.carriesOverMovieData = carriesOverMovieData
+        }
+
+        /// Options for x264's `preset` and rate control, the rest at x264's defaults.
+        public init(preset: String = "medium", rateControl: EncoderSettings.RateControl = .constantQuality(23)) {
+            self.init(encoder: EncoderSettings(width: 16, height: 16, frameRate: FrameRate(25, 1), preset: preset, rateControl: rateControl))
+        }
+    }
+
+    /// How far a transcode has come.
+    public struct Progress: Sendable, Hashable {
+        /// The pass (1, or 1 and 2).
+        public var pass: Int
+        /// Pictures given to the encoder in this pass.
+        public var frames: Int
+        /// Bytes of encoded frames written.
+        public var bytes: Int
+        /// The part of the input read, 0...1, when the input's size is known.
+        public var fraction: Double?
+    }
+
+    /// What a transcode did.
+    public struct Summary: Sendable, Hashable {
+        /// Frames decoded with a picture (in the last pass).
+        public var decodedFrames: Int
+        /// Of those, frames concealed by the decoder (damaged, encoded anyway).
+        public var concealedFrames: Int
+        /// Samples that gave no picture (skipped).
+        public var droppedFrames: Int
+        /// Encoded frames written.
+        public var encodedFrames: Int
+        /// Bytes of encoded frame data written.
+        public var bytes: Int
+        /// The output picture size.
+        public var width: Int
+        /// The output picture height.
+        public var height: Int
+        /// The first and last presentation times encoded.
+        public var firstPresentationTime: MediaTime?
+        /// The last presentation time encoded.
+        public var lastPresentationTime: MediaTime?
+        /// What did not stop the transcode: the reader's and decoder's warnings (the first 100),
+        /// and what could not be carried over.
+        public var warnings: [String]
+    }
+
+    /// How to transcode.
+    public var options: Options
+
+    /// A transcoder with `options`.
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// Transcodes the input at `path` into `output`. `progress` is called after each picture.
+    public func run(path: String, into output: EncodedOutput, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
+        guard (1...2).contains(options.passes) else { throw .invalidOption("\(options.passes) passes: 1 or 2") }
+        if let start = options.start, !start.isNumeric { throw .invalidOption("the start time \(start) is not a time") }
+        if let duration = options.duration, !(duration.isNumeric && duration > .zero) {
+            throw .invalidOption("the duration \(duration) is not a positive time")
+        }
+        var warnings: [String] = []
+        var sink: TranscodeSink?
+        var session: CompressionSession?
+        var summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: 0, height: 0, warnings: [])
+        defer {
+            session?.invalidate()
+            sink?.cancel()
+        }
+        for pass in 1...options.passes {
+            let reader = try FrameReader(path: path, options: .init(threading: options.decoderThreading, pixelFormat: options.pixelFormat,
+                                                                     size: options.size.map { .fixed(width: $0.width, height: $0.height) } ?? .first,
+                                                                     interval: options.interval, limits: options.limits),
+                                         sourceOptions: options.source)
+            summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: 0, height: 0, warnings: [])
+            var end: MediaTime?
+            while let frame = try reader.next() {
+                if Task.isCancelled { throw .cancelled }
+                guard let picture = frame.pixelBuffer else {
+                    if !frame.flags.contains(.notDisplayed) { summary.droppedFrames += 1 }
+                    continue
+                }
+                if frame.flags.contains(.notDisplayed) { continue }
+                let time = frame.presentationTime
+                if let start = options.start, time < start { continue }
+                if end == nil, let duration = options.duration { end = (options.start ?? time) + duration }
+                if let end, time >= end { continue }
+                if session == nil {
+                    let settings = try encoderSettings(for: picture, reader: reader)
+                    (session, sink) = try open(settings, output: output, reader: reader, warnings: &warnings)
+                    summary.width = settings.width
+                    summary.height = settings.height
+                }
+                if pass == 1, options.passes == 2, summary.decodedFrames == 0 { try session!.beginPass() }
+                if pass == 2, summary.decodedFrames == 0 { try session!.beginPass() }
+                summary.decodedFrames += 1
+                if frame.flags.contains(.concealed) { summary.concealedFrames += 1 }
+                summary.firstPresentationTime = summary.firstPresentationTime ?? time
+                summary.lastPresentationTime = time
+                try session!.encode(picture, presentationTime: time, duration: frame.duration.isNumeric && frame.duration > .zero ? frame.duration : nil)
+                if let error = sink!.error { throw error }
+                let read = reader.source.progress
+                progress(Progress(pass: pass, frames: summary.decodedFrames, bytes: sink!.bytes,
+                                  fraction: read.total.map { $0 > 0 ? min(1, Double(read.read) / Double($0)) : 1 }))
+            }
+            if pass == options.passes { warnings.append(contentsOf: reader.source.warnings.prefix(100)) }
+            guard let session else {
+                throw .mediaIO(MediaIOError(.invalidData, "\(reader.source.name): no picture to encode (\(summary.droppedFrames) samples gave none); nothing written"))
+            }
+            if options.passes == 2 { _ = try session.endPass() }
+        }
+        if options.passes == 1 { session!.finish() }  // a two-pass session's last endPass delivered everything
+        if let error = sink!.error { throw error }
+        summary.encodedFrames = sink!.frames
+        summary.bytes = sink!.bytes
+        try sink!.commit()
+        sink = nil
+        summary.warnings = warnings
+        return summary
+    }
+
+    /// x264's settings for pictures like `picture`: the options' settings with the input's
+    /// size, format, rate, colour and aspect ratio.
+    private func encoderSettings(for picture: PixelBuffer, reader: FrameReader) throws(SessionError) -> EncoderSettings {
+        var settings = options.encoder
+        settings.width = picture.width
+        settings.height = picture.height
+        settings.pixelFormat = picture.format
+        settings.frameRate = reader.source.frameRate ?? settings.frameRate
+        guard let description = reader.source.formatDescription else { return settings }
+        if let colour = description.colour {
+            settings.colour = ColourDescription(primaries: colour.primaries, transfer: colour.transfer, matrix: colour.matrix, fullRange: colour.fullRange)
+        }
+        if let sar = description.sampleAspectRatio, sar.width > 0, sar.height > 0 {
+            // The display aspect ratio stays: a size change changes the sample aspect ratio.
+            var width = sar.width * description.width * picture.height
+            var height = sar.height * description.height * picture.width
+            let divisor = Self.greatestCommonDivisor(width, height)
+            width /= divisor
+            height /= divisor
+            while width > 65535 || height > 65535 { width /= 2; height /= 2 }
+            if !(width == 1 && height == 1), width > 0, height > 0 { settings.sampleAspectRatio = (width, height) }
+        }
+        return settings
+    }
+
+    private static func greatestCommonDivisor(_ a: Int, _ b: Int) -> Int {
+        var (a, b) = (abs(a), abs(b))
+        while b != 0 { (a, b) = (b, a % b) }
+        return max(a, 1)
+    }
+
+    /// The session and the output, once the first picture says what to encode.
+    private func open(_ settings: EncoderSettings, output: EncodedOutput, reader: FrameReader,
+                      warnings: inout [String]) throws(SessionError) -> (CompressionSession, TranscodeSink) {
+        var settings = settings
+        var destination = output
+        switch output {
+        case .annexB:
+            settings.annexB = true
+            settings.repeatParameterSets = true
+        case .movie(let path, var movieOptions):
+            movieOptions.keepsStartTime = true
+            if options.carriesOverMovieData, let movie = reader.source.movie, let track = reader.source.track,
+               let index = movie.tracks.firstIndex(where: { $0.id == track.id }) {
+                warnings += movieOptions.carryOver(from: movie, videoTrack: index).map { "not carried over: \($0)" }
+            }
+            destination = .movie(path: path, options: movieOptions)
+        }
+        let sink = try TranscodeSink(destination)
+        let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true, maximumFramesInFlight: max(1, options.framesInFlight),
+                                                                  passes: options.passes),
+                                             outputHandler: { sink.take($0) })
+        return (session, sink)
+    }
+}
+
+/// Where the transcoder's frames go, from the compression session's queue.
+private final class TranscodeSink: Sendable {
+    private struct State {
+        var movie: MovieWriter?
+        var stream: OutputFile?
+        var error: SessionError?
+        var frames = 0
+        var bytes = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(_ output: EncodedOutput) throws(SessionError) {
+        var state = State()
+        do {
+            switch output {
+            case .movie(let path, let options): state.movie = try MovieWriter(path: path, options: options)
+            case .annexB(let path): state.stream = try OutputFile(path: path)
+            }
+        } catch let error as ContainerError {
+            throw .container(error)
+        } catch let error as SystemError {
+            throw .mediaIO(MediaIOError(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path))
+        } catch {
+            throw .mediaIO(MediaIOError(.io, "\(error)"))
+        }
+        self.state = Mutex(state)
+    }
+
+    var error: SessionError? { state.withLock { $0.error } }
+    var frames: Int { state.withLock { $0.frames } }
+    var bytes: Int { state.withLock { $0.bytes } }
+
+    func take(_ frame: CompressedFrame) {
+        state.withLock { state in
+            guard state.error == nil else { return }
+            state.frames += 1
+            state.bytes += frame.sampleBuffer.data.count
+            do {
+                if let movie = state.movie { try movie.append(frame.sampleBuffer) }
+                if let stream = state.stream {
+                    try frame.sampleBuffer.data.forEachSegment { (raw) throws(SystemError) in try stream.write(raw) }
+                }
+            } catch let error as ContainerError {
+                state.error = .container(error)
+            } catch let error as SystemError {
+                state.error = .mediaIO(MediaIOError(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path))
+            } catch {
+                state.error = .mediaIO(MediaIOError(.io, "\(error)"))
+            }
+        }
+    }
+
+    func commit() throws(SessionError) {
+        try state.withLock { (state) throws(SessionError) in
+            do {
+                if let movie = state.movie { _ = try movie.finish() }
+                try state.stream?.commit()
+                state.movie = nil
+                state.stream = nil
+            } catch let error as ContainerError {
+                throw .container(error)
+            } catch {
+                throw .mediaIO(MediaIOError(.io, "\(error)"))
+            }
+        }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.movie?.cancel()
+            state.movie = nil
+            state.stream = nil  // an uncommitted OutputFile removes its temporary file
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import H264Kit
+
+struct Concat: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join movies (or the segments of a split's index.json) into one movie, without re-encoding.",
+        discussion: """
+            Samples are copied in order with their times: a segment that starts where the previous one ended keeps \
+            its times, one that starts earlier is moved to follow it (as ffmpeg's concat demuxer does). Differing \
+            parameter sets get a new sample description. The first input's timecode, metadata and rotation carry over.
+            """
+    )
+
+    @Argument(help: "The movies in order, or one index.json written by split; the last argument is the output.")
+    var files: [String]
+
+    func validate() throws {
+        if files.count < 2 { throw ValidationError("give the inputs and the output") }
+    }
+
+    mutating func run() throws {
+        var inputs = Array(files.dropLast())
+        let output = files.last!
+        if inputs.count == 1, inputs[0].hasSuffix(".json") {
+            let directory = (inputs[0] as NSString).deletingLastPathComponent
+            do {
+                let index = try JSONDecoder().decode(SegmentIndex.self, from: Data(contentsOf: URL(fileURLWithPath: inputs[0])))
+                inputs = index.segments.map { (directory.isEmpty ? "" : directory + "/") + $0.file }
+            } catch {
+                throw ToolError("\(inputs[0]): not a split index: \(error)")
+            }
+        }
+        let summary: MovieConcatenator.Summary
+        do {
+            summary = try MovieConcatenator(options: MovieWriter.Options(fileType: MovieFileType(path: output), keepsStartTime: true)).concatenate(inputs, into: output)
+        } catch {
+            throw ToolError("\(error)")
+        }
+        for warning in summary.warnings { printError("warning: \(warning)") }
+        let moved = summary.shifts.filter { $0 != .zero }.count
+        printError("\(output): \(summary.movie.sampleCount) samples from \(inputs.count) files\(moved > 0 ? ", \(moved) moved to follow the previous one" : "")")
+    }
+}

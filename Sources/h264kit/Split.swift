@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import H264Kit
+
+struct Split: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Cut a stream or movie at sync samples into standalone MP4s, without re-encoding.",
+        discussion: """
+            Segments are cut at the first clean sync sample (one no later frame is shown before) after each \
+            multiple of --segment-duration; each keeps its presentation times (an empty edit before its first frame) \
+            and is named so that lexical order is time order (seg-00000.mp4, ...). DIR/index.json lists them: file, \
+            first and last presentation time, frame count. concat joins them back to the same samples and times.
+            """
+    )
+
+    @Argument(help: "The input: an Annex-B stream, MP4 or MOV.")
+    var input: String
+
+    @Argument(help: "The directory for the segments (made if missing).")
+    var directory: String
+
+    @Option(help: ArgumentHelp("The target segment length.", valueName: "seconds"))
+    var segmentDuration: Double
+
+    @Flag(help: "Write MOV segments instead of MP4.")
+    var mov = false
+
+    @OptionGroup var limits: LimitOptions
+
+    func validate() throws {
+        if segmentDuration <= 0 { throw ValidationError("--segment-duration \(segmentDuration): a positive time") }
+    }
+
+    mutating func run() throws {
+        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch { throw ToolError("\(directory): \(error)") }
+        var sourceOptions = MediaSource.Options.decoding
+        sourceOptions.movieLimits = limits.movie
+        let splitter = MovieSplitter(segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000), fileType: mov ? .mov : .mp4)
+        let index: SegmentIndex
+        do { index = try splitter.split(path: input, into: directory, sourceOptions: sourceOptions) } catch { throw ToolError("\(input): \(error)") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do { try encoder.encode(index).write(to: URL(fileURLWithPath: directory + "/index.json")) } catch { throw ToolError("\(directory)/index.json: \(error)") }
+        printError("\(directory): \(index.segments.count) segments, \(index.segments.reduce(0) { $0 + $1.frameCount }) frames; index.json lists them")
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import H264Kit
+import SystemIO
+
+struct Transcode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode an H.264 stream, MP4 or MOV and encode it again with x264.",
+        discussion: """
+            Presentation times carry over exactly (variable frame rates too; the output starts where the input \
+            starts), with the colour description, sample aspect ratio, and from a movie its timecode track, metadata \
+            and rotation. Damaged frames are concealed or skipped as decode does, and counted. --chunks N cuts the \
+            input at clean sync samples, transcodes the chunks in parallel (one decoder thread each) and joins them: \
+            the same frames and times as one piece.
+            """
+    )
+
+    @Argument(help: "The input: an Annex-B stream, MP4 or MOV.")
+    var input: String
+
+    @Argument(help: "The output: .mp4, .mov, or .264/.h264 (Annex-B).")
+    var output: String
+
+    @OptionGroup var encoder: Encode.EncoderOptions
+    @OptionGroup var limits: LimitOptions
+
+    @Option(help: ArgumentHelp("Scale to this size.", valueName: "WxH"))
+    var size: String?
+
+    @Option(help: ArgumentHelp("Keep at most this many frames a second (frames are dropped, never repeated).", valueName: "rate"))
+    var fps: String?
+
+    @Option(help: ArgumentHelp("Start at this presentation time (times are kept, not shifted).", valueName: "seconds"))
+    var start: Double?
+
+    @Option(help: ArgumentHelp("Stop after this long.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: "Cut into this many chunks and transcode them in parallel (movie output).")
+    var chunks: Int?
+
+    func validate() throws {
+        if let size, size.split(separator: "x").compactMap({ Int($0) }).filter({ $0 > 0 }).count != 2 { throw ValidationError("--size \(size): expected WxH") }
+        if let rate = try parseRate(fps, "--fps"), rate.numerator == 0 { throw ValidationError("--fps: a positive rate") }
+        if let duration, duration <= 0 { throw ValidationError("--duration \(duration): a positive time") }
+        if let chunks, chunks < 1 { throw ValidationError("--chunks \(chunks): at least 1") }
+        if chunks != nil, case .annexB = EncodedOutput(path: output) { throw ValidationError("--chunks writes a movie: give an .mp4 or .mov output") }
+        if chunks != nil, start != nil || duration != nil { throw ValidationError("--chunks transcodes the whole input; leave out --start and --duration") }
+    }
+
+    func options() throws -> Transcoder.Options {
+        // The size and rate are replaced by the input's.
+        var options = Transcoder.Options(encoder: encoder.settings(width: 16, height: 16, format: .yuv420p, frameRate: FrameRate(25, 1)), passes: encoder.passes)
+        options.limits = limits.pictures
+        options.source.movieLimits = limits.movie
+        if let parts = size?.split(separator: "x").compactMap({ Int($0) }) { options.size = (parts[0], parts[1]) }
+        if let rate = try parseRate(fps, "--fps") { options.interval = rate.frameDuration }
+        options.start = start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }
+        options.duration = duration.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }
+        return options
+    }
+
+    mutating func run() throws {
+        let options = try options()
+        let progress = Progress()
+        let clock = HostClock(), begin = clock.currentTime
+        if let chunks {
+            let work: TemporaryDirectory
+            do { work = try TemporaryDirectory(prefix: "h264kit-chunks") } catch { throw ToolError("\(output): \(error)") }
+            let summary: ChunkedTranscoder.Summary
+            do {
+                summary = try ChunkedTranscoder(options: options, chunks: chunks)
+                    .run(path: input, into: output, movieOptions: MovieWriter.Options(fileType: MovieFileType(path: output)), workDirectory: work.path)
+            } catch {
+                throw ToolError("\(input): \(error)")
+            }
+            for warning in summary.join.warnings { printError("\(input): warning: \(warning)") }
+            let frames = summary.chunks.reduce(0) { $0 + $1.encodedFrames }
+            printError("\(output): \(frames) frames in \(summary.segments.segments.count) chunks, \(fixed((clock.currentTime - begin).seconds, 2)) s")
+            return
+        }
+        let summary: Transcoder.Summary
+        do {
+            summary = try Transcoder(options: options).run(path: input, into: EncodedOutput(path: output)) { state in
+                let seconds = (clock.currentTime - begin).seconds
+                let rate = seconds > 0 ? Double(state.frames) / seconds : 0
+                var line = "\(encoder.passes > 1 ? "pass \(state.pass)/\(encoder.passes), " : "")\(state.frames) frames, \(Int(rate)) fps"
+                if let fraction = state.fraction, fraction > 0.01 { line = "\(Int(fraction * 100))%, " + line + ", ETA \(Int(seconds / fraction - seconds)) s" }
+                progress.update(line: line)
+            }
+        } catch {
+            progress.clear()
+            throw ToolError("\(input): \(error)")
+        }
+        progress.clear()
+        for warning in summary.warnings { printError("\(input): warning: \(warning)") }
+        if summary.concealedFrames + summary.droppedFrames > 0 {
+            printError("\(input): \(summary.concealedFrames) damaged frames concealed, \(summary.droppedFrames) samples gave no picture and were skipped")
+        }
+        printError("\(output): \(summary.encodedFrames) frames \(summary.width)x\(summary.height), \(fixed((clock.currentTime - begin).seconds, 2)) s")
+    }
+}

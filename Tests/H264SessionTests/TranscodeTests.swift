@@ -1,0 +1,151 @@
+import Foundation
+import H264Codec
+import H264Container
+import H264Session
+import MediaCore
+import TestSupport
+import Testing
+
+/// Transcode, split and concat through the library, with ffmpeg/ffprobe as the oracle.
+@Suite("Transcoder, MovieSplitter, MovieConcatenator, ChunkedTranscoder", .requires(.ffmpeg, .ffprobe))
+struct TranscodeTests {
+    /// A scratch directory, removed by the caller.
+    static func directory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-transcode-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// An MP4 made by ffmpeg/x264 with B-frames; `openGOP` makes non-IDR I pictures with
+    /// leading B-frames that refer back across them.
+    static func source(_ directory: String, frames: Int = 150, openGOP: Bool = false, container: String = "mp4") throws -> String {
+        let path = directory + "/source.\(container)"
+        var x264 = "keyint=30:min-keyint=30:scenecut=0:bframes=3"
+        if openGOP { x264 += ":open-gop=1" }
+        _ = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30000/1001", "-frames:v", "\(frames)",
+                               "-c:v", "libx264", "-preset", "veryfast", "-x264-params", x264, "-pix_fmt", "yuv420p", "-y", path])
+        return path
+    }
+
+    /// Each frame's presentation time as ffprobe reads it, in its stream's time base.
+    static func presentationTimes(_ path: String) throws -> [String] {
+        try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
+            .stdoutText.split(separator: "\n").map { String($0.split(separator: ",")[0]) }.filter { !$0.isEmpty }
+    }
+
+    /// Packets in file order: pts, dts, flags.
+    static func packets(_ path: String) throws -> String {
+        try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,dts_time,flags", "-of", "csv=p=0", path]).stdoutText
+    }
+
+    @Test(arguments: [false, true])
+    func concatOfSplitGivesBackTheFramesAndTimes(openGOP: Bool) throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, openGOP: openGOP)
+        let index = try MovieSplitter(segmentDuration: MediaTime(value: 1, timescale: 1)).split(path: source, into: work)
+        #expect(index.segments.count >= 3)
+        #expect(index.segments.map(\.file) == index.segments.map(\.file).sorted())
+        #expect(index.segments.reduce(0) { $0 + $1.frameCount } == 150)
+        // Every segment stands alone: ffmpeg decodes all its frames, and it keeps its times.
+        for segment in index.segments {
+            let path = work + "/" + segment.file
+            #expect(try ffmpegFrameHashes(path).count == segment.frameCount, "\(segment.file) decodes whole on its own")
+            let times = try Self.presentationTimes(path).compactMap(Double.init)
+            #expect(abs((times.min() ?? -1) - segment.firstPresentationTime) < 1e-4, "\(segment.file) keeps its start time")
+        }
+        let joined = work + "/joined.mp4"
+        let summary = try MovieConcatenator().concatenate(index.segments.map { work + "/" + $0.file }, into: joined)
+        #expect(summary.shifts.allSatisfy { $0 == .zero })
+        #expect(try ffmpegFrameHashes(joined) == ffmpegFrameHashes(source))
+        #expect(try Self.presentationTimes(joined) == Self.presentationTimes(source))
+        #expect(try Self.packets(joined) == Self.packets(source))
+    }
+
+    @Test func filesThatEachStartAtZeroAreJoinedOneAfterTheOther() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, frames: 60)
+        let joined = work + "/twice.mp4"
+        let summary = try MovieConcatenator().concatenate([source, source], into: joined)
+        #expect(summary.shifts[1] > .zero)
+        let times = try Self.presentationTimes(joined).compactMap(Double.init)
+        #expect(times.count == 120)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 }, "times go on across the join")
+    }
+
+    @Test(.requires(.x264)) func transcodeKeepsEveryPresentationTime() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, frames: 90)
+        let output = work + "/out.mp4"
+        let summary = try Transcoder(options: .init(preset: "ultrafast", rateControl: .constantQuality(30))).run(path: source, into: .movie(path: output, options: .init()))
+        #expect(summary.encodedFrames == 90 && summary.decodedFrames == 90)
+        #expect(try Self.presentationTimes(output) == Self.presentationTimes(source))
+        // A segment's transcode keeps the segment's place in time.
+        let index = try MovieSplitter(segmentDuration: MediaTime(value: 1, timescale: 1)).split(path: source, into: work)
+        let second = work + "/" + index.segments[1].file
+        let encodedSecond = work + "/second.mp4"
+        _ = try Transcoder(options: .init(preset: "ultrafast")).run(path: second, into: .movie(path: encodedSecond, options: .init()))
+        #expect(try Self.presentationTimes(encodedSecond) == Self.presentationTimes(second))
+    }
+
+    @Test(.requires(.x264)) func chunkedTranscodeHasTheOnePieceFramesAndTimes() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work)
+        var options = Transcoder.Options(preset: "ultrafast", rateControl: .constantQuality(26))
+        options.encoder.threads = 1
+        let whole = work + "/whole.mp4", chunked = work + "/chunked.mp4"
+        _ = try Transcoder(options: options).run(path: source, into: .movie(path: whole, options: .init()))
+        let pieces = work + "/pieces"
+        try FileManager.default.createDirectory(atPath: pieces, withIntermediateDirectories: false)
+        let summary = try ChunkedTranscoder(options: options, chunks: 2).run(path: source, into: chunked, workDirectory: pieces)
+        #expect(summary.chunks.count == 2)
+        #expect(try Self.presentationTimes(chunked) == Self.presentationTimes(whole))
+        #expect(try ffmpegFrameHashes(chunked).count == 150)
+    }
+
+    @Test(.requires(.x264)) func timecodeAndMetadataCarryOver() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, frames: 60)
+        // The same samples in a MOV with a drop-frame timecode and a title.
+        let movie = try MovieReader(path: source)
+        let samples = try movie.sampleBuffers(track: movie.firstVideoTrackIndex!)
+        let tagged = work + "/tagged.mov"
+        let format = try TimecodeFormatDescription(frameRate: (30000, 1001), dropFrame: true)
+        let writer = try MovieWriter(path: tagged, options: .init(fileType: .mov, timecode: try .init(format: format, start: try Timecode(parsing: "01:30:15;07")),
+                                                                 metadata: [try MetadataItem(parsing: "title=Hello")]))
+        for sample in samples { try writer.append(sample) }
+        _ = try writer.finish()
+        let output = work + "/out.mov"
+        _ = try Transcoder(options: .init(preset: "ultrafast")).run(path: tagged, into: .movie(path: output, options: .init(fileType: .mov)))
+        let tags = try run("ffprobe", ["-v", "error", "-show_entries", "stream_tags=timecode:format_tags=title", "-of", "csv=p=0", output]).stdoutText
+        #expect(tags.contains("01:30:15;07") && tags.contains("Hello"), "ffprobe reads: \(tags)")
+    }
+
+    @Test(.requires(.x264)) func damagedInputIsTranscodedAndCounted() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, frames: 60, container: "h264")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+        // Damage the middle of the stream (slice data, not its start codes).
+        for offset in stride(from: bytes.count / 2, to: bytes.count / 2 + 400, by: 7) where bytes[offset] > 1 { bytes[offset] ^= 0x55 }
+        let damaged = try Checkout.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: damaged) }
+        let output = work + "/out.mp4"
+        let summary = try Transcoder(options: .init(preset: "ultrafast")).run(path: damaged, into: .movie(path: output, options: .init()))
+        #expect(summary.encodedFrames > 0)
+        #expect(summary.encodedFrames == summary.decodedFrames)
+        #expect(try ffmpegFrameHashes(output).count == summary.encodedFrames, "the output stays valid")
+    }
+
+    @Test func badOptionsAreErrors() throws {
+        #expect(throws: SessionError.self) { try MovieSplitter(segmentDuration: .zero).split(path: "/nonexistent", into: "/tmp") }
+        var options = Transcoder.Options()
+        options.passes = 3
+        #expect(throws: SessionError.self) { try Transcoder(options: options).run(path: "/nonexistent", into: .movie(path: "/tmp/x.mp4", options: .init())) }
+        #expect(throws: SessionError.self) { try MovieConcatenator().concatenate([], into: "/tmp/x.mp4") }
+    }
+}
