@@ -1,7 +1,7 @@
 import Dispatch
 import H264Codec
 public import H264Container
-import MediaCore
+public import MediaCore
 import MediaIO
 import Synchronization
 
@@ -46,9 +46,8 @@ public struct ChunkedTranscoder: Sendable {
     public func run(path: String, into output: String, movieOptions: MovieWriter.Options = MovieWriter.Options(),
                     workDirectory: String) throws(SessionError) -> Summary {
         guard chunks >= 1 else { throw .invalidOption("\(chunks) chunks: at least 1") }
-        let span = try Self.presentationSpan(path: path, options: options.source)
-        let duration = MediaTime(value: max(1, span.value / Int64(chunks)), timescale: span.timescale)
-        let splitter = MovieSplitter(segmentDuration: duration, fileType: .mp4, namePrefix: "chunk-")
+        let splitter = MovieSplitter(segmentDuration: try Self.chunkDuration(path: path, chunks: chunks, options: options.source),
+                                     fileType: .mp4, namePrefix: "chunk-")
         let index = try splitter.split(path: path, into: workDirectory, sourceOptions: options.source)
         var perChunk = options
         perChunk.decoderThreading = .init(count: 1)
@@ -91,6 +90,15 @@ public struct ChunkedTranscoder: Sendable {
         var join = try MovieConcatenator(options: joinOptions, carriesOverMovieData: false).concatenate(outputs, into: output)
         join.warnings += warnings
         return Summary(segments: index, chunks: summaries, join: join)
+    }
+
+    /// The chunk duration that cuts the input at `path` into `chunks` chunks (fewer when sync
+    /// samples are rare): its presentation span divided by `chunks`. The same chunking
+    /// anywhere else (`h264kit split --chunks N`, the Ray driver) gives the same chunks.
+    public static func chunkDuration(path: String, chunks: Int, options: MediaSource.Options = .decoding) throws(SessionError) -> MediaTime {
+        guard chunks >= 1 else { throw .invalidOption("\(chunks) chunks: at least 1") }
+        let span = try presentationSpan(path: path, options: options)
+        return MediaTime(value: max(1, span.value / Int64(chunks)), timescale: span.timescale)
     }
 
     /// From the first shown frame to the end of the last, reading the samples (no decoding).

@@ -15,6 +15,9 @@ struct Concat: ParsableCommand {
     @Argument(help: "The movies in order, or one index.json written by split; the last argument is the output.")
     var files: [String]
 
+    @Option(help: ArgumentHelp("Carry the timecode, metadata and rotation over from this movie instead of the first input.", valueName: "movie"))
+    var carryOverFrom: String?
+
     func validate() throws {
         if files.count < 2 { throw ValidationError("give the inputs and the output") }
     }
@@ -31,9 +34,18 @@ struct Concat: ParsableCommand {
                 throw ToolError("\(inputs[0]): not a split index: \(error)")
             }
         }
+        var options = MovieWriter.Options(fileType: MovieFileType(path: output), keepsStartTime: true)
+        if let carryOverFrom {
+            do {
+                let movie = try MovieReader(path: carryOverFrom)
+                if let track = movie.firstVideoTrackIndex { for problem in options.carryOver(from: movie, videoTrack: track) { printError("warning: not carried over: \(problem)") } }
+            } catch {
+                throw ToolError("\(error)")
+            }
+        }
         let summary: MovieConcatenator.Summary
         do {
-            summary = try MovieConcatenator(options: MovieWriter.Options(fileType: MovieFileType(path: output), keepsStartTime: true)).concatenate(inputs, into: output)
+            summary = try MovieConcatenator(options: options, carriesOverMovieData: carryOverFrom == nil).concatenate(inputs, into: output)
         } catch {
             throw ToolError("\(error)")
         }

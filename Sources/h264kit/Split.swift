@@ -20,7 +20,10 @@ struct Split: ParsableCommand {
     var directory: String
 
     @Option(help: ArgumentHelp("The target segment length.", valueName: "seconds"))
-    var segmentDuration: Double
+    var segmentDuration: Double?
+
+    @Option(help: "Cut into this many chunks as transcode --chunks does (the span divided by N).")
+    var chunks: Int?
 
     @Flag(help: "Write MOV segments instead of MP4.")
     var mov = false
@@ -28,16 +31,23 @@ struct Split: ParsableCommand {
     @OptionGroup var limits: LimitOptions
 
     func validate() throws {
-        if segmentDuration <= 0 { throw ValidationError("--segment-duration \(segmentDuration): a positive time") }
+        if (segmentDuration == nil) == (chunks == nil) { throw ValidationError("give --segment-duration or --chunks") }
+        if let segmentDuration, segmentDuration <= 0 { throw ValidationError("--segment-duration \(segmentDuration): a positive time") }
+        if let chunks, chunks < 1 { throw ValidationError("--chunks \(chunks): at least 1") }
     }
 
     mutating func run() throws {
         do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch { throw ToolError("\(directory): \(error)") }
         var sourceOptions = MediaSource.Options.decoding
         sourceOptions.movieLimits = limits.movie
-        let splitter = MovieSplitter(segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000), fileType: mov ? .mov : .mp4)
         let index: SegmentIndex
-        do { index = try splitter.split(path: input, into: directory, sourceOptions: sourceOptions) } catch { throw ToolError("\(input): \(error)") }
+        do {
+            let duration = try chunks.map { (count) throws(SessionError) in try ChunkedTranscoder.chunkDuration(path: input, chunks: count, options: sourceOptions) }
+                ?? MediaTime(seconds: segmentDuration!, preferredTimescale: 90_000)
+            index = try MovieSplitter(segmentDuration: duration, fileType: mov ? .mov : .mp4).split(path: input, into: directory, sourceOptions: sourceOptions)
+        } catch {
+            throw ToolError("\(input): \(error)")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         do { try encoder.encode(index).write(to: URL(fileURLWithPath: directory + "/index.json")) } catch { throw ToolError("\(directory)/index.json: \(error)") }

@@ -38,6 +38,9 @@ struct Transcode: ParsableCommand {
     @Option(help: "Cut into this many chunks and transcode them in parallel (movie output).")
     var chunks: Int?
 
+    @Option(help: "Decoder threads (0: automatic; chunks use 1).")
+    var decoderThreads: Int?
+
     func validate() throws {
         if let size, size.split(separator: "x").compactMap({ Int($0) }).filter({ $0 > 0 }).count != 2 { throw ValidationError("--size \(size): expected WxH") }
         if let rate = try parseRate(fps, "--fps"), rate.numerator == 0 { throw ValidationError("--fps: a positive rate") }
@@ -51,6 +54,7 @@ struct Transcode: ParsableCommand {
         // The size and rate are replaced by the input's.
         var options = Transcoder.Options(encoder: encoder.settings(width: 16, height: 16, format: .yuv420p, frameRate: FrameRate(25, 1)), passes: encoder.passes)
         options.limits = limits.pictures
+        if let decoderThreads { options.decoderThreading = .init(count: decoderThreads) }
         options.source.movieLimits = limits.movie
         if let parts = size?.split(separator: "x").compactMap({ Int($0) }) { options.size = (parts[0], parts[1]) }
         if let rate = try parseRate(fps, "--fps") { options.interval = rate.frameDuration }

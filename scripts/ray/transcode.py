@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Chunked transcode on Ray: `h264kit transcode IN OUT --chunks N` with the chunks as Ray tasks.
+
+    scripts/ray/transcode.py IN OUT --chunks N [--h264kit PATH] [--work DIR] -- [transcode options]
+
+The driver splits IN at clean sync samples (`h264kit split --chunks N`, the chunking
+`transcode --chunks N` uses), runs one Ray task per chunk (`h264kit transcode` on a worker, one
+decoder thread, the options after `--`), retrying a failed chunk up to --retries times, then
+joins the chunks on the driver (`h264kit concat --carry-over-from IN`: IN's timecode, metadata
+and rotation). With the same options the result is byte-identical to `--chunks N`.
+
+Inputs and pieces live in --work, a path every worker sees (one machine, or a shared file
+system across a cluster); h264kit must be at the same path on every worker. The driver joins
+the cluster named by RAY_ADDRESS (`ray start --head` first), or starts a local one.
+"""
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
+
+import ray
+
+
+@ray.remote(max_retries=3, retry_exceptions=True)
+def transcode_chunk(h264kit, segment, output, options):
+    """One chunk: `h264kit transcode` with a single decoder thread (as --chunks runs it)."""
+    started = time.monotonic()
+    result = subprocess.run([h264kit, "transcode", segment, output, "--decoder-threads", "1"] + options,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{segment}: h264kit transcode exited {result.returncode}: {result.stderr.strip()}")
+    return {"segment": os.path.basename(segment), "seconds": time.monotonic() - started, "node": ray.get_runtime_context().get_node_id()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("input")
+    parser.add_argument("output")
+    parser.add_argument("--chunks", type=int, required=True)
+    parser.add_argument("--h264kit", default=shutil.which("h264kit") or os.path.join(os.path.dirname(__file__), "../../.build/release/h264kit"))
+    parser.add_argument("--work", help="a directory every worker can read and write (default: a new one in TMPDIR)")
+    parser.add_argument("--retries", type=int, default=3)
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    options = argv[split + 1:]  # h264kit transcode options (--preset, --crf, --threads ...)
+    h264kit = os.path.abspath(args.h264kit)
+    work = args.work or tempfile.mkdtemp(prefix="h264kit-ray-")
+    os.makedirs(work, exist_ok=True)
+    started = time.monotonic()
+
+    segments = os.path.join(work, "segments")
+    subprocess.run([h264kit, "split", args.input, segments, "--chunks", str(args.chunks)], check=True)
+    with open(os.path.join(segments, "index.json")) as file:
+        index = json.load(file)
+    split_seconds = time.monotonic() - started
+
+    ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
+    task = transcode_chunk.options(max_retries=args.retries)
+    inputs = [os.path.join(segments, s["file"]) for s in index["segments"]]
+    outputs = [os.path.join(work, "encoded-" + s["file"]) for s in index["segments"]]
+    reports = ray.get([task.remote(h264kit, i, o, options) for i, o in zip(inputs, outputs)])
+    encode_seconds = time.monotonic() - started - split_seconds
+
+    subprocess.run([h264kit, "concat"] + outputs + [args.output, "--carry-over-from", args.input], check=True)
+    total = time.monotonic() - started
+    print(json.dumps({"chunks": len(inputs), "split_seconds": round(split_seconds, 3), "encode_seconds": round(encode_seconds, 3),
+                      "total_seconds": round(total, 3), "tasks": reports}, indent=2))
+    if not args.work:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
