@@ -59,21 +59,9 @@ public struct PictureEncoder: Sendable {
             settings.annexB = true
             settings.repeatParameterSets = true
         }
-        let sink = Sink()
+        let sink = try EncodedOutputSink(output)
+        defer { sink.cancel() }  // after a commit, nothing to cancel
         let session = try CompressionSession(configuration: .init(settings: settings, passes: passes), outputHandler: { sink.take($0) })
-        // Everything is checked: the output can be created.
-        do {
-            switch output {
-            case .movie(let path, let options): sink.movie = try MovieWriter(path: path, options: options)
-            case .annexB(let path): sink.stream = try OutputFile(path: path)
-            }
-        } catch let error as ContainerError {
-            throw .container(error)
-        } catch let error as SystemError {
-            throw .mediaIO(MediaIOError(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path))
-        } catch {
-            throw .mediaIO(MediaIOError(.io, "\(error)"))
-        }
         var encoded = 0
         var frameDuration = settings.frameRate.frameDuration
         for pass in 1...passes {
@@ -96,44 +84,7 @@ public struct PictureEncoder: Sendable {
         if passes == 1 { session.finish() }
         if let error = sink.error { throw error }
         guard encoded > 0 else { throw .mediaIO(MediaIOError(.invalidData, "no pictures to encode; nothing written")) }
-        do {
-            if let movie = sink.movie { try movie.finish() }
-            try sink.stream?.commit()
-        } catch let error as ContainerError {
-            throw .container(error)
-        } catch {
-            throw .mediaIO(MediaIOError(.io, "\(error)"))
-        }
+        try sink.commit()
         return Summary(frames: sink.frames, bytes: sink.bytes, duration: frameDuration * Int64(encoded))
-    }
-}
-
-/// Where the session's frames go: an Annex-B file or the movie writer. The session is
-/// synchronous, so the handler runs on the encoding thread.
-private final class Sink: @unchecked Sendable {
-    var movie: MovieWriter?
-    var stream: OutputFile?
-    var error: SessionError?
-    var frames = 0
-    var bytes = 0
-
-    func take(_ frame: CompressedFrame) {
-        guard error == nil else { return }
-        frames += 1
-        bytes += frame.sampleBuffer.data.count
-        do {
-            if let movie { try movie.append(frame.sampleBuffer) }
-            if let stream {
-                do { try frame.sampleBuffer.data.forEachSegment { (raw) throws(SystemError) in try stream.write(raw) } } catch {
-                    throw SessionError.mediaIO(MediaIOError(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path))
-                }
-            }
-        } catch let failure as SessionError {
-            error = failure
-        } catch let failure as ContainerError {
-            error = .container(failure)
-        } catch {
-            self.error = .mediaIO(MediaIOError(.io, "\(error)"))
-        }
     }
 }

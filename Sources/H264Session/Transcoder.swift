@@ -131,7 +131,7 @@ public struct Transcoder: Sendable {
             throw .invalidOption("the duration \(duration) is not a positive time")
         }
         var warnings: [String] = []
-        var sink: TranscodeSink?
+        var sink: EncodedOutputSink?
         var session: CompressionSession?
         var summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: 0, height: 0, warnings: [])
         defer {
@@ -223,7 +223,7 @@ public struct Transcoder: Sendable {
 
     /// The session and the output, once the first picture says what to encode.
     private func open(_ settings: EncoderSettings, output: EncodedOutput, reader: FrameReader,
-                      warnings: inout [String]) throws(SessionError) -> (CompressionSession, TranscodeSink) {
+                      warnings: inout [String]) throws(SessionError) -> (CompressionSession, EncodedOutputSink) {
         var settings = settings
         var destination = output
         switch output {
@@ -238,87 +238,10 @@ public struct Transcoder: Sendable {
             }
             destination = .movie(path: path, options: movieOptions)
         }
-        let sink = try TranscodeSink(destination)
+        let sink = try EncodedOutputSink(destination)
         let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true, maximumFramesInFlight: max(1, options.framesInFlight),
                                                                   passes: options.passes),
                                              outputHandler: { sink.take($0) })
         return (session, sink)
-    }
-}
-
-/// Where the transcoder's frames go, from the compression session's queue.
-private final class TranscodeSink: Sendable {
-    private struct State {
-        var movie: MovieWriter?
-        var stream: OutputFile?
-        var error: SessionError?
-        var frames = 0
-        var bytes = 0
-    }
-
-    private let state: Mutex<State>
-
-    init(_ output: EncodedOutput) throws(SessionError) {
-        var state = State()
-        do {
-            switch output {
-            case .movie(let path, let options): state.movie = try MovieWriter(path: path, options: options)
-            case .annexB(let path): state.stream = try OutputFile(path: path)
-            }
-        } catch let error as ContainerError {
-            throw .container(error)
-        } catch let error as SystemError {
-            throw .mediaIO(MediaIOError(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path))
-        } catch {
-            throw .mediaIO(MediaIOError(.io, "\(error)"))
-        }
-        self.state = Mutex(state)
-    }
-
-    var error: SessionError? { state.withLock { $0.error } }
-    var frames: Int { state.withLock { $0.frames } }
-    var bytes: Int { state.withLock { $0.bytes } }
-
-    func take(_ frame: CompressedFrame) {
-        state.withLock { state in
-            guard state.error == nil else { return }
-            state.frames += 1
-            state.bytes += frame.sampleBuffer.data.count
-            do {
-                if let movie = state.movie { try movie.append(frame.sampleBuffer) }
-                if let stream = state.stream {
-                    try frame.sampleBuffer.data.forEachSegment { (raw) throws(SystemError) in try stream.write(raw) }
-                }
-            } catch let error as ContainerError {
-                state.error = .container(error)
-            } catch let error as SystemError {
-                state.error = .mediaIO(MediaIOError(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path))
-            } catch {
-                state.error = .mediaIO(MediaIOError(.io, "\(error)"))
-            }
-        }
-    }
-
-    func commit() throws(SessionError) {
-        try state.withLock { (state) throws(SessionError) in
-            do {
-                if let movie = state.movie { _ = try movie.finish() }
-                try state.stream?.commit()
-                state.movie = nil
-                state.stream = nil
-            } catch let error as ContainerError {
-                throw .container(error)
-            } catch {
-                throw .mediaIO(MediaIOError(.io, "\(error)"))
-            }
-        }
-    }
-
-    func cancel() {
-        state.withLock { state in
-            state.movie?.cancel()
-            state.movie = nil
-            state.stream = nil  // an uncommitted OutputFile removes its temporary file
-        }
     }
 }
