@@ -143,7 +143,8 @@ public struct Transcoder: Sendable {
                                                                      size: options.size.map { .fixed(width: $0.width, height: $0.height) } ?? .first,
                                                                      interval: options.interval, limits: options.limits),
                                          sourceOptions: options.source)
-            summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: 0, height: 0, warnings: [])
+            summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: summary.width, height: summary.height,
+                              warnings: [])
             var end: MediaTime?
             while let frame = try reader.next() {
                 if Task.isCancelled { throw .cancelled }

@@ -90,6 +90,21 @@ struct TranscodeTests {
         #expect(try Self.presentationTimes(encodedSecond) == Self.presentationTimes(second))
     }
 
+    @Test(.requires(.x264)) func twoPassesAimAtTheBitRate() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, frames: 90)
+        let output = work + "/out.mp4"
+        var options = Transcoder.Options(preset: "ultrafast", rateControl: .averageBitRate(200))
+        options.passes = 2
+        let summary = try Transcoder(options: options).run(path: source, into: .movie(path: output, options: .init()))
+        #expect(summary.encodedFrames == 90 && summary.width == 320 && summary.height == 240)
+        let seconds = 90.0 * 1001 / 30000
+        let kbps = Double(summary.bytes * 8) / seconds / 1000
+        #expect(abs(kbps - 200) < 30, "two passes hit the rate: \(kbps) kbit/s")
+        #expect(try Self.presentationTimes(output) == Self.presentationTimes(source))
+    }
+
     @Test(.requires(.x264)) func chunkedTranscodeHasTheOnePieceFramesAndTimes() throws {
         let work = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: work) }
