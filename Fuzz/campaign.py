@@ -223,11 +223,14 @@ def commands(path, kind):
         return [["inspect", path], ["inspect", "--json", path], ["inspect", "--nals", path], ["inspect", "--samples", path],
                 ["mux", path, out + ".mp4"], ["mux", "--fragment-duration", "1", path, out + ".mp4"],
                 ["decode", path, "-o", "/dev/null", "--threads", "1"], ["decode", path, "-o", "/dev/null"],
-                ["decode", path, "-o", out + ".framemd5", "--every", "0.1"]]
+                ["decode", path, "-o", out + ".framemd5", "--every", "0.1"],
+                ["transcode", path, out + "-t.mp4", "--preset", "ultrafast"], ["split", path, out + "-segs", "--segment-duration", "0.5"]]
     if kind == "movie":
         return [["inspect", path], ["inspect", "--json", path], ["demux", path, out + ".264"], ["timecode", "show", path],
                 ["timecode", "show", "--frames", path], ["decode", path, "-o", "/dev/null", "--threads", "1"],
-                ["decode", path, "-o", "/dev/null"], ["decode", path, "-o", out + ".png", "--frames", "1"]]
+                ["decode", path, "-o", "/dev/null"], ["decode", path, "-o", out + ".png", "--frames", "1"],
+                ["transcode", path, out + "-t.mp4", "--preset", "ultrafast"], ["split", path, out + "-segs", "--segment-duration", "0.5"],
+                ["concat", path, path, out + "-c.mp4"]]
     return [["encode", path, "-o", out + ".264", "--preset", "ultrafast"], ["encode", path, "-o", out + ".mp4", "--preset", "ultrafast"]]
 
 
