@@ -4,6 +4,7 @@ public import H264Container
 public import MediaCore
 import MediaIO
 import Synchronization
+import SystemIO
 
 /// A transcode in chunks: the input split at clean sync samples (``MovieSplitter``), each chunk
 /// transcoded on its own (``Transcoder``), the results joined (``MovieConcatenator``), as
@@ -13,8 +14,10 @@ import Synchronization
 /// rate, spreading it evenly.
 ///
 /// The chunks run on up to ``parallelism`` threads of this process, each with a single-thread
-/// decoder; the same chunks can run anywhere else (`scripts/ray/transcode.py` runs them as Ray
-/// tasks) and be joined with ``MovieConcatenator``: the result is the same bytes.
+/// decoder, or in as many child processes (``Execution-swift.enum/processes(command:)``: a chunk
+/// that crashes its process fails that chunk only); the same chunks can run anywhere else
+/// (`scripts/ray/transcode.py` runs them as Ray tasks) and be joined with
+/// ``MovieConcatenator``: the result is the same bytes.
 public struct ChunkedTranscoder: Sendable {
     /// The transcode of each chunk (its decoder threading is set to one thread, its movie data
     /// carried over once, by the join).
@@ -23,6 +26,21 @@ public struct ChunkedTranscoder: Sendable {
     public var chunks: Int
     /// Chunks transcoded at once.
     public var parallelism: Int
+    /// Where the chunks run.
+    public var execution: Execution = .threads
+
+    /// Where the chunks of a ``ChunkedTranscoder`` run.
+    public enum Execution: Sendable {
+        /// On threads of this process, each chunk through a ``Transcoder`` with ``ChunkedTranscoder/options``.
+        case threads
+        /// Each chunk in a child process: `command(input, output)` is the argument vector (the
+        /// executable's path first) of a program that transcodes the chunk movie at `input` into
+        /// the movie at `output` with the same settings, keeping its presentation times, and exits
+        /// with 0 when it did (`h264kit transcode INPUT OUTPUT --decoder-threads 1 …`). What it
+        /// prints on standard error becomes the chunk's warnings, except lines about `output` (its
+        /// summary).
+        case processes(command: @Sendable (_ input: String, _ output: String) -> [String])
+    }
 
     /// Chunked transcodes of `chunks` chunks, `parallelism` at once (by default all).
     public init(options: Transcoder.Options, chunks: Int, parallelism: Int? = nil) {
@@ -58,12 +76,18 @@ public struct ChunkedTranscoder: Sendable {
         let lanes = max(1, min(parallelism, inputs.count))
         let next = Atomic<Int>(0)
         let chunkOptions = perChunk
+        let execution = execution
         DispatchQueue.concurrentPerform(iterations: lanes) { _ in
             while true {
                 let chunk = next.add(1, ordering: .relaxed).oldValue
                 guard chunk < inputs.count else { return }
                 let result = Result { () throws(SessionError) in
-                    try Transcoder(options: chunkOptions).run(path: inputs[chunk], into: .movie(path: outputs[chunk], options: MovieWriter.Options(keepsStartTime: true)))
+                    switch execution {
+                    case .threads:
+                        try Transcoder(options: chunkOptions).run(path: inputs[chunk], into: .movie(path: outputs[chunk], options: MovieWriter.Options(keepsStartTime: true)))
+                    case .processes(let command):
+                        try Self.runProcess(command(inputs[chunk], outputs[chunk]), chunk: chunk, output: outputs[chunk])
+                    }
                 }
                 results.withLock { $0[chunk] = result }
             }
@@ -90,6 +114,41 @@ public struct ChunkedTranscoder: Sendable {
         var join = try MovieConcatenator(options: joinOptions, carriesOverMovieData: false).concatenate(outputs, into: output)
         join.warnings += warnings
         return Summary(segments: index, chunks: summaries, join: join)
+    }
+
+    /// Runs one chunk's child process and summarizes the movie it wrote (its decoder counts are
+    /// the encoded frames; its diagnostics are the warnings).
+    static func runProcess(_ arguments: [String], chunk: Int, output: String) throws(SessionError) -> Transcoder.Summary {
+        let errorPath = output + ".stderr"
+        defer { removeFile(errorPath) }
+        let status: Int32
+        do { status = try ChildProcess.run(arguments, standardError: errorPath) } catch {
+            throw .chunkFailed(chunk: chunk, reason: "\(error)")
+        }
+        let diagnostics = String(decoding: (try? filePrefix(errorPath, count: 1 << 16)) ?? [], as: UTF8.self)
+            .split(separator: "\n").map(String.init).filter { !$0.hasPrefix(output + ":") }
+        guard status == 0 else {
+            throw .chunkFailed(chunk: chunk, reason: "\(arguments.first ?? "") exited with \(status)" + (diagnostics.last.map { ": \($0)" } ?? ""))
+        }
+        do {
+            let movie = try MovieReader(path: output)
+            guard let track = movie.firstVideoTrackIndex else { throw SessionError.chunkFailed(chunk: chunk, reason: "\(output) has no video track") }
+            let samples = try movie.sampleBuffers(track: track)
+            var summary = Transcoder.Summary(decodedFrames: samples.count, concealedFrames: 0, droppedFrames: 0, encodedFrames: samples.count,
+                                             bytes: 0, width: 0, height: 0, firstPresentationTime: nil, lastPresentationTime: nil, warnings: diagnostics)
+            for sample in samples {
+                summary.bytes += sample.data.count
+                summary.width = sample.formatDescription.width
+                summary.height = sample.formatDescription.height
+                if summary.firstPresentationTime.map({ sample.presentationTime < $0 }) ?? true { summary.firstPresentationTime = sample.presentationTime }
+                if summary.lastPresentationTime.map({ sample.presentationTime > $0 }) ?? true { summary.lastPresentationTime = sample.presentationTime }
+            }
+            return summary
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw .chunkFailed(chunk: chunk, reason: "its output does not read: \(error)")
+        }
     }
 
     /// The chunk duration that cuts the input at `path` into `chunks` chunks (fewer when sync

@@ -36,6 +36,8 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case invalidated
     /// The waiting task was cancelled.
     case cancelled
+    /// A chunk of a ``ChunkedTranscoder`` failed in its child process: its number (from 0) and why.
+    case chunkFailed(chunk: Int, reason: String)
     /// The input stream could not be read as H.264 (see the bitstream error's place).
     case bitstream(BitstreamError)
     /// The input movie could not be read, or the output movie written.
@@ -94,6 +96,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         case .codecFailed(let error): "\(error)"
         case .invalidated: "the session is finished or invalidated"
         case .cancelled: "the waiting task was cancelled"
+        case .chunkFailed(let chunk, let reason): "chunk \(chunk): \(reason)"
         case .bitstream(let error): "\(error)"
         case .container(let error): "\(error)"
         case .mediaIO(let error): "\(error)"

@@ -36,6 +36,8 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         case allocate = "cannot allocate file space"
         /// Copying one file into another (`sendfile`).
         case copy = "copying failed"
+        /// Starting a child process (`posix_spawn`) or waiting for it (`waitpid`).
+        case spawn = "cannot run"
     }
 
     /// What was being done.

@@ -124,7 +124,7 @@ struct Bench: ParsableCommand {
 
     /// Runs the x264 CLI with the same settings; returns the frames per second it reports.
     private func runX264(_ x264: String, input: String, preset: String, output: String) throws -> Double {
-        var arguments = ["x264", "--preset", preset, "--crf", "\(crf)", "--no-progress", "-o", output]
+        var arguments = ["--preset", preset, "--crf", "\(crf)", "--no-progress", "-o", output]
         if let threads { arguments += ["--threads", "\(threads)"] }
         if let frames { arguments += ["--frames", "\(frames)"] }
         arguments.append(input)
@@ -199,25 +199,13 @@ func which(_ program: String) -> String? {
 }
 
 /// Runs a program to completion with standard output discarded; returns its status and what it
-/// printed on standard error (through a file, so a full pipe cannot stall it). (Foundation's
-/// Process would do, but loading Foundation costs every command its start-up time.)
+/// printed on standard error.
 func spawn(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stderr: String) {
     let directory = try TemporaryDirectory(prefix: "h264kit-spawn")
     let errorPath = directory.path + "/stderr"
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
-    guard result == 0 else { throw ToolError("\(executable): cannot start: \(String(cString: strerror(result)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 { guard errno == EINTR else { throw ToolError("\(executable): waitpid failed") } }
-    // WIFEXITED / WEXITSTATUS, which Swift does not import.
-    return (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: (try? readWholeFile(errorPath)) ?? [], as: UTF8.self))
+    let status: Int32
+    do { status = try ChildProcess.run([executable] + arguments, standardError: errorPath) } catch { throw ToolError("\(error)") }
+    return (status, String(decoding: (try? readWholeFile(errorPath)) ?? [], as: UTF8.self))
 }
 
 private func median(_ values: [Double]) -> Double {

@@ -1,6 +1,9 @@
 import ArgumentParser
 import H264Kit
 import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Transcode: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -70,13 +73,15 @@ struct Transcode: ParsableCommand {
         if let chunks {
             let work: TemporaryDirectory
             do { work = try TemporaryDirectory(prefix: "h264kit-chunks") } catch { throw ToolError("\(output): \(error)") }
+            var chunked = ChunkedTranscoder(options: options, chunks: chunks)
+            chunked.execution = .processes(command: Self.chunkCommand(options: Self.chunkOptions(CommandLine.arguments)))
             let summary: ChunkedTranscoder.Summary
             do {
-                summary = try ChunkedTranscoder(options: options, chunks: chunks)
-                    .run(path: input, into: output, movieOptions: MovieWriter.Options(fileType: MovieFileType(path: output)), workDirectory: work.path)
+                summary = try chunked.run(path: input, into: output, movieOptions: MovieWriter.Options(fileType: MovieFileType(path: output)), workDirectory: work.path)
             } catch {
                 throw ToolError("\(input): \(error)")
             }
+            for warning in summary.chunks.flatMap(\.warnings) { printError(warning) }
             for warning in summary.join.warnings { printError("\(input): warning: \(warning)") }
             let frames = summary.chunks.reduce(0) { $0 + $1.encodedFrames }
             printError("\(output): \(frames) frames in \(summary.segments.segments.count) chunks, \(fixed((clock.currentTime - begin).seconds, 2)) s")
@@ -101,5 +106,28 @@ struct Transcode: ParsableCommand {
             printError("\(input): \(summary.concealedFrames) damaged frames concealed, \(summary.droppedFrames) samples gave no picture and were skipped")
         }
         printError("\(output): \(summary.encodedFrames) frames \(summary.width)x\(summary.height), \(fixed((clock.currentTime - begin).seconds, 2)) s")
+    }
+
+    /// The options of this command line to hand on to each chunk's process: every `--name value`
+    /// except the chunking and the decoder threads (each chunk decodes on one thread).
+    static func chunkOptions(_ arguments: [String]) -> [String] {
+        var tokens = arguments.drop { $0 != "transcode" }.dropFirst()[...]
+        var options: [String] = []
+        while let token = tokens.popFirst() {
+            guard token.hasPrefix("--") else { continue }  // the input or output
+            let name = token.split(separator: "=", maxSplits: 1)[0]
+            let value = token.contains("=") ? nil : tokens.popFirst()
+            guard name != "--chunks", name != "--decoder-threads" else { continue }
+            options += [token] + (value.map { [$0] } ?? [])
+        }
+        return options + ["--decoder-threads", "1"]
+    }
+
+    /// Each chunk runs this program again: `h264kit transcode CHUNK OUTPUT OPTIONS…`.
+    static func chunkCommand(options: [String]) -> @Sendable (String, String) -> [String] {
+        var path = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &path, path.count - 1)
+        let executable = length > 0 ? String(decoding: path[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        return { input, output in [executable, "transcode", input, output] + options }
     }
 }

@@ -121,6 +121,29 @@ struct TranscodeTests {
         #expect(try ffmpegFrameHashes(chunked).count == 150)
     }
 
+    @Test func chunksRunInChildProcessesAndAFailedOneFailsTheRun() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work)
+        // A "transcode" that copies each chunk: the pieces and the join are the process path's.
+        var copying = ChunkedTranscoder(options: .init(), chunks: 2)
+        copying.execution = .processes { input, output in ["/bin/cp", input, output] }
+        try FileManager.default.createDirectory(atPath: work + "/a", withIntermediateDirectories: false)
+        let summary = try copying.run(path: source, into: work + "/copied.mp4", workDirectory: work + "/a")
+        #expect(summary.chunks.map(\.encodedFrames).reduce(0, +) == 150 && summary.chunks.count == 2)
+        #expect(try Self.presentationTimes(work + "/copied.mp4") == Self.presentationTimes(source))
+        var failing = copying
+        failing.execution = .processes { _, _ in ["/bin/sh", "-c", "echo 'no encoder here' >&2; exit 3"] }
+        try FileManager.default.createDirectory(atPath: work + "/b", withIntermediateDirectories: false)
+        #expect {
+            try failing.run(path: source, into: work + "/failed.mp4", workDirectory: work + "/b")
+        } throws: { error in
+            guard case .chunkFailed(_, let reason) = error as? SessionError else { return false }
+            return reason.contains("exited with 3") && reason.contains("no encoder here")
+        }
+        #expect(!FileManager.default.fileExists(atPath: work + "/failed.mp4"))
+    }
+
     @Test(.requires(.x264)) func timecodeAndMetadataCarryOver() throws {
         let work = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: work) }

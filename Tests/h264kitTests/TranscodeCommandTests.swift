@@ -52,6 +52,12 @@ struct TranscodeCommandTests {
         #expect(!FileManager.default.fileExists(atPath: work + "/out.mp4"))
         let chunksToStream = try h264kit(["transcode", work + "/bad.264", work + "/out.264", "--chunks", "2"])
         #expect(chunksToStream.status != 0 && chunksToStream.stderr.contains("--chunks"))
+        // An option only the chunks' own processes refuse: the run fails, naming the chunk.
+        _ = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-frames:v", "50", "-c:v", "libx264",
+                               "-g", "10", "-y", work + "/good.mp4"])
+        let badChunks = try h264kit(["transcode", work + "/good.mp4", work + "/out.mp4", "--chunks", "2", "--profile", "nonsense"])
+        #expect(badChunks.status != 0 && badChunks.stderr.contains("chunk 0") && badChunks.stderr.contains("nonsense"), "\(badChunks.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work + "/out.mp4"))
         let noDuration = try h264kit(["split", work + "/bad.264", work + "/segs"])
         #expect(noDuration.status != 0)
     }

@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SystemPackage
+
+/// A program run to completion with `posix_spawn`, its standard output and error sent to files
+/// (so that no pipe can fill up and stall it) and standard input from `/dev/null`.
+/// (Foundation's `Process` would do, but loading Foundation costs start-up time, and its `run()`
+/// leaks under LeakSanitizer.)
+package enum ChildProcess {
+    /// Runs `arguments` (the first is the executable's path) and returns its exit status; a child
+    /// killed by a signal gives 128 + the signal's number, as a shell reports it.
+    package static func run(_ arguments: [String], standardOutput: String = "/dev/null",
+                            standardError: String = "/dev/null") throws(SystemError) -> Int32 {
+        guard let executable = arguments.first else { throw SystemError(.spawn, path: "", errno: .invalidArgument) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, standardError, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let started = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        guard started == 0 else { throw SystemError(.spawn, path: executable, errno: Errno(rawValue: started)) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw SystemError.last(.spawn, path: executable) }
+        }
+        // WIFEXITED / WEXITSTATUS, which Swift does not import.
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+}
