@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything H264Kit needs on a fresh Debian 12 machine: the C libraries it builds
 # against (x264, libavcodec/libavutil/libswscale) and the tools its tests and benchmarks compare
-# against (x264, ffmpeg/ffprobe, mediainfo, hyperfine). Swift itself is expected on PATH.
+# against (x264, ffmpeg/ffprobe, mediainfo, hyperfine), and Ray (PyPI `ray`) with the namespace tools
+# its cluster tests run in (unshare, ip). Swift itself is expected on PATH.
 set -euo pipefail
-packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine python3 time)
+packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine python3 python3-pip time util-linux iproute2)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,5 +14,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Ray for the chunked-transcode driver (scripts/ray/transcode.py) and its test.
+if ! python3 -c "import ray" 2>/dev/null || ! command -v ray >/dev/null; then
+    pip=(python3 -m pip install --quiet --disable-pip-version-check)
+    # Debian's own Python refuses pip outside a virtual environment unless told.
+    python3 -c "import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')) else 1)" && pip+=(--break-system-packages)
+    "${pip[@]}" ray
+    command -v pyenv >/dev/null && pyenv rehash || true
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH: install Swift 6.1 or later (https://swift.org/install)" >&2; exit 1; }

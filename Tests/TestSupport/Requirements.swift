@@ -5,6 +5,10 @@ public enum Tool: String, Sendable, CaseIterable {
     case ffmpeg, ffprobe, x264, mediainfo, chromium
     case gstLaunch = "gst-launch-1.0"
     case python3
+    /// Ray's command line (`pip install ray`), which starts a cluster.
+    case ray
+    /// util-linux `unshare`, which makes the namespaces network tests and Ray clusters run in.
+    case unshare
 
     /// Whether the program is on the PATH.
     public var isInstalled: Bool { which(rawValue) != nil }

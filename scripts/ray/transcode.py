@@ -19,9 +19,13 @@ import ray
 
 
 @ray.remote(max_retries=3, retry_exceptions=True)
-def transcode_chunk(h264kit, segment, output, options):
+def transcode_chunk(h264kit, segment, output, options, inject_failure=False):
     """One chunk: `h264kit transcode` with a single decoder thread (as --chunks runs it)."""
     started = time.monotonic()
+    marker = output + ".attempted"
+    if inject_failure and not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError(f"{segment}: injected failure of the first attempt (--inject-failures)")
     result = subprocess.run([h264kit, "transcode", segment, output, "--decoder-threads", "1"] + options,
                             capture_output=True, text=True)
     if result.returncode != 0:
@@ -37,6 +41,8 @@ def main():
     parser.add_argument("--h264kit", default=shutil.which("h264kit") or os.path.join(os.path.dirname(__file__), "../../.build/release/h264kit"))
     parser.add_argument("--work", help="a directory every worker can read and write (default: a new one in TMPDIR)")
     parser.add_argument("--retries", type=int, default=3)
+    parser.add_argument("--report", help="write the timing report (JSON) here as well as to standard output")
+    parser.add_argument("--inject-failures", action="store_true", help="for tests: each chunk's first attempt fails (retries must recover)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
@@ -56,13 +62,17 @@ def main():
     task = transcode_chunk.options(max_retries=args.retries)
     inputs = [os.path.join(segments, s["file"]) for s in index["segments"]]
     outputs = [os.path.join(work, "encoded-" + s["file"]) for s in index["segments"]]
-    reports = ray.get([task.remote(h264kit, i, o, options) for i, o in zip(inputs, outputs)])
+    reports = ray.get([task.remote(h264kit, i, o, options, args.inject_failures) for i, o in zip(inputs, outputs)])
     encode_seconds = time.monotonic() - started - split_seconds
 
     subprocess.run([h264kit, "concat"] + outputs + [args.output, "--carry-over-from", args.input], check=True)
     total = time.monotonic() - started
-    print(json.dumps({"chunks": len(inputs), "split_seconds": round(split_seconds, 3), "encode_seconds": round(encode_seconds, 3),
-                      "total_seconds": round(total, 3), "tasks": reports}, indent=2))
+    report = json.dumps({"chunks": len(inputs), "split_seconds": round(split_seconds, 3), "encode_seconds": round(encode_seconds, 3),
+                         "total_seconds": round(total, 3), "tasks": reports}, indent=2)
+    print(report)
+    if args.report:
+        with open(args.report, "w") as file:
+            file.write(report + "\n")
     if not args.work:
         shutil.rmtree(work)
 
