@@ -102,17 +102,8 @@ public struct ChunkedTranscoder: Sendable {
         }
         var joinOptions = movieOptions
         joinOptions.keepsStartTime = true
-        var warnings: [String] = []
-        if options.carriesOverMovieData, MovieReader.looksLikeMovie(path: path) {
-            do {
-                let movie = try MovieReader(path: path, limits: options.source.movieLimits)
-                if let track = movie.firstVideoTrackIndex { warnings = joinOptions.carryOver(from: movie, videoTrack: track) }
-            } catch {
-                throw .container(error)
-            }
-        }
-        var join = try MovieConcatenator(options: joinOptions, carriesOverMovieData: false).concatenate(outputs, into: output)
-        join.warnings += warnings
+        let movieData: MovieConcatenator.MovieDataSource = options.carriesOverMovieData && MovieReader.looksLikeMovie(path: path) ? .movie(path: path) : .none
+        let join = try MovieConcatenator(options: joinOptions, movieData: movieData).concatenate(outputs, into: output)
         return Summary(segments: index, chunks: summaries, join: join)
     }
 

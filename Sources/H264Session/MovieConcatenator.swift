@@ -14,13 +14,23 @@ public struct MovieConcatenator: Sendable {
     /// How the joined movie is written; ``MovieWriter/Options/keepsStartTime`` keeps the first
     /// input's start.
     public var options: MovieWriter.Options
-    /// Take over the first input's timecode track, metadata and display transform.
-    public var carriesOverMovieData: Bool
+    /// Where the joined movie's timecode track, metadata and display transform come from.
+    public var movieData: MovieDataSource
 
-    /// A concatenator writing with `options`.
-    public init(options: MovieWriter.Options = MovieWriter.Options(keepsStartTime: true), carriesOverMovieData: Bool = true) {
+    /// Where a join takes its timecode track, metadata and display transform from.
+    public enum MovieDataSource: Sendable, Hashable {
+        /// The first input's.
+        case firstInput
+        /// Another movie's (the source the joined pieces were cut from, say).
+        case movie(path: String)
+        /// None: only what ``MovieConcatenator/options`` holds.
+        case none
+    }
+
+    /// A concatenator writing with `options`, taking the movie data from `movieData`.
+    public init(options: MovieWriter.Options = MovieWriter.Options(keepsStartTime: true), movieData: MovieDataSource = .firstInput) {
         self.options = options
-        self.carriesOverMovieData = carriesOverMovieData
+        self.movieData = movieData
     }
 
     /// What a join wrote.
@@ -39,6 +49,14 @@ public struct MovieConcatenator: Sendable {
         guard !paths.isEmpty else { throw .invalidOption("no movies to join") }
         var options = self.options
         var warnings: [String] = []
+        if case .movie(let path) = movieData {
+            do {
+                let movie = try MovieReader(path: path)
+                if let track = movie.firstVideoTrackIndex { warnings = options.carryOver(from: movie, videoTrack: track) }
+            } catch {
+                throw .container(error)
+            }
+        }
         var inputs: [(path: String, samples: MovieSampleBuffers)] = []
         for (number, path) in paths.enumerated() {
             let movie: MovieReader
@@ -46,7 +64,7 @@ public struct MovieConcatenator: Sendable {
             guard let track = movie.firstVideoTrackIndex else {
                 throw .container(ContainerError(.unsupported, "no H.264 video track to join", path: path))
             }
-            if number == 0, carriesOverMovieData { warnings = options.carryOver(from: movie, videoTrack: track) }
+            if number == 0, movieData == .firstInput { warnings = options.carryOver(from: movie, videoTrack: track) }
             do { inputs.append((path, try movie.sampleBuffers(track: track, editList: .trim))) } catch { throw .container(error) }
         }
         let writer: MovieWriter

@@ -34,22 +34,14 @@ struct Concat: ParsableCommand {
                 throw ToolError("\(inputs[0]): not a split index: \(error)")
             }
         }
-        var options = MovieWriter.Options(fileType: MovieFileType(path: output), keepsStartTime: true)
-        if let carryOverFrom {
-            do {
-                let movie = try MovieReader(path: carryOverFrom)
-                if let track = movie.firstVideoTrackIndex { for problem in options.carryOver(from: movie, videoTrack: track) { printError("warning: not carried over: \(problem)") } }
-            } catch {
-                throw ToolError("\(error)")
-            }
-        }
+        let options = MovieWriter.Options(fileType: MovieFileType(path: output), keepsStartTime: true)
         let summary: MovieConcatenator.Summary
         do {
-            summary = try MovieConcatenator(options: options, carriesOverMovieData: carryOverFrom == nil).concatenate(inputs, into: output)
+            summary = try MovieConcatenator(options: options, movieData: carryOverFrom.map { .movie(path: $0) } ?? .firstInput).concatenate(inputs, into: output)
         } catch {
             throw ToolError("\(error)")
         }
-        for warning in summary.warnings { printError("warning: \(warning)") }
+        for warning in summary.warnings { printError("warning: not carried over: \(warning)") }
         let moved = summary.shifts.filter { $0 != .zero }.count
         printError("\(output): \(summary.movie.sampleCount) samples from \(inputs.count) files\(moved > 0 ? ", \(moved) moved to follow the previous one" : "")")
     }
