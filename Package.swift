@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
-let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session"]
+let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session", "H264Network"]
 
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
@@ -32,6 +32,9 @@ var targets: [Target] = [
     // The VideoToolbox analogue: sessions, and decoding a whole file.
     .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO"]),
 
+    // RTP (RFC 6184), RTCP, SDP: pure state machines, packets in and out.
+    .target(name: "H264Network", dependencies: ["H264Bitstream", "MediaCore"]),
+
     // One import for library users.
     .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) }),
 
@@ -48,6 +51,7 @@ var targets: [Target] = [
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "MediaCore", "MediaIO", "TestSupport"]),
+    .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]

@@ -5,3 +5,4 @@
 @_exported public import H264Codec
 @_exported public import MediaIO
 @_exported public import H264Session
+@_exported public import H264Network

@@ -1,0 +1,305 @@
+/// The RTP payload format for H.264 (RFC 6184), receiving side: a pure state machine from RTP
+/// packets to whole access units (packets in, access units out; no sockets, no clocks).
+///
+/// A small jitter buffer puts packets back in sequence-number order (16-bit wrap included) and
+/// drops duplicates; a gap it cannot wait out (more than ``Configuration/reorderDepth`` packets
+/// held) is counted as loss. NAL units come from single NAL unit packets, STAP-A aggregates and
+/// FU-A fragments (packetization modes 0 and 1). An access unit ends at the marker bit or at the
+/// first packet of a new timestamp. An access unit touched by loss, or with a malformed payload,
+/// is dropped and counted, never handed on as if whole; after it, and at the start, access units
+/// are skipped until the next IDR picture so that decoding starts and resumes cleanly.
+public struct H264Depacketizer: Sendable {
+    /// How packets are taken.
+    public struct Configuration: Sendable, Hashable {
+        /// Packets held waiting for a missing one before it is declared lost.
+        public var reorderDepth: Int
+        /// Accept only this payload type (nil: any).
+        public var payloadType: UInt8?
+        /// Skip access units until an IDR picture at the start and after a dropped one.
+        public var resumesAtSyncSample: Bool
+        /// The largest access unit (bytes of NAL units); a larger one is dropped as damaged.
+        public var maximumAccessUnitSize: Int
+
+        /// A configuration.
+        public init(reorderDepth: Int = 64, payloadType: UInt8? = nil, resumesAtSyncSample: Bool = true, maximumAccessUnitSize: Int = 32 << 20) {
+            self.reorderDepth = max(0, reorderDepth)
+            self.payloadType = payloadType
+            self.resumesAtSyncSample = resumesAtSyncSample
+            self.maximumAccessUnitSize = maximumAccessUnitSize
+        }
+    }
+
+    /// One access unit as it arrived.
+    public struct AccessUnit: Sendable, Hashable {
+        /// The RTP timestamp (90 kHz).
+        public var timestamp: UInt32
+        /// The timestamp counted from the first access unit's, wraps of 2^32 unfolded.
+        public var extendedTimestamp: Int64
+        /// The NAL units, header byte first, no start codes.
+        public var nalUnits: [[UInt8]]
+        /// Whether it holds an IDR picture's slices.
+        public var isIDR: Bool
+    }
+
+    /// What the depacketizer has seen.
+    public struct Statistics: Sendable, Hashable, Codable {
+        /// Packets taken (duplicates and late ones included).
+        public var packetsReceived = 0
+        /// Packets never received (sequence numbers skipped).
+        public var packetsLost = 0
+        /// Packets that arrived after a later-numbered one.
+        public var packetsReordered = 0
+        /// Packets received twice.
+        public var packetsDuplicated = 0
+        /// Packets that arrived after their place was given up (counted lost), then dropped.
+        public var packetsLate = 0
+        /// Packets that were not RTP or not H.264 of the expected payload type, or malformed.
+        public var packetsInvalid = 0
+        /// Access units handed on whole.
+        public var accessUnitsComplete = 0
+        /// Access units dropped because of loss or a malformed payload.
+        public var accessUnitsDropped = 0
+        /// Access units skipped while waiting for an IDR picture.
+        public var accessUnitsSkipped = 0
+        /// The highest sequence number received, extended past its wraps (RFC 3550 A.3).
+        public var extendedHighestSequenceNumber: Int64 = 0
+    }
+
+    /// How packets are taken.
+    public let configuration: Configuration
+    /// What has been seen so far.
+    public private(set) var statistics = Statistics()
+
+    private var held: [Int64: RTPPacket] = [:]
+    private var nextExpected: Int64?
+    private var highest: Int64?
+    /// Sequence numbers taken recently (to tell a duplicate from a late packet).
+    private var taken: Set<Int64> = []
+    /// A packet far behind the others: a restarted sender, confirmed when the next one follows it.
+    private var probation: Int64?
+    private var current = Assembly()
+    private var gapBeforeNext = false
+    private var waitingForIDR: Bool
+    private var lastTimestamp: UInt32?
+    private var unfolded: Int64 = 0
+
+    /// How far behind the expected sequence number a packet is taken as a sender's restart
+    /// rather than a late one (RFC 3550 A.1's MAX_MISORDER).
+    static let maximumMisorder: Int64 = 100
+
+    /// An access unit being put together.
+    private struct Assembly {
+        var timestamp: UInt32?
+        var nalUnits: [[UInt8]] = []
+        var size = 0
+        var fragment: [UInt8]?
+        var damaged = false
+    }
+
+    /// A depacketizer with `configuration`.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        waitingForIDR = configuration.resumesAtSyncSample
+    }
+
+    /// Takes one datagram; returns the access units it completes, in order. A datagram that is
+    /// not an RTP packet is counted and ignored.
+    public mutating func receive(datagram: UnsafeRawBufferPointer) -> [AccessUnit] {
+        do { return receive(try RTPPacket(parsing: datagram)) } catch {
+            statistics.packetsInvalid += 1
+            return []
+        }
+    }
+
+    /// Takes one packet; returns the access units it completes, in order.
+    public mutating func receive(_ packet: RTPPacket) -> [AccessUnit] {
+        statistics.packetsReceived += 1
+        if let expected = configuration.payloadType, packet.payloadType != expected {
+            statistics.packetsInvalid += 1
+            return []
+        }
+        let sequence = extend(packet.sequenceNumber)
+        var units: [AccessUnit] = []
+        if let next = nextExpected, sequence < next {
+            if taken.contains(sequence) {
+                statistics.packetsDuplicated += 1
+                return []
+            }
+            guard sequence < next - Self.maximumMisorder else {
+                statistics.packetsLate += 1
+                return []
+            }
+            // Far behind: a sender that restarted its numbering, once a second packet follows.
+            guard probation == sequence else {
+                probation = sequence + 1
+                statistics.packetsInvalid += 1
+                return []
+            }
+            probation = nil
+            units = finish()
+            held = [:]
+            taken = []
+            highest = nil
+            nextExpected = nil
+            return units + receiveInSequence(packet, sequence: Int64(packet.sequenceNumber))
+        }
+        probation = nil
+        return receiveInSequence(packet, sequence: sequence)
+    }
+
+    private mutating func receiveInSequence(_ packet: RTPPacket, sequence: Int64) -> [AccessUnit] {
+        guard held[sequence] == nil else {
+            statistics.packetsDuplicated += 1
+            return []
+        }
+        if let highest, sequence < highest { statistics.packetsReordered += 1 }
+        highest = max(highest ?? sequence, sequence)
+        statistics.extendedHighestSequenceNumber = highest ?? 0
+        if nextExpected == nil { nextExpected = sequence }
+        held[sequence] = packet
+        var units: [AccessUnit] = []
+        release(into: &units)
+        if taken.count > 4 * Int(Self.maximumMisorder) + 2 * configuration.reorderDepth, let next = nextExpected {
+            taken = taken.filter { $0 >= next - 2 * Self.maximumMisorder }
+        }
+        while held.count > configuration.reorderDepth, let first = held.keys.min() {
+            // The missing packets are not coming: count them lost, go on from the next held one.
+            statistics.packetsLost += Int(first - nextExpected!)
+            nextExpected = first
+            noteLoss()
+            release(into: &units)
+        }
+        return units
+    }
+
+    /// The end of the stream (RTCP BYE, a timeout): every held packet is taken, gaps counted as
+    /// loss, and the last access unit handed on if it is whole.
+    public mutating func finish() -> [AccessUnit] {
+        var units: [AccessUnit] = []
+        while let first = held.keys.min() {
+            if let next = nextExpected, first > next {
+                statistics.packetsLost += Int(first - next)
+                noteLoss()
+            }
+            nextExpected = first
+            release(into: &units)
+        }
+        endAccessUnit(into: &units)
+        return units
+    }
+
+    /// The packet's sequence number extended to 64 bits: the candidate nearest the highest seen.
+    private func extend(_ sequence: UInt16) -> Int64 {
+        guard let reference = highest else { return Int64(sequence) }
+        let delta = Int64(Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: reference)))
+        return reference + delta
+    }
+
+    private mutating func release(into units: inout [AccessUnit]) {
+        while let next = nextExpected, let packet = held.removeValue(forKey: next) {
+            nextExpected = next + 1
+            taken.insert(next)
+            take(packet, into: &units)
+        }
+    }
+
+    /// Loss in the sequence: the access unit being assembled, and the one the next packet
+    /// continues or starts, cannot be whole.
+    private mutating func noteLoss() {
+        if current.timestamp != nil { current.damaged = true }
+        current.fragment = nil
+        gapBeforeNext = true
+    }
+
+    private mutating func take(_ packet: RTPPacket, into units: inout [AccessUnit]) {
+        let afterGap = gapBeforeNext
+        gapBeforeNext = false
+        if let timestamp = current.timestamp, timestamp != packet.timestamp {
+            // A new timestamp without the previous marker: the previous access unit ended.
+            endAccessUnit(into: &units)
+        }
+        if current.timestamp == nil {
+            current.timestamp = packet.timestamp
+            // The first packet after a gap may not be its access unit's first.
+            if afterGap { current.damaged = true }
+        }
+        depayload(packet.payload)
+        if packet.marker { endAccessUnit(into: &units) }
+    }
+
+    /// The NAL units of one payload (RFC 6184 §5.6–5.8) into the current access unit.
+    private mutating func depayload(_ payload: [UInt8]) {
+        guard let first = payload.first else { return malformed() }
+        let type = first & 0x1F
+        switch type {
+        case 1...23:
+            current.fragment = nil
+            append(payload)
+        case 24:  // STAP-A: 16-bit sizes, each unit within the payload
+            var offset = 1
+            while offset < payload.count {
+                guard offset + 2 <= payload.count else { return malformed() }
+                let size = Int(payload[offset]) << 8 | Int(payload[offset + 1])
+                offset += 2
+                guard size > 0, offset + size <= payload.count else { return malformed() }
+                append(Array(payload[offset..<(offset + size)]))
+                offset += size
+            }
+        case 28:  // FU-A
+            guard payload.count >= 3 else { return malformed() }
+            let header = payload[1]
+            let start = header & 0x80 != 0, end = header & 0x40 != 0
+            if start {
+                if current.fragment != nil { current.damaged = true }  // the previous one never ended
+                guard !end else { return malformed() }
+                current.fragment = [first & 0xE0 | header & 0x1F] + payload[2...]
+            } else if current.fragment != nil {
+                current.fragment! += payload[2...]
+            } else {
+                current.damaged = true  // a middle or end without its start: the start was lost
+                return
+            }
+            if current.fragment!.count > configuration.maximumAccessUnitSize { current.damaged = true; current.fragment = nil; return }
+            if end, let unit = current.fragment {
+                current.fragment = nil
+                append(unit)
+            }
+        default:  // STAP-B, MTAP16/24, FU-B (interleaved mode) and the reserved types
+            malformed()
+        }
+    }
+
+    private mutating func malformed() {
+        statistics.packetsInvalid += 1
+        current.damaged = true
+    }
+
+    private mutating func append(_ unit: [UInt8]) {
+        current.size += unit.count
+        guard current.size <= configuration.maximumAccessUnitSize else { current.damaged = true; return }
+        if !current.damaged { current.nalUnits.append(unit) }
+    }
+
+    private mutating func endAccessUnit(into units: inout [AccessUnit]) {
+        defer { current = Assembly() }
+        guard let timestamp = current.timestamp else { return }
+        if current.fragment != nil { current.damaged = true }
+        if current.damaged || current.nalUnits.isEmpty {
+            statistics.accessUnitsDropped += 1
+            waitingForIDR = configuration.resumesAtSyncSample
+            return
+        }
+        let isIDR = current.nalUnits.contains { $0[0] & 0x1F == 5 }
+        if waitingForIDR {
+            guard isIDR else {
+                statistics.accessUnitsSkipped += 1
+                return
+            }
+            waitingForIDR = false
+        }
+        if let lastTimestamp { unfolded += Int64(Int32(bitPattern: timestamp &- lastTimestamp)) }
+        lastTimestamp = timestamp
+        statistics.accessUnitsComplete += 1
+        units.append(AccessUnit(timestamp: timestamp, extendedTimestamp: unfolded, nalUnits: current.nalUnits, isIDR: isIDR))
+    }
+}

@@ -1,0 +1,43 @@
+/// A packet, session description or request that could not be used: what was wrong and where
+/// (the packet's sequence number, the byte in it, the SDP line).
+public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of problem was found.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported }
+        let base: Base
+        init(_ base: Base) { self.base = base }
+
+        /// The data ends inside a structure (an RTP header, a STAP-A length, a NAL unit).
+        public static let truncated = Code(.truncated)
+        /// An RTP header that is not version 2, or whose padding or extension does not fit.
+        public static let invalidHeader = Code(.invalidHeader)
+        /// An H.264 payload that breaks RFC 6184 (a reserved type, an FU-A with both start and end).
+        public static let invalidPayload = Code(.invalidPayload)
+        /// A unit larger than the packet size allows, or than a limit.
+        public static let tooLarge = Code(.tooLarge)
+        /// A session description line that does not parse, or lacks what H.264 needs.
+        public static let invalidDescription = Code(.invalidDescription)
+        /// Valid syntax that this library does not handle (an interleaved packetization mode).
+        public static let unsupported = Code(.unsupported)
+
+        /// The code's name.
+        public var description: String { "\(base)" }
+    }
+
+    /// What was wrong.
+    public var code: Code
+    /// Why, in words.
+    public var reason: String
+    /// Where: "packet 1234, byte 12", "SDP line 7".
+    public var location: String?
+
+    /// An error of `code` for `reason`, at `location` when known.
+    public init(_ code: Code, _ reason: String, at location: String? = nil) {
+        self.code = code
+        self.reason = reason
+        self.location = location
+    }
+
+    /// Reads like `location: reason`.
+    public var description: String { (location.map { "\($0): " } ?? "") + reason }
+}

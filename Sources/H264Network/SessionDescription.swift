@@ -1,0 +1,126 @@
+/// A session description (SDP, RFC 4566): the session's lines and one section per medium.
+///
+/// Parsing keeps what RTP receivers need (origin, name, connection, attributes, media with
+/// their port, protocol, formats and attributes) and passes over every other line type, as
+/// ffmpeg, GStreamer and cameras write them; a line that is not `x=value` is an error naming
+/// its number. ``text`` writes the lines back in RFC 4566 order, CRLF-terminated.
+public struct SessionDescription: Sendable, Hashable {
+    /// One `m=` section.
+    public struct Media: Sendable, Hashable {
+        /// The media type: `video`, `audio`, ...
+        public var type: String
+        /// The transport port (0: the medium is not sent).
+        public var port: Int
+        /// The transport protocol: `RTP/AVP`, ...
+        public var transport: String
+        /// The formats: RTP payload types for RTP.
+        public var formats: [String]
+        /// The `c=` line's value for this medium, if it has its own.
+        public var connection: String?
+        /// The `a=` lines' values, in order (`rtpmap:96 H264/90000`, `control:trackID=0`).
+        public var attributes: [String]
+
+        /// A medium.
+        public init(type: String, port: Int, transport: String = "RTP/AVP", formats: [String], connection: String? = nil, attributes: [String] = []) {
+            self.type = type
+            self.port = port
+            self.transport = transport
+            self.formats = formats
+            self.connection = connection
+            self.attributes = attributes
+        }
+
+        /// The value of the first attribute named `name` (`a=name:value`), or nil.
+        public func attribute(_ name: String) -> String? { SessionDescription.attribute(name, in: attributes) }
+    }
+
+    /// The `o=` line's value.
+    public var origin: String
+    /// The `s=` line's value.
+    public var name: String
+    /// The session's `c=` line value: `IN IP4 127.0.0.1`.
+    public var connection: String?
+    /// The session-level `a=` lines' values.
+    public var attributes: [String]
+    /// The media sections.
+    public var media: [Media]
+
+    /// The longest description accepted (cameras write a few hundred bytes).
+    public static let maximumSize = 64 << 10
+
+    /// A description.
+    public init(origin: String = "- 0 0 IN IP4 127.0.0.1", name: String = "H264Kit", connection: String? = nil, attributes: [String] = [], media: [Media]) {
+        self.origin = origin
+        self.name = name
+        self.connection = connection
+        self.attributes = attributes
+        self.media = media
+    }
+
+    /// Parses SDP text (CRLF or LF line ends).
+    public init(parsing text: String) throws(NetworkError) {
+        guard text.utf8.count <= Self.maximumSize else {
+            throw NetworkError(.tooLarge, "a \(text.utf8.count)-byte session description: at most \(Self.maximumSize)")
+        }
+        origin = ""
+        name = ""
+        attributes = []
+        media = []
+        var sawVersion = false
+        // ("\r\n" is one Character in Swift.)
+        for (number, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
+            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]
+            if line.isEmpty { continue }
+            let place = "SDP line \(number + 1)"
+            guard line.count >= 2, let type = line.first, type.isLetter, line.dropFirst().first == "=" else {
+                throw NetworkError(.invalidDescription, "'\(line.prefix(80))' is not a type=value line", at: place)
+            }
+            let value = String(line.dropFirst(2))
+            switch type {
+            case "v":
+                guard value == "0" else { throw NetworkError(.invalidDescription, "SDP version \(value), expected 0", at: place) }
+                sawVersion = true
+            case "o": origin = value
+            case "s": name = value
+            case "c":
+                if media.isEmpty { connection = value } else { media[media.count - 1].connection = value }
+            case "a":
+                if media.isEmpty { attributes.append(value) } else { media[media.count - 1].attributes.append(value) }
+            case "m":
+                let fields = value.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 4, let port = Int(fields[1].split(separator: "/")[0]), (0...65535).contains(port) else {
+                    throw NetworkError(.invalidDescription, "'m=\(value.prefix(80))': expected 'media port proto fmt...'", at: place)
+                }
+                media.append(Media(type: String(fields[0]), port: port, transport: String(fields[2]), formats: fields.dropFirst(3).map(String.init)))
+            default:
+                continue  // i=, u=, e=, p=, b=, t=, r=, z=, k=: not needed to receive
+            }
+        }
+        guard sawVersion else { throw NetworkError(.invalidDescription, "no 'v=0' line: not a session description") }
+    }
+
+    /// The description as SDP text.
+    public var text: String {
+        var lines = ["v=0", "o=\(origin)", "s=\(name)"]
+        if let connection { lines.append("c=\(connection)") }
+        lines.append("t=0 0")
+        lines += attributes.map { "a=\($0)" }
+        for medium in media {
+            lines.append("m=\(medium.type) \(medium.port) \(medium.transport) \(medium.formats.joined(separator: " "))")
+            if let connection = medium.connection { lines.append("c=\(connection)") }
+            lines += medium.attributes.map { "a=\($0)" }
+        }
+        return lines.map { $0 + "\r\n" }.joined()
+    }
+
+    /// The value of the first session attribute named `name`, or nil.
+    public func attribute(_ name: String) -> String? { Self.attribute(name, in: attributes) }
+
+    static func attribute(_ name: String, in attributes: [String]) -> String? {
+        for attribute in attributes {
+            if attribute == name { return "" }
+            if attribute.hasPrefix(name + ":") { return String(attribute.dropFirst(name.count + 1)) }
+        }
+        return nil
+    }
+}

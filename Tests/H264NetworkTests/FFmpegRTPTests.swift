@@ -1,0 +1,106 @@
+import Dispatch
+import Foundation
+import H264Network
+import MediaCore
+import Synchronization
+import TestSupport
+import Testing
+
+/// RTP between H264Kit and ffmpeg over loopback UDP: what we send, ffmpeg decodes to the
+/// source's frame hashes; what ffmpeg sends, we rebuild into the source's access units.
+@Suite("RTP with ffmpeg as the peer", .requires(.ffmpeg), .serialized)
+struct FFmpegRTPTests {
+    static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
+
+    /// A port P with P and P + 1 free on 127.0.0.1 (RTP and RTCP), P even as RFC 3550 asks.
+    static func freePortPair() throws -> UInt16 {
+        for _ in 0..<100 {
+            let port = UInt16.random(in: 20_000...40_000) & ~1
+            if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return port }
+        }
+        throw TestFailure("no free UDP port pair on 127.0.0.1")
+    }
+
+    static func frameHashes(framemd5 text: String) -> [String] {
+        text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+    }
+
+    struct Shape: Sendable, CustomTestStringConvertible {
+        var mode: Int
+        var packetSize: Int
+        var testDescription: String { "mode \(mode), \(packetSize)-byte packets" }
+    }
+
+    @Test(arguments: [Shape(mode: 1, packetSize: 1200), Shape(mode: 1, packetSize: 500), Shape(mode: 0, packetSize: 65_507)])
+    func ffmpegDecodesWhatWeSendToTheSourceFrames(_ shape: Shape) throws {
+        let reader = try SampleBufferReader(path: Self.source)
+        var samples: [SampleBuffer] = []
+        while let sample = try reader.next() { samples.append(sample) }
+        let port = try Self.freePortPair()
+        var packetizer = try H264Packetizer(configuration: .init(packetizationMode: shape.mode, maximumPacketSize: shape.packetSize))
+        let format = H264PayloadFormat(formatDescription: samples[0].formatDescription, packetizationMode: shape.mode)
+        let sdp = SessionDescription(connection: "IN IP4 127.0.0.1", media: [format.medium(port: Int(port))])
+        let sdpPath = try Checkout.temporaryFile(Array(sdp.text.utf8), suffix: ".sdp")
+        defer { try? FileManager.default.removeItem(atPath: sdpPath) }
+
+        // ffmpeg listens (bounded by `timeout`); we send once its socket is bound. Every decoded
+        // frame is kept (-fps_mode passthrough): with its default VFR sync, ffmpeg drops the two
+        // B-frames after the first IDR of any RTP source (its own sender's too), because its
+        // decoder learns the reordering delay only from those first frames.
+        let received = Mutex<ProcessResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let result = try? run("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdpPath,
+                                              "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+            received.withLock { $0 = result }
+            done.signal()
+        }
+        var waited = 0
+        while !udpPortIsBound(port), waited < 1000 { usleep(10_000); waited += 1 }
+        try #require(udpPortIsBound(port), "ffmpeg never listened on 127.0.0.1:\(port)")
+        let socket = try LoopbackUDPSocket()
+        for sample in samples {
+            for packet in try packetizer.packets(for: sample) { try socket.send(packet.bytes, toPort: port) }
+            usleep(2_000)  // ffmpeg's UDP receive buffer is 64 KiB
+        }
+        let bye = RTCPPacket.serialize([
+            .senderReport(.init(ssrc: packetizer.configuration.ssrc, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: UInt32(packetizer.packetCount),
+                                octetCount: UInt32(packetizer.octetCount))),
+            .goodbye(.init(sources: [packetizer.configuration.ssrc])),
+        ])
+        try socket.send(bye, toPort: port + 1)
+        done.wait()
+        let result = try #require(received.withLock { $0 })
+        #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
+        let expected = try ffmpegFrameHashes(Self.source)
+        #expect(Self.frameHashes(framemd5: result.stdoutText) == expected)
+    }
+
+    @Test(arguments: [false, true]) func weRebuildWhatFFmpegSends(modeZero: Bool) throws {
+        let reader = try SampleBufferReader(path: Self.source)
+        var samples: [SampleBuffer] = []
+        while let sample = try reader.next() { samples.append(sample) }
+        let socket = try LoopbackUDPSocket(receiveTimeout: 1)
+        var arguments = ["10", "ffmpeg", "-v", "error", "-i", Self.source, "-c", "copy"]
+        if modeZero { arguments += ["-rtpflags", "h264_mode0"] }
+        arguments += ["-f", "rtp", "rtp://127.0.0.1:\(socket.port)?pkt_size=60000"]
+        let sent = try run("timeout", arguments)
+        #expect(sent.status == 0, "\(sent.stderrText)")
+        var depacketizer = H264Depacketizer()
+        var units: [H264Depacketizer.AccessUnit] = []
+        while let datagram = socket.receive() { units += datagram.withUnsafeBytes { depacketizer.receive(datagram: $0) } }
+        units += depacketizer.finish()
+        let statistics = depacketizer.statistics
+        #expect(statistics.packetsLost == 0 && statistics.packetsInvalid == 0 && statistics.accessUnitsDropped == 0, "\(statistics)")
+        #expect(units.count == samples.count)
+        for (unit, sample) in zip(units, samples) {
+            // ffmpeg sends the stream's own in-band parameter sets; the samples carry them in their description.
+            #expect(unit.nalUnits.filter { ![7, 8].contains($0[0] & 0x1F) } == (try sample.nalUnits()))
+            #expect(unit.isIDR == sample.isSync)
+        }
+        // 90 kHz timestamps one frame apart in presentation order.
+        let times = units.map(\.extendedTimestamp).sorted()
+        let steps = Set(zip(times, times.dropFirst()).map { $1 - $0 })
+        #expect(steps.count == 1, "one frame duration apart: \(steps)")
+    }
+}
