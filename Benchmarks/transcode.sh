@@ -4,13 +4,16 @@
 # peak RSS (/usr/bin/time), frame count and presentation times (ffprobe), PSNR to the source.
 # Then `--chunks 2` against one process, both at --threads 1 per encoder (the issue's bar: <= 0.6x).
 # Targets (issue #19): speed >= 1.05x ffmpeg, PSNR within 0.05 dB, RSS <= ffmpeg's; chunks <= 0.6x.
-# Usage: Benchmarks/transcode.sh [WORKDIR] [THREADS] [FRAMES] [RUNS]
+# Usage: Benchmarks/transcode.sh [WORKDIR] [THREADS] [FRAMES] [RUNS] [all|presets|chunks]
+# With THREADS=1 both decoders run on one thread too (ffmpeg -threads 1 before -i; --decoder-threads 1);
+# `taskset -c 0 Benchmarks/transcode.sh DIR 1 250 3 presets` pins everything to one core.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 work="${1:-.build/bench-data}"
 threads="${2:-$(nproc)}"
 frames="${3:-250}"
 runs="${4:-3}"
+sections="${5:-all}"
 crf=23
 mkdir -p "$work"
 swift build -c release --product h264kit >/dev/null
@@ -37,11 +40,14 @@ report() {   # name output rss-KiB
 }
 
 echo "source: $source ($frames frames, 1920x1080, 25 fps), CRF $crf, $threads threads"
-for preset in veryfast medium; do
+decoderIn=()
+decoderOurs=()
+if [ "$threads" = 1 ]; then decoderIn=(-threads 1); decoderOurs=(--decoder-threads 1); fi
+[ "$sections" = chunks ] || for preset in veryfast medium; do
     ours="$work/transcode-ours-$preset.mp4"
     theirs="$work/transcode-ffmpeg-$preset.mp4"
-    ffmpegCommand="ffmpeg -y -v error -i $source -c:v libx264 -preset $preset -crf $crf -threads $threads $theirs"
-    oursCommand="$bin transcode $source $ours --preset $preset --crf $crf --threads $threads"
+    ffmpegCommand="ffmpeg -y -v error ${decoderIn[*]} -i $source -c:v libx264 -preset $preset -crf $crf -threads $threads $theirs"
+    oursCommand="$bin transcode $source $ours --preset $preset --crf $crf --threads $threads ${decoderOurs[*]}"
     hyperfine -N -w 1 -r "$runs" --export-json "$work/transcode-$preset.json" \
         -n "h264kit $preset" "$oursCommand" -n "ffmpeg $preset" "$ffmpegCommand"
     python3 - "$work/transcode-$preset.json" "$frames" <<'PY'
@@ -60,6 +66,7 @@ PY
         "$work/h264kit-$preset.psnr" "$work/ffmpeg-$preset.psnr"
 done
 
+[ "$sections" = presets ] && exit 0
 echo "chunked: --chunks 2 against one process, one encoder thread each (veryfast)"
 one="$work/transcode-one.mp4"
 chunked="$work/transcode-chunks2.mp4"

@@ -12,6 +12,8 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzSampleBuffers", ["H264Bitstream", "MediaCore", "H264Container"]),
     ("FuzzMovie", ["H264Bitstream", "MediaCore", "H264Container"]),
     ("FuzzY4M", ["MediaCore", "MediaIO"]),
+    ("FuzzRTP", ["H264Network"]),
+    ("FuzzSDP", ["H264Network"]),
 ]
 
 let package = Package(

@@ -5,7 +5,7 @@ import glob, os, subprocess, sys, tempfile
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = sys.argv[1]
-targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M"]
+targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP"]
 for t in targets:
     os.makedirs(os.path.join(out, t), exist_ok=True)
 
@@ -94,6 +94,33 @@ for fmt, extra in [("yuv420p", []), ("yuv422p", []), ("yuv444p", []), ("gray", [
     path = os.path.join(work, fmt + ".y4m")
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=8x6:rate=30000/1001", "-frames:v", "2", "-pix_fmt", fmt, *extra, "-f", "yuv4mpegpipe", path)
     put("FuzzY4M", fmt, open(path, "rb").read())
+
+# RTP as ffmpeg sends it (over loopback UDP to a socket here), each datagram after a 2-byte
+# length; the SDP it announces.
+import socket
+for path in streams[-6:]:
+    name = os.path.splitext(os.path.basename(path))[0]
+    for flags, url_args in [("mode1", "pkt_size=200"), ("mode0", "pkt_size=60000")]:
+        receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        receiver.bind(("127.0.0.1", 0))
+        receiver.settimeout(1)
+        port = receiver.getsockname()[1]
+        sdp = os.path.join(work, f"{name}-{flags}.sdp")
+        extra = ["-rtpflags", "h264_mode0"] if flags == "mode0" else []
+        ffmpeg("-r", "25", "-f", "h264", "-i", path, "-c", "copy", *extra, "-f", "rtp", "-sdp_file", sdp, f"rtp://127.0.0.1:{port}?{url_args}")
+        data = b""
+        try:
+            while len(data) < 30000:
+                datagram = receiver.recv(65536)
+                data += len(datagram).to_bytes(2, "big") + datagram
+        except socket.timeout:
+            pass
+        receiver.close()
+        put("FuzzRTP", f"{name}-{flags}", bytes([0x00, 0x10]) + data)
+        put("FuzzSDP", f"{name}-{flags}", open(sdp, "rb").read())
+put("FuzzSDP", "camera", b"v=0\r\no=- 1 1 IN IP4 192.168.1.10\r\ns=Session\r\nt=0 0\r\na=control:*\r\nm=video 0 RTP/AVP 97\r\n"
+    b"b=AS:5000\r\na=rtpmap:97 H264/90000\r\na=fmtp:97 profile-level-id=420029; packetization-mode=1; sprop-parameter-sets=Z0IAKeKQFAe2AtwEBAaQeJEV,aM48gA==\r\n"
+    b"a=control:trackID=1\r\n")
 
 for t in targets:
     print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")

@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M)
+all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M FuzzRTP FuzzSDP)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 work=.build/fuzz
@@ -32,11 +32,13 @@ build=(swift build -c release --package-path Fuzz --scratch-path "$work/build"
 mkdir -p "$work"
 "${build[@]}" >"$work/build.log" 2>&1 || { grep -vE "prohibited flag" "$work/build.log" | tail -30; echo "fuzz: the build failed" >&2; exit 1; }
 bin="$("${build[@]}" --show-bin-path)"
-[ -d "$work/seeds" ] || python3 Fuzz/make-seeds.py "$work/seeds"
+for target in "${all[@]}"; do   # (again when a target was added since they were made)
+    [ -d "$work/seeds/$target" ] || { python3 Fuzz/make-seeds.py "$work/seeds"; break; }
+done
 
 export SWIFT_BACKTRACE=enable=no   # the Swift crash handler and ASan both want the signal
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
-declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m)
+declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m [FuzzRTP]=rtp [FuzzSDP]=sdp)
 # The inputs that failed once: the target's own crash files, and the hostile fixtures the
 # unit tests replay (movies for the movie target, streams for the stream targets).
 regressionInputs() {
@@ -47,6 +49,8 @@ regressionInputs() {
         FuzzAnnexB|FuzzSampleBuffers|FuzzParameterSets) find Tests/Fixtures/Hostile -name '*.264' ;;
         FuzzY4M) find Tests/Fixtures/Hostile -name '*.y4m' ;;
         FuzzAVCC) find Tests/Fixtures/Hostile -name '*.avcc' ;;
+        FuzzRTP) find Tests/Fixtures/Hostile -name '*.rtp' ;;
+        FuzzSDP) find Tests/Fixtures/Hostile -name '*.sdp' ;;
     esac
 }
 failed=()

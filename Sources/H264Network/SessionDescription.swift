@@ -88,7 +88,7 @@ public struct SessionDescription: Sendable, Hashable {
                 if media.isEmpty { attributes.append(value) } else { media[media.count - 1].attributes.append(value) }
             case "m":
                 let fields = value.split(separator: " ", omittingEmptySubsequences: true)
-                guard fields.count >= 4, let port = Int(fields[1].split(separator: "/")[0]), (0...65535).contains(port) else {
+                guard fields.count >= 4, let port = fields[1].split(separator: "/", omittingEmptySubsequences: false).first.flatMap({ Int($0) }), (0...65535).contains(port) else {
                     throw NetworkError(.invalidDescription, "'m=\(value.prefix(80))': expected 'media port proto fmt...'", at: place)
                 }
                 media.append(Media(type: String(fields[0]), port: port, transport: String(fields[2]), formats: fields.dropFirst(3).map(String.init)))
