@@ -140,6 +140,8 @@ public final class MovieReader: Sendable {
     public let metadata: [MetadataItem]
     /// The mapping, kept alive by the sample buffers that reference it.
     public let data: BlockBuffer
+    /// The mapped file, to tell the kernel which pages are no longer needed (nil for bytes in memory).
+    let mapping: MappedFile?
 
     /// The file's size in bytes.
     public var fileSize: Int { data.count }
@@ -152,7 +154,7 @@ public final class MovieReader: Sendable {
             if error.isNotRegularFile { throw ContainerError(.invalidInput, "not a regular file", path: path) }
             throw ContainerError(systemError: error)
         }
-        try self.init(name: path, data: BlockBuffer(referencing: file.bytes) { _ in withExtendedLifetime(file) {} }, bytes: file.bytes, limits: limits)
+        try self.init(name: path, data: BlockBuffer(referencing: file.bytes) { _ in withExtendedLifetime(file) {} }, bytes: file.bytes, mapping: file, limits: limits)
     }
 
     /// Indexes a movie held in memory (a download, a test vector); `name` stands for a path
@@ -161,11 +163,12 @@ public final class MovieReader: Sendable {
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
         bytes.withUnsafeBytes { copy.copyMemory(from: $0) }
         let buffer = UnsafeRawBufferPointer(copy)
-        try self.init(name: name, data: BlockBuffer(referencing: buffer) { $0.deallocate() }, bytes: buffer, limits: limits)
+        try self.init(name: name, data: BlockBuffer(referencing: buffer) { $0.deallocate() }, bytes: buffer, mapping: nil, limits: limits)
     }
 
-    private init(name path: String, data: BlockBuffer, bytes: UnsafeRawBufferPointer, limits: Limits) throws(ContainerError) {
+    private init(name path: String, data: BlockBuffer, bytes: UnsafeRawBufferPointer, mapping: MappedFile?, limits: Limits) throws(ContainerError) {
         self.path = path
+        self.mapping = mapping
         self.limits = limits
         guard bytes.count >= 8 else { throw ContainerError(.truncated, "\(bytes.count) bytes is too short for an MP4/MOV file", path: path) }
         self.data = data
@@ -235,7 +238,7 @@ public final class MovieReader: Sendable {
             }
             window = start..<max(start, end)
         }
-        return MovieSampleBuffers(samples: track.samples, formats: formats, data: data,
+        return MovieSampleBuffers(samples: track.samples, formats: formats, data: data, mapping: mapping,
                                   timescale: track.timescale, shift: shift, delay: delay, window: window)
     }
 
@@ -260,6 +263,7 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
     let samples: [MovieReader.SampleEntry]
     let formats: [VideoFormatDescription?]
     let data: BlockBuffer
+    let mapping: MappedFile?
     let timescale: Int32
     let shift: Int64
     let delay: Int64
@@ -289,6 +293,16 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
                                            dependsOnOthers: dependsOn.flatMap { $0 == 0 ? nil : $0 == 1 },
                                            isDependedOnByOthers: dependedOn.flatMap { $0 == 0 ? nil : $0 == 1 },
                                            doNotDisplay: hidden))
+    }
+
+    /// Lets the kernel take back the memory of the file's bytes before the sample at `position`
+    /// (`MADV_DONTNEED` on the mapping): a reader going through the samples in order calls it
+    /// so that its resident memory stays flat instead of growing to the file's size. Samples
+    /// handed out earlier stay valid: touching their bytes reads them from the file again.
+    public func releaseMemory(before position: Int) {
+        guard let mapping, position > 0, position < samples.count else { return }
+        let offset = Int(samples[position].offset)
+        mapping.advise(.dontNeed, range: 0..<(offset & ~(MappedFile.pageSize - 1)))
     }
 
     /// The sync sample at or before `position`: where decoding must start to show it.

@@ -82,6 +82,9 @@ public final class MediaSource {
         kind = .annexB(SampleBufferReader(bytes: bytes, name: name, options: options))
     }
 
+    /// How many samples behind the read position a movie's file pages stay resident.
+    static let samplesKeptResident = 32
+
     /// The next sample in decoding order, or nil at the end.
     public func next() throws(SessionError) -> SampleBuffer? {
         let sample: SampleBuffer?
@@ -92,6 +95,9 @@ public final class MediaSource {
             guard position < samples.count else { return nil }
             sample = samples[position]
             position += 1
+            // Resident memory stays flat over a long file: the pages of samples read long ago
+            // (more than a frame-threaded decoder holds) are given back.
+            if position % 16 == 0, position > Self.samplesKeptResident { samples.releaseMemory(before: position - Self.samplesKeptResident) }
         }
         if formatDescription == nil { formatDescription = sample?.formatDescription }
         return sample
