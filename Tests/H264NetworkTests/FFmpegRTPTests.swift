@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import H264Container
 import H264Network
 import MediaCore
 import Synchronization
@@ -19,6 +20,13 @@ struct FFmpegRTPTests {
             if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return port }
         }
         throw TestFailure("no free UDP port pair on 127.0.0.1")
+    }
+
+    /// Each frame's presentation time in seconds from the first, as ffprobe reads it.
+    static func presentationTimes(_ path: String) throws -> [Double] {
+        let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
+            .stdoutText.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
+        return times.map { (($0 - (times.first ?? 0)) * 1000).rounded() / 1000 }
     }
 
     static func frameHashes(framemd5 text: String) -> [String] {
@@ -80,12 +88,21 @@ struct FFmpegRTPTests {
         let reader = try SampleBufferReader(path: Self.source)
         var samples: [SampleBuffer] = []
         while let sample = try reader.next() { samples.append(sample) }
+        // ffmpeg sends a raw stream's packets all with one timestamp (and `-r` gives them in
+        // decoding order): send an MP4 of it with the stream's own presentation times.
+        let sent = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: sent) }
+        let sentWriter = try MovieWriter(path: sent)
+        for sample in samples { try sentWriter.append(sample) }
+        _ = try sentWriter.finish()
         let socket = try LoopbackUDPSocket(receiveTimeout: 1)
-        var arguments = ["10", "ffmpeg", "-v", "error", "-i", Self.source, "-c", "copy"]
+        var arguments = ["10", "ffmpeg", "-v", "error", "-i", sent, "-c", "copy"]
         if modeZero { arguments += ["-rtpflags", "h264_mode0"] }
-        arguments += ["-f", "rtp", "rtp://127.0.0.1:\(socket.port)?pkt_size=60000"]
-        let sent = try run("timeout", arguments)
-        #expect(sent.status == 0, "\(sent.stderrText)")
+        let sdpPath = sent + ".sdp"
+        defer { try? FileManager.default.removeItem(atPath: sdpPath) }
+        arguments += ["-f", "rtp", "-sdp_file", sdpPath, "rtp://127.0.0.1:\(socket.port)?pkt_size=60000"]
+        let sender = try run("timeout", arguments)
+        #expect(sender.status == 0, "\(sender.stderrText)")
         var depacketizer = H264Depacketizer()
         var units: [H264Depacketizer.AccessUnit] = []
         while let datagram = socket.receive() { units += datagram.withUnsafeBytes { depacketizer.receive(datagram: $0) } }
@@ -98,9 +115,22 @@ struct FFmpegRTPTests {
             #expect(unit.nalUnits.filter { ![7, 8].contains($0[0] & 0x1F) } == (try sample.nalUnits()))
             #expect(unit.isIDR == sample.isSync)
         }
-        // 90 kHz timestamps one frame apart in presentation order.
-        let times = units.map(\.extendedTimestamp).sorted()
-        let steps = Set(zip(times, times.dropFirst()).map { $1 - $0 })
-        #expect(steps.count == 1, "one frame duration apart: \(steps)")
+        // Into sample buffers (the description from the SDP ffmpeg wrote: it sends a movie's
+        // parameter sets only there) and an MP4: ffmpeg decodes it to the source's frames.
+        let sdp = try SessionDescription(parsing: String(decoding: try Data(contentsOf: URL(fileURLWithPath: sdpPath)), as: UTF8.self))
+        let format = try H264PayloadFormat(medium: try #require(sdp.media.first))
+        #expect(format.packetizationMode == (modeZero ? 0 : 1))
+        var builder = RTPSampleBufferBuilder(formatDescription: try format.formatDescription())
+        var rebuilt: [SampleBuffer] = []
+        for unit in units { rebuilt += try builder.append(unit) }
+        rebuilt += builder.finish()
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let writer = try MovieWriter(path: movie)
+        for sample in rebuilt { try writer.append(sample) }
+        _ = try writer.finish()
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+        // Every frame at the sent movie's presentation time (counted from the first).
+        #expect(try Self.presentationTimes(movie) == Self.presentationTimes(sent))
     }
 }

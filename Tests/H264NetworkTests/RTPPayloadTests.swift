@@ -57,6 +57,29 @@ struct RTPPayloadTests {
         #expect(depacketizer.statistics.packetsLost == 0 && depacketizer.statistics.accessUnitsDropped == 0)
     }
 
+    @Test func samplesRebuiltFromRTPHaveTheSourceTimesAndData() throws {
+        let samples = try Self.samples()
+        let packets = try Self.packets(samples, .init(sendsParameterSetsAtSyncSamples: true))
+        var depacketizer = H264Depacketizer()
+        // No SDP: the description comes from the in-band parameter sets.
+        var builder = RTPSampleBufferBuilder()
+        var rebuilt: [SampleBuffer] = []
+        for packet in packets { for unit in depacketizer.receive(packet) { rebuilt += try builder.append(unit) } }
+        for unit in depacketizer.finish() { rebuilt += try builder.append(unit) }
+        rebuilt += builder.finish()
+        #expect(rebuilt.count == samples.count)
+        let origin = samples[0].presentationTime
+        for (sample, source) in zip(rebuilt, samples) {
+            #expect(sample.data.bytes == source.data.bytes)
+            #expect(sample.formatDescription == source.formatDescription)
+            #expect(sample.isSync == source.isSync)
+            #expect(sample.presentationTime == (source.presentationTime - origin).converted(toTimescale: 90_000))
+            // The source's decoding times came from its picture order; RTP's are rebuilt from the reordering depth.
+            #expect(sample.decodeTime == (source.decodeTime - origin).converted(toTimescale: 90_000))
+        }
+        #expect(zip(rebuilt, rebuilt.dropFirst()).allSatisfy { $0.decodeTime < $1.decodeTime && $0.decodeTime <= $0.presentationTime })
+    }
+
     @Test func modeZeroRefusesANALUnitLargerThanAPacketNamingItsSize() throws {
         let samples = try Self.samples()
         #expect {

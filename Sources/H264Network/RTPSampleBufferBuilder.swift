@@ -1,0 +1,146 @@
+import H264Bitstream
+public import MediaCore
+
+/// Access units from an ``H264Depacketizer`` into sample buffers: AVCC data, a format
+/// description from out-of-band (SDP) or in-band parameter sets, and timing.
+///
+/// RTP carries only presentation times (the 90 kHz timestamp). Decoding times are rebuilt the
+/// way a muxer needs them: with the stream's reordering depth D (the SPS's
+/// `max_num_reorder_frames`, or what its profile and level allow), the i-th decoding time is the
+/// i-th smallest presentation time less D frame durations, so decoding times rise and never
+/// pass their presentation times. The builder holds D + 2 access units to know them and the
+/// durations; times
+/// count from the first access unit's timestamp (the first presentation time is its RTP
+/// timestamp's distance from the first one received, usually 0).
+public struct RTPSampleBufferBuilder: Sendable {
+    /// How samples are made.
+    public struct Options: Sendable, Hashable {
+        /// Keep SPS and PPS NAL units inside the samples as well as in the description (avc3).
+        public var keepsParameterSetsInBand: Bool
+        /// The AVCC length-prefix size.
+        public var nalUnitLengthSize: Int
+
+        /// Options.
+        public init(keepsParameterSetsInBand: Bool = false, nalUnitLengthSize: Int = 4) {
+            self.keepsParameterSetsInBand = keepsParameterSetsInBand
+            self.nalUnitLengthSize = nalUnitLengthSize
+        }
+    }
+
+    /// How samples are made.
+    public let options: Options
+    /// The description of the samples made last (nil until parameter sets have come).
+    public private(set) var formatDescription: VideoFormatDescription?
+    /// Access units dropped because no parameter sets had come before them.
+    public private(set) var droppedBeforeParameterSets = 0
+
+    private struct Pending {
+        var data: [UInt8]
+        var description: VideoFormatDescription
+        var presentation: Int64
+        var isSync: Bool
+    }
+
+    private var pending: [Pending] = []
+    /// Presentation times seen and not yet used as a decoding time, smallest first.
+    private var times: [Int64] = []
+    private var shift: Int64?
+    private var lastDuration: Int64 = 3000
+    /// The sample whose decoding time is known, waiting for the next one's (its duration).
+    private var ready: (unit: Pending, decode: Int64)?
+    private var sps: [UInt8]?
+    private var pps: [UInt8]?
+
+    /// The RTP clock rate of H.264 (RFC 6184 §8.2.1).
+    public static let timescale: Int32 = 90_000
+
+    /// A builder starting from `formatDescription` (from the SDP's `sprop-parameter-sets`), or
+    /// from the first in-band parameter sets when nil.
+    public init(formatDescription: VideoFormatDescription? = nil, options: Options = Options()) {
+        self.formatDescription = formatDescription
+        self.options = options
+        sps = formatDescription?.sequenceParameterSets.first
+        pps = formatDescription?.pictureParameterSets.first
+    }
+
+    /// Takes one access unit; returns the samples now complete, in decoding order.
+    public mutating func append(_ unit: H264Depacketizer.AccessUnit) throws(NetworkError) -> [SampleBuffer] {
+        var data: [UInt8] = []
+        var changed = false
+        for nal in unit.nalUnits {
+            switch nal[0] & 0x1F {
+            case 7:
+                if nal != sps { sps = nal; changed = true }
+                if !options.keepsParameterSetsInBand { continue }
+            case 8:
+                if nal != pps { pps = nal; changed = true }
+                if !options.keepsParameterSetsInBand { continue }
+            default:
+                break
+            }
+            do { try AVCC.append(nalUnit: nal.span, lengthSize: options.nalUnitLengthSize, to: &data) } catch {
+                throw NetworkError(.tooLarge, "a \(nal.count)-byte NAL unit does not fit \(options.nalUnitLengthSize)-byte lengths")
+            }
+        }
+        if changed || formatDescription == nil, let sps, let pps {
+            do {
+                let description = try VideoFormatDescription(sequenceParameterSets: [sps], pictureParameterSets: [pps], nalUnitLengthSize: options.nalUnitLengthSize)
+                if description != formatDescription { formatDescription = description }
+            } catch {
+                throw NetworkError(.invalidPayload, "in-band parameter sets: \(error)")
+            }
+        }
+        guard let description = formatDescription, !data.isEmpty else {
+            droppedBeforeParameterSets += 1
+            return []
+        }
+        pending.append(Pending(data: data, description: description, presentation: unit.extendedTimestamp, isSync: unit.isIDR))
+        let insertion = times.firstIndex { $0 > unit.extendedTimestamp } ?? times.count
+        times.insert(unit.extendedTimestamp, at: insertion)
+        var samples: [SampleBuffer] = []
+        while pending.count > depth + 1 { if let sample = emit() { samples.append(sample) } }
+        return samples
+    }
+
+    /// The end: the samples still held.
+    public mutating func finish() -> [SampleBuffer] {
+        var samples: [SampleBuffer] = []
+        while !pending.isEmpty { if let sample = emit() { samples.append(sample) } }
+        if let (unit, decode) = ready { samples.append(Self.sample(unit, decode: decode, duration: lastDuration)) }
+        ready = nil
+        return samples
+    }
+
+    /// The reordering depth of the held samples' stream.
+    private var depth: Int { pending.first.map { $0.description.sps.reorderDepth } ?? 0 }
+
+    /// Gives the next held access unit its decoding time; returns the one before it, whose
+    /// duration that decides.
+    private mutating func emit() -> SampleBuffer? {
+        let unit = pending.removeFirst()
+        let smallest = times.removeFirst()
+        if shift == nil {
+            // D frame durations: the smallest step between the presentation times held now.
+            let held = [smallest] + times
+            let steps = zip(held, held.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }
+            if let step = steps.min() { lastDuration = step }
+            shift = Int64(depth) * lastDuration
+        }
+        var decode = smallest - (shift ?? 0)
+        var previous: SampleBuffer?
+        if let (before, beforeDecode) = ready {
+            if decode <= beforeDecode { decode = beforeDecode + 1 }  // equal presentation times: keep decoding times rising
+            lastDuration = decode - beforeDecode
+            previous = Self.sample(before, decode: beforeDecode, duration: lastDuration)
+        }
+        ready = (unit, decode)
+        return previous
+    }
+
+    private static func sample(_ unit: Pending, decode: Int64, duration: Int64) -> SampleBuffer {
+        let timing = SampleTiming(presentationTime: MediaTime(value: unit.presentation, timescale: timescale),
+                                  decodeTime: MediaTime(value: decode, timescale: timescale),
+                                  duration: MediaTime(value: max(1, duration), timescale: timescale))
+        return SampleBuffer(data: BlockBuffer(unit.data), formatDescription: unit.description, timing: timing, attachments: SampleAttachments(isSync: unit.isSync))
+    }
+}
