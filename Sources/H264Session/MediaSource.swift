@@ -83,7 +83,7 @@ public final class MediaSource {
     }
 
     /// How many samples behind the read position a movie's file pages stay resident.
-    static let samplesKeptResident = 32
+    static let samplesKeptResident = 8
 
     /// The next sample in decoding order, or nil at the end.
     public func next() throws(SessionError) -> SampleBuffer? {
@@ -97,7 +97,7 @@ public final class MediaSource {
             position += 1
             // Resident memory stays flat over a long file: the pages of samples read long ago
             // (more than a frame-threaded decoder holds) are given back.
-            if position % 16 == 0, position > Self.samplesKeptResident { samples.releaseMemory(before: position - Self.samplesKeptResident) }
+            if position % 8 == 0, position > Self.samplesKeptResident { samples.releaseMemory(before: position - Self.samplesKeptResident) }
         }
         if formatDescription == nil { formatDescription = sample?.formatDescription }
         return sample

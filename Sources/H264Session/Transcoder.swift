@@ -48,7 +48,8 @@ public struct Transcoder: Sendable {
         public var source: MediaSource.Options
         /// The largest picture decoded.
         public var limits: PictureLimits
-        /// Pictures queued for the encoder at most.
+        /// Pictures queued for the encoder at most (x264 keeps its own lookahead besides; two
+        /// keep decoding and encoding in step without holding more 1080p pictures than ffmpeg).
         public var framesInFlight: Int
         /// Take over a movie input's timecode track, metadata and display transform.
         public var carriesOverMovieData: Bool
@@ -57,7 +58,7 @@ public struct Transcoder: Sendable {
         public init(encoder: EncoderSettings, passes: Int = 1, size: (width: Int, height: Int)? = nil, pixelFormat: PixelFormat? = nil,
                     interval: MediaTime? = nil, start: MediaTime? = nil, duration: MediaTime? = nil,
                     decoderThreading: H264Decoder.Threading = .init(), source: MediaSource.Options = .decoding,
-                    limits: PictureLimits = PictureLimits(), framesInFlight: Int = 8, carriesOverMovieData: Bool = true) {
+                    limits: PictureLimits = PictureLimits(), framesInFlight: Int = 2, carriesOverMovieData: Bool = true) {
             self.encoder = encoder
             self.passes = passes
             self.size = size
