@@ -1,0 +1,48 @@
+import ArgumentParser
+import H264Kit
+
+struct SDP: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sdp",
+        abstract: "Print the session description (SDP) that sending INPUT over RTP to a destination announces.",
+        discussion: """
+            RFC 6184 §8.2.1: a video medium with a=rtpmap H264/90000 and a=fmtp carrying packetization-mode, \
+            profile-level-id and sprop-parameter-sets (base64 SPS and PPS of the first sample's description). \
+            ffmpeg, ffplay, VLC and GStreamer open it (ffmpeg: -protocol_whitelist file,udp,rtp -i FILE.sdp).
+            """
+    )
+
+    @Argument(help: "An Annex-B stream, MP4 or MOV.")
+    var input: String
+
+    @Argument(help: ArgumentHelp("Where the RTP goes.", valueName: "rtp://HOST:PORT"))
+    var destination: String
+
+    @Option(help: "Packetization mode: 0 (single NAL unit) or 1 (STAP-A and FU-A).")
+    var packetizationMode = 1
+
+    @Option(help: "The RTP payload type (dynamic: 96-127).")
+    var payloadType: UInt8 = 96
+
+    @OptionGroup var limits: LimitOptions
+
+    func validate() throws {
+        guard (0...1).contains(packetizationMode) else { throw ValidationError("--packetization-mode \(packetizationMode): 0 or 1") }
+        guard (96...127).contains(payloadType) else { throw ValidationError("--payload-type \(payloadType): a dynamic type, 96-127") }
+    }
+
+    mutating func run() throws {
+        let target: RTPDestination
+        do { target = try RTPDestination(parsing: destination) } catch { throw ToolError(error) }
+        var options = MediaSource.Options.decoding
+        options.movieLimits = limits.movie
+        let description: VideoFormatDescription
+        do {
+            let source = try MediaSource(path: input, options: options)
+            guard let sample = try source.next() else { throw ToolError("\(input): no samples") }
+            description = sample.formatDescription
+        } catch let error as ToolError { throw error } catch { throw ToolError("\(input): \(error)") }
+        let format = H264PayloadFormat(formatDescription: description, payloadType: payloadType, packetizationMode: packetizationMode)
+        print(target.sessionDescription(for: format).text, terminator: "")
+    }
+}
