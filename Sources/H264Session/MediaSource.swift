@@ -82,6 +82,23 @@ public final class MediaSource {
         kind = .annexB(SampleBufferReader(bytes: bytes, name: name, options: options))
     }
 
+    /// For a movie, moves the read position to the sync sample from which decoding shows the
+    /// frame at `time` soonest: the last sync sample (in decoding order) shown at or before it
+    /// (FFmpeg's `-ss` on an input). The frames before `time` still come out, for the caller
+    /// to drop. An Annex-B stream cannot seek: it returns false and reads from its start.
+    @discardableResult
+    public func seek(toPresentationTime time: MediaTime) -> Bool {
+        guard case .movie(_, _, let samples) = kind else { return false }
+        var target = 0
+        for index in samples.indices {
+            let sample = samples[index]
+            if sample.isSync, sample.presentationTime <= time { target = index }
+            if sample.decodeTime > time { break }  // later samples are shown later still
+        }
+        position = target
+        return true
+    }
+
     /// How many samples behind the read position a movie's file pages stay resident.
     static let samplesKeptResident = 8
 

@@ -140,10 +140,12 @@ public struct Transcoder: Sendable {
             sink?.cancel()
         }
         for pass in 1...options.passes {
-            let reader = try FrameReader(path: path, options: .init(threading: options.decoderThreading, pixelFormat: options.pixelFormat,
-                                                                     size: options.size.map { .fixed(width: $0.width, height: $0.height) } ?? .first,
-                                                                     interval: options.interval, limits: options.limits),
-                                         sourceOptions: options.source)
+            let source = try MediaSource(path: path, options: options.source)
+            // A movie starts decoding at the sync sample before the start, not at its beginning.
+            if let start = options.start { source.seek(toPresentationTime: start) }
+            let reader = try FrameReader(source: source, options: .init(threading: options.decoderThreading, pixelFormat: options.pixelFormat,
+                                                                         size: options.size.map { .fixed(width: $0.width, height: $0.height) } ?? .first,
+                                                                         interval: options.interval, limits: options.limits))
             summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: summary.width, height: summary.height,
                               warnings: [])
             var end: MediaTime?

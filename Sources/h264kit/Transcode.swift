@@ -32,7 +32,7 @@ struct Transcode: ParsableCommand {
     @Option(help: ArgumentHelp("Keep at most this many frames a second (frames are dropped, never repeated).", valueName: "rate"))
     var fps: String?
 
-    @Option(help: ArgumentHelp("Start at this presentation time (times are kept, not shifted).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Start at this presentation time: a movie is decoded from the sync sample before it; times are kept, not shifted.", valueName: "seconds"))
     var start: Double?
 
     @Option(help: ArgumentHelp("Stop after this long.", valueName: "seconds"))

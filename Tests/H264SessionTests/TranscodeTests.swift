@@ -121,6 +121,24 @@ struct TranscodeTests {
         #expect(try ffmpegFrameHashes(chunked).count == 150)
     }
 
+    @Test(.requires(.x264)) func startSeeksToTheSyncSampleBeforeItAndKeepsTimes() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work)
+        let movie = try MediaSource(path: source)
+        #expect(movie.seek(toPresentationTime: MediaTime(seconds: 2.5, preferredTimescale: 90_000)))
+        let first = try #require(try movie.next())
+        #expect(first.isSync && first.presentationTime.seconds <= 2.5 && first.presentationTime.seconds > 2.5 - 31.0 * 1001 / 30000)
+        var options = Transcoder.Options(preset: "ultrafast")
+        options.start = MediaTime(seconds: 2.5, preferredTimescale: 90_000)
+        options.duration = MediaTime(seconds: 1, preferredTimescale: 90_000)
+        let output = work + "/part.mp4"
+        let summary = try Transcoder(options: options).run(path: source, into: .movie(path: output, options: .init()))
+        #expect(summary.decodedFrames == 30)  // 2.5 s to 3.5 s at 29.97 fps
+        let expected = try Self.presentationTimes(source).filter { (2.5..<3.5).contains(Double($0)!) }
+        #expect(try Self.presentationTimes(output) == expected)
+    }
+
     @Test func chunksRunInChildProcessesAndAFailedOneFailsTheRun() throws {
         let work = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: work) }
