@@ -60,12 +60,16 @@ public struct MovieSplitter: Sendable {
     public var fileType: MovieFileType
     /// The segment files' names: this prefix, a five-digit number from 00000, the type's extension.
     public var namePrefix: String
+    /// Give every segment a movie input's metadata, display transform and timecode track (each
+    /// segment's timecode starting at its first frame's).
+    public var carriesOverMovieData: Bool
 
     /// A splitter into segments of about `segmentDuration`.
-    public init(segmentDuration: MediaTime, fileType: MovieFileType = .mp4, namePrefix: String = "seg-") {
+    public init(segmentDuration: MediaTime, fileType: MovieFileType = .mp4, namePrefix: String = "seg-", carriesOverMovieData: Bool = true) {
         self.segmentDuration = segmentDuration
         self.fileType = fileType
         self.namePrefix = namePrefix
+        self.carriesOverMovieData = carriesOverMovieData
     }
 
     /// The name of segment `number`.
@@ -85,12 +89,18 @@ public struct MovieSplitter: Sendable {
         // Samples after a candidate sync sample, held until a sample decoded at or after its
         // presentation time shows it is a clean cut (or is not).
         var held: [SampleBuffer] = []
+        var base = MovieWriter.Options(fileType: fileType, keepsStartTime: true)
+        if carriesOverMovieData, case .movie(let movie, let track, _) = source.kind {
+            _ = base.carryOver(from: movie, videoTrack: track)  // what does not fit a segment's type is left out
+        }
 
         func emit(_ sample: SampleBuffer) throws(SessionError) {
             if writer == nil || (sample.isSync && isDue(sample, origin: origin, count: segments.count + 1) && isClean(sample, held)) {
                 if let finished = try writer?.finish() { segments.append(finished) }
-                writer = try SegmentWriter(path: directory + "/" + fileName(segments.count), fileName: fileName(segments.count),
-                                           options: MovieWriter.Options(fileType: fileType, keepsStartTime: true))
+                var options = base
+                // A clean cut is the segment's first shown frame.
+                if let origin, writer != nil { options.timecode = base.timecode?.starting(at: sample.presentationTime - origin) }
+                writer = try SegmentWriter(path: directory + "/" + fileName(segments.count), fileName: fileName(segments.count), options: options)
             }
             try writer!.append(sample)
         }

@@ -162,6 +162,29 @@ struct TranscodeTests {
         #expect(!FileManager.default.fileExists(atPath: work + "/failed.mp4"))
     }
 
+    @Test func everySegmentKeepsTheTimecodeOfItsFirstFrameAndTheMetadata() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // 25 fps, GOPs of 25 frames, timecode 10:00:00:00 (non-drop: frame n is 10:00:00:00 + n).
+        let source = work + "/source.mov"
+        _ = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-frames:v", "100", "-c:v", "libx264",
+                               "-g", "25", "-bf", "2", "-timecode", "10:00:00:00", "-metadata", "title=Seg", "-y", source])
+        try FileManager.default.createDirectory(atPath: work + "/segs", withIntermediateDirectories: false)
+        let index = try MovieSplitter(segmentDuration: MediaTime(value: 1, timescale: 1), fileType: .mov).split(path: source, into: work + "/segs")
+        #expect(index.segments.count == 4)
+        var firstFrame = 0
+        for segment in index.segments {
+            let tags = try run("ffprobe", ["-v", "error", "-show_entries", "stream_tags=timecode:format_tags=title", "-of", "csv=p=0", work + "/segs/" + segment.file]).stdoutText
+            let expected = String(format: "10:00:%02d:%02d", firstFrame / 25, firstFrame % 25)
+            #expect(tags.contains(expected) && tags.contains("Seg"), "\(segment.file): ffprobe reads \(tags), expected \(expected)")
+            firstFrame += segment.frameCount
+        }
+        // Joined again: the first segment's timecode is the source's.
+        _ = try MovieConcatenator(options: .init(fileType: .mov, keepsStartTime: true)).concatenate(index.segments.map { work + "/segs/" + $0.file }, into: work + "/joined.mov")
+        let joined = try run("ffprobe", ["-v", "error", "-show_entries", "stream_tags=timecode", "-of", "csv=p=0", work + "/joined.mov"]).stdoutText
+        #expect(joined.contains("10:00:00:00"))
+    }
+
     @Test(.requires(.x264)) func timecodeAndMetadataCarryOver() throws {
         let work = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: work) }

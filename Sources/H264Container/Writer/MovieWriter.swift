@@ -127,6 +127,19 @@ public final class MovieWriter: Sendable {
         public mutating func jump(at time: MediaTime, to frameNumber: Int64) {
             runs.append(Run(time: time, frameNumber: frameNumber))
         }
+
+        /// The same track for a movie that starts `offset` after this one's first shown frame (a
+        /// segment cut from it): its first frame counts from the frame number shown at `offset`.
+        public func starting(at offset: MediaTime) -> TimecodeTrack {
+            guard offset > .zero, let current = runs.last(where: { $0.time <= offset }) else { return self }
+            let elapsed = offset - current.time
+            let frames = format.frameDuration.value > 0
+                ? (elapsed.converted(toTimescale: format.frameDuration.timescale).value + format.frameDuration.value / 2) / format.frameDuration.value
+                : 0
+            var track = TimecodeTrack(format: format, startFrameNumber: current.frameNumber + frames)
+            for run in runs where run.time > offset { track.jump(at: run.time - offset, to: run.frameNumber) }
+            return track
+        }
     }
 
     /// What was written.
