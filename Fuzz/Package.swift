@@ -14,6 +14,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzY4M", ["MediaCore", "MediaIO"]),
     ("FuzzRTP", ["H264Network"]),
     ("FuzzSDP", ["H264Network"]),
+    ("FuzzRTSP", ["H264Network"]),
 ]
 
 let package = Package(

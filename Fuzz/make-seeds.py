@@ -5,7 +5,7 @@ import glob, os, subprocess, sys, tempfile
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = sys.argv[1]
-targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP"]
+targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP", "FuzzRTSP"]
 for t in targets:
     os.makedirs(os.path.join(out, t), exist_ok=True)
 
@@ -121,6 +121,15 @@ for path in streams[-6:]:
 put("FuzzSDP", "camera", b"v=0\r\no=- 1 1 IN IP4 192.168.1.10\r\ns=Session\r\nt=0 0\r\na=control:*\r\nm=video 0 RTP/AVP 97\r\n"
     b"b=AS:5000\r\na=rtpmap:97 H264/90000\r\na=fmtp:97 profile-level-id=420029; packetization-mode=1; sprop-parameter-sets=Z0IAKeKQFAe2AtwEBAaQeJEV,aM48gA==\r\n"
     b"a=control:trackID=1\r\n")
+
+# An RTSP conversation as ffmpeg (client) and a server speak it, with interleaved frames.
+put("FuzzRTSP", "play-tcp", bytes([0x07]) + (b"OPTIONS rtsp://127.0.0.1:8554/live RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: Lavf59.27.100\r\n\r\n"
+    b"RTSP/1.0 200 OK\r\nCSeq: 1\r\nPublic: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n\r\n"
+    b"DESCRIBE rtsp://127.0.0.1:8554/live RTSP/1.0\r\nAccept: application/sdp\r\nCSeq: 2\r\n\r\n"
+    b"RTSP/1.0 200 OK\r\nCSeq: 2\r\nContent-Type: application/sdp\r\nContent-Length: 21\r\n\r\nv=0\r\ns=x\r\nt=0 0\r\nm=\r\n"
+    b"SETUP rtsp://127.0.0.1:8554/live/trackID=0 RTSP/1.0\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nCSeq: 3\r\n\r\n"
+    b"RTSP/1.0 200 OK\r\nCSeq: 3\r\nSession: 1234;timeout=60\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1;ssrc=DEADBEEF\r\n\r\n"
+    b"$\x00\x00\x0c\x80\x60\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01"))
 
 for t in targets:
     print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")

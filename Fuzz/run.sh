@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M FuzzRTP FuzzSDP)
+all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M FuzzRTP FuzzSDP FuzzRTSP)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 work=.build/fuzz
@@ -38,7 +38,7 @@ done
 
 export SWIFT_BACKTRACE=enable=no   # the Swift crash handler and ASan both want the signal
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
-declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m [FuzzRTP]=rtp [FuzzSDP]=sdp)
+declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m [FuzzRTP]=rtp [FuzzSDP]=sdp [FuzzRTSP]=rtsp)
 # The inputs that failed once: the target's own crash files, and the hostile fixtures the
 # unit tests replay (movies for the movie target, streams for the stream targets).
 regressionInputs() {
@@ -51,6 +51,7 @@ regressionInputs() {
         FuzzAVCC) find Tests/Fixtures/Hostile -name '*.avcc' ;;
         FuzzRTP) find Tests/Fixtures/Hostile -name '*.rtp' ;;
         FuzzSDP) find Tests/Fixtures/Hostile -name '*.sdp' ;;
+        FuzzRTSP) find Tests/Fixtures/Hostile -name '*.rtsp' ;;
     esac
 }
 failed=()

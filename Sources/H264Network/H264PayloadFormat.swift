@@ -116,12 +116,3 @@ public struct H264PayloadFormat: Sendable, Hashable {
         hasher.combine(control)
     }
 }
-
-extension Substring {
-    func trimmingSpaces() -> Substring {
-        var result = self
-        while result.first == " " || result.first == "\t" { result = result.dropFirst() }
-        while result.last == " " || result.last == "\t" || result.last == "\r" { result = result.dropLast() }
-        return result
-    }
-}
