@@ -31,6 +31,14 @@ public struct H264Decoder: ~Copyable {
 
         /// One thread: what `ffmpeg -threads 1` does.
         public static let single = Threading(count: 1)
+
+        /// The largest picture (4096×2304) decoded with frame threads when the thread count is
+        /// automatic. Each frame thread holds pictures of its own in flight: for an 8K picture
+        /// (53 MB each) that is hundreds of megabytes on top of the 16-frame DPB, and on hostile
+        /// streams declaring such pictures it made decode peak at 1.46× the memory of
+        /// `ffmpeg -threads 1`. Larger pictures decode with slice threads only, unless a thread
+        /// count is given.
+        public static let largestFrameThreadedPicture = 4096 * 2304
     }
 
     private let context: UnsafeMutablePointer<AVCodecContext>
@@ -77,7 +85,9 @@ public struct H264Decoder: ~Copyable {
         context.pointee.has_b_frames = Int32(clamping: reorderDepth ?? formatDescription?.sps.reorderDepth ?? 0)
         context.pointee.max_pixels = Int64(limits.maximumPixels)
         context.pointee.thread_count = Int32(clamping: threading.count)
-        context.pointee.thread_type = (threading.frames ? FF_THREAD_FRAME : 0) | (threading.slices ? FF_THREAD_SLICE : 0)
+        let large = formatDescription.map { $0.sps.codedWidth * $0.sps.codedHeight > Threading.largestFrameThreadedPicture } ?? false
+        let frames = threading.frames && !(threading.count == 0 && large)
+        context.pointee.thread_type = (frames ? FF_THREAD_FRAME : 0) | (threading.slices ? FF_THREAD_SLICE : 0)
         do {
             try check(avcodec_open2(context, codec, nil), .invalidConfiguration, "cannot open the H.264 decoder")
         } catch {
