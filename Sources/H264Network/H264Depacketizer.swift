@@ -242,6 +242,8 @@ public struct H264Depacketizer: Sendable {
                 let size = Int(payload[offset]) << 8 | Int(payload[offset + 1])
                 offset += 2
                 guard size > 0, offset + size <= payload.count else { return malformed() }
+                // An aggregated unit is a NAL unit (types 1–23), never another packet type.
+                guard (1...23).contains(payload[offset] & 0x1F) else { return malformed() }
                 append(Array(payload[offset..<(offset + size)]))
                 offset += size
             }
@@ -251,7 +253,8 @@ public struct H264Depacketizer: Sendable {
             let start = header & 0x80 != 0, end = header & 0x40 != 0
             if start {
                 if current.fragment != nil { current.damaged = true }  // the previous one never ended
-                guard !end else { return malformed() }
+                // A fragmented unit is a NAL unit (types 1–23), never another packet type.
+                guard !end, (1...23).contains(header & 0x1F) else { return malformed() }
                 current.fragment = [first & 0xE0 | header & 0x1F] + payload[2...]
             } else if current.fragment != nil {
                 current.fragment! += payload[2...]

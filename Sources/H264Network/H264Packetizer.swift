@@ -95,6 +95,11 @@ public struct H264Packetizer: Sendable {
     /// The packets of one access unit given as NAL units (header byte first, no start codes).
     public mutating func packets(nalUnits: [[UInt8]], timestamp: UInt32) throws(NetworkError) -> [RTPPacket] {
         let units = nalUnits.filter { !$0.isEmpty }
+        // Types 0 and 24–31 are unspecified in H.264 and taken by the payload format (STAP, MTAP,
+        // FU): sent as they are, a receiver would read them as packet structures.
+        if let odd = units.first(where: { !(1...23).contains($0[0] & 0x1F) }) {
+            throw NetworkError(.invalidPayload, "a NAL unit of type \(odd[0] & 0x1F): types 0 and 24–31 are not H.264 NAL units an encoder makes, and RFC 6184 uses them for its own packets")
+        }
         let room = configuration.maximumPacketSize - RTPPacket.fixedHeaderSize
         var payloads: [[UInt8]] = []
         var index = 0

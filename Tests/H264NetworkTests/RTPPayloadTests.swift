@@ -151,6 +151,24 @@ struct RTPPayloadTests {
         #expect(units.count > 0 && units.count < samples.count)
     }
 
+    /// Found by FuzzRTP: a STAP-A or FU-A carrying a unit of type 0 or 24–31 was handed on, and
+    /// sent again as a single packet it read as a STAP-A or FU-A: the round trip changed it.
+    @Test func aggregatedOrFragmentedUnitsOfPacketTypesAreMalformed() throws {
+        let idr: [UInt8] = [0x65, 0x88, 0x84]
+        for payload: [UInt8] in [[0x18, 0x00, 0x02, 0x1C, 0x01, 0x00, 0x03] + idr,  // STAP-A holding a "type 28" unit
+                                 [0x18, 0x00, 0x01, 0x00, 0x00, 0x03] + idr,        // ... a type-0 unit
+                                 [0x7C, 0x98, 0x01, 0x02]] {                        // FU-A start of a "type 24" unit
+            var depacketizer = H264Depacketizer(configuration: .init(resumesAtSyncSample: false))
+            var units = depacketizer.receive(RTPPacket(marker: true, payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc: 1, payload: payload))
+            units += depacketizer.finish()
+            #expect(units.isEmpty, "\(payload)")
+            #expect(depacketizer.statistics.packetsInvalid == 1 && depacketizer.statistics.accessUnitsDropped == 1)
+        }
+        var packetizer = try H264Packetizer()
+        #expect(throws: NetworkError.self) { _ = try packetizer.packets(nalUnits: [[0x18, 0x00, 0x01]], timestamp: 0) }
+        #expect(throws: NetworkError.self) { _ = try packetizer.packets(nalUnits: [idr, [0x00, 0x01]], timestamp: 0) }
+    }
+
     @Test func malformedPayloadsAreCountedAndTheSessionGoesOn() throws {
         let samples = try Self.samples()
         var packets = try Self.packets(samples, .init(maximumPacketSize: 300, initialSequenceNumber: 0))
