@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
-let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session", "H264Network"]
+let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session", "H264Network", "H264Streaming"]
 
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
@@ -34,6 +34,11 @@ var targets: [Target] = [
 
     // RTP (RFC 6184), RTCP, SDP: pure state machines, packets in and out.
     .target(name: "H264Network", dependencies: ["H264Bitstream", "MediaCore"]),
+    // RTP over UDP on SwiftNIO: sending sample buffers, receiving them into files.
+    .target(name: "H264Streaming", dependencies: [
+        "H264Network", "H264Session", "H264Container", "MediaCore", "SystemIO",
+        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+    ]),
 
     // One import for library users.
     .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) }),
@@ -52,6 +57,7 @@ var targets: [Target] = [
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
+    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "H264Session", "H264Container", "MediaCore", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
@@ -74,6 +80,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: targets
 )

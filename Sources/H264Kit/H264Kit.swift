@@ -6,3 +6,4 @@
 @_exported public import MediaIO
 @_exported public import H264Session
 @_exported public import H264Network
+@_exported public import H264Streaming

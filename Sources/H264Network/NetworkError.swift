@@ -3,7 +3,7 @@
 public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of problem was found.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported }
+        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported, socket, source, output }
         let base: Base
         init(_ base: Base) { self.base = base }
 
@@ -19,6 +19,12 @@ public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidDescription = Code(.invalidDescription)
         /// Valid syntax that this library does not handle (an interleaved packetization mode).
         public static let unsupported = Code(.unsupported)
+        /// A socket that could not be opened, bound, resolved or written (the system's words follow).
+        public static let socket = Code(.socket)
+        /// The media being sent could not be read (the file's own error follows).
+        public static let source = Code(.source)
+        /// What was received could not be written out (the writer's own error follows).
+        public static let output = Code(.output)
 
         /// The code's name.
         public var description: String { "\(base)" }

@@ -7,12 +7,12 @@ import Glibc
 #endif
 
 @main
-struct H264KitCommand: ParsableCommand {
+struct H264KitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "h264kit",
         abstract: "Inspect, mux, demux, decode and encode H.264 video.",
         version: "0.2.0",
-        subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Transcode.self, Split.self, Concat.self, SDP.self, Bench.self, TimecodeCommand.self]
+        subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Transcode.self, Split.self, Concat.self, SDP.self, Stream.self, Receive.self, Bench.self, TimecodeCommand.self]
     )
 }
 
@@ -117,5 +117,16 @@ func printWarnings(of reader: SampleBufferReader, name: String) {
         default:
             printError("\(name): warning: \(warning)")
         }
+    }
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file renamed into place), naming the path on failure.
+func writeFile(_ path: String, _ bytes: [UInt8]) throws {
+    do {
+        let file = try OutputFile(path: path)
+        try file.write(bytes)
+        try file.commit()
+    } catch {
+        throw ToolError("\(path): \(error)")
     }
 }

@@ -58,7 +58,7 @@ struct FFmpegRTPTests {
         let received = Mutex<ProcessResult?>(nil)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            let result = try? run("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdpPath,
+            let result = try? run("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,
                                               "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
             received.withLock { $0 = result }
             done.signal()

@@ -4,7 +4,7 @@ import Glibc
 
 /// A UDP socket on the loopback address for tests that exchange datagrams with ffmpeg or
 /// GStreamer. It only ever binds and sends to 127.0.0.1.
-public final class LoopbackUDPSocket {
+public final class LoopbackUDPSocket: Sendable {
     private let descriptor: Int32
     /// The local port.
     public let port: UInt16

@@ -1,0 +1,81 @@
+import H264Network
+public import H264Session
+public import MediaCore
+
+/// The samples of a media file (anything ``MediaSource`` reads: Annex-B, MP4, MOV) as an async
+/// sequence for ``RTPSender/send(_:)``, optionally looped: each pass after the first is shifted
+/// by the length of the ones before it, so that times keep rising (`ffmpeg -stream_loop -1`).
+/// A read error ends the sequence with a ``NetworkError/Code/source`` error naming the file.
+public struct MediaFileSamples: AsyncSequence, Sendable {
+    /// One pass over the file, or passes without end.
+    public let path: String
+    /// How the file is read.
+    public let options: MediaSource.Options
+    /// Start again at the first sample after the last.
+    public let loops: Bool
+
+    /// The samples of the file at `path`.
+    public init(path: String, options: MediaSource.Options = .init(), loops: Bool = false) {
+        self.path = path
+        self.options = options
+        self.loops = loops
+    }
+
+    /// An iterator that opens the file on its first call.
+    public func makeAsyncIterator() -> Iterator { Iterator(path: path, options: options, loops: loops) }
+
+    /// Reads the file pass after pass.
+    public struct Iterator: AsyncIteratorProtocol {
+        let path: String
+        let options: MediaSource.Options
+        let loops: Bool
+        var source: MediaSource?
+        var offset = MediaTime.zero
+        var passStart: MediaTime?
+        var passEnd: MediaTime?
+        var samplesInPass = 0
+        var finished = false
+
+        init(path: String, options: MediaSource.Options, loops: Bool) {
+            self.path = path
+            self.options = options
+            self.loops = loops
+        }
+
+        /// The next sample, its times shifted for the pass it is in; nil at the end.
+        public mutating func next() async throws -> SampleBuffer? {
+            while !finished {
+                if source == nil {
+                    do { source = try MediaSource(path: path, options: options) } catch {
+                        finished = true
+                        throw NetworkError(.source, "\(path): \(error)")
+                    }
+                }
+                let read: SampleBuffer?
+                do { read = try source?.next() } catch {
+                    finished = true
+                    throw NetworkError(.source, "\(path): \(error)")
+                }
+                guard var sample = read else {
+                    // The end of a pass: another one, shifted by this one's length, when looping
+                    // (and when the pass held anything).
+                    source = nil
+                    guard loops, samplesInPass > 0, let start = passStart, let end = passEnd else { finished = true; return nil }
+                    offset = offset + (end - start)
+                    samplesInPass = 0
+                    continue
+                }
+                if passStart == nil { passStart = sample.decodeTime }
+                let end = sample.decodeTime + sample.duration
+                if passEnd.map({ end > $0 }) ?? true { passEnd = end }
+                samplesInPass += 1
+                if offset != .zero {
+                    sample.timing.presentationTime = sample.presentationTime + offset
+                    sample.timing.decodeTime = sample.decodeTime + offset
+                }
+                return sample
+            }
+            return nil
+        }
+    }
+}

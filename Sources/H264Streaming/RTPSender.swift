@@ -1,0 +1,192 @@
+public import H264Network
+public import MediaCore
+import NIOCore
+import NIOPosix
+
+/// Sends H.264 sample buffers as RTP over UDP (RFC 6184 on RFC 3550): seed 003's case study 4,
+/// "compressing a sequence of images into an H.264 stream for the network", from the sample
+/// buffers on.
+///
+/// Each access unit goes out in decode order as the ``H264Packetizer`` makes its packets, paced
+/// by a ``Timebase`` so that a sample leaves when the timebase reaches its decode time (the
+/// `ffmpeg -re` behaviour; ``Options/paced`` off sends as fast as the socket takes them). RTCP
+/// goes to the next port: a sender report (NTP time against RTP time, packet and octet counts)
+/// at the start and every ``Options/senderReportInterval``, and a sender report with a BYE at
+/// the end, which is how ffmpeg's and GStreamer's receivers learn that the stream is over.
+///
+/// The socket work runs on SwiftNIO's event loops; the caller's task only packetizes and waits.
+public struct RTPSender: Sendable {
+    /// How the stream is sent.
+    public struct Options: Sendable, Hashable {
+        /// The packetizer's configuration: packetization mode, packet size (the MTU less the IP
+        /// and UDP headers), payload type, SSRC and the random starting values.
+        public var packetizer: H264Packetizer.Configuration
+        /// Wait for each sample's decode time (true), or send as fast as the socket allows.
+        public var paced: Bool
+        /// How often an RTCP sender report goes out (RFC 3550 §6.2 suggests 5 seconds).
+        public var senderReportInterval: Duration
+        /// Stop after this many samples (nil: all of them).
+        public var sampleLimit: Int?
+
+        /// Options; the defaults are mode 1, 1,200-byte packets, payload type 96, paced.
+        public init(packetizer: H264Packetizer.Configuration = .init(), paced: Bool = true, senderReportInterval: Duration = .seconds(5), sampleLimit: Int? = nil) {
+            self.packetizer = packetizer
+            self.paced = paced
+            self.senderReportInterval = senderReportInterval
+            self.sampleLimit = sampleLimit
+        }
+    }
+
+    /// What was sent.
+    public struct Summary: Sendable, Hashable, Codable {
+        /// Samples (access units) sent.
+        public var samples: Int
+        /// RTP packets sent.
+        public var packets: Int
+        /// RTP payload bytes sent (RTCP's sender octet count).
+        public var octets: Int
+        /// RTCP packets sent (compound packets count once).
+        public var controlPackets: Int
+        /// The synchronization source of the stream.
+        public var ssrc: UInt32
+    }
+
+    /// Where the packets go: RTP to ``RTPDestination/port``, RTCP to the next port.
+    public let destination: RTPDestination
+    /// How the stream is sent.
+    public let options: Options
+
+    /// A sender to `destination` (which must name a host: `rtp://@:PORT` is for receiving).
+    public init(destination: RTPDestination, options: Options = Options()) throws(NetworkError) {
+        guard !destination.host.isEmpty else { throw NetworkError(.socket, "\(destination): a sender needs a host to send to (rtp://HOST:PORT)") }
+        _ = try H264Packetizer(configuration: options.packetizer)  // validates the configuration
+        self.destination = destination
+        self.options = options
+    }
+
+    /// Sends every sample of `samples`, in order, then the closing RTCP BYE; returns what was sent.
+    /// Cancelling the task stops the stream (the BYE still goes out).
+    public func send<Samples: AsyncSequence>(_ samples: Samples) async throws(NetworkError) -> Summary where Samples.Element == SampleBuffer {
+        let rtpAddress: SocketAddress, rtcpAddress: SocketAddress
+        do {
+            rtpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port)
+            rtcpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port + 1)
+        } catch {
+            throw NetworkError(.socket, "\(destination): the host does not resolve: \(error)")
+        }
+        let wildcard = rtpAddress.protocol == .inet6 ? "::" : "0.0.0.0"
+        let rtp = try await Self.datagramChannel(host: wildcard)
+        let rtcp: NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
+        do { rtcp = try await Self.datagramChannel(host: wildcard) } catch {
+            try? await rtp.channel.close()
+            throw error
+        }
+        var session = try SendingSession(options: options)
+        do {
+            try await rtcp.executeThenClose { _, rtcpOut in
+                try await rtp.executeThenClose { _, rtpOut in
+                    try await session.run(samples, rtp: rtpOut, to: rtpAddress, rtcp: rtcpOut, to: rtcpAddress)
+                }
+            }
+        } catch let error as NetworkError {
+            throw error
+        } catch {
+            throw NetworkError(.socket, "sending to \(destination): \(error)")
+        }
+        return session.summary
+    }
+
+    /// A UDP channel bound to an ephemeral port of `host`.
+    static func datagramChannel(host: String, port: Int = 0, receiveBufferSize: Int? = nil) async throws(NetworkError)
+        -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
+    {
+        do {
+            // Every datagram whole (NIO's default read buffer for UDP is 2,048 bytes, and a
+            // longer datagram would be cut: a mode-0 packet can be 65,507), several per system call.
+            var bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+                .channelOption(.datagramVectorReadMessageCount, value: 8)
+            if let receiveBufferSize { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize)) }
+            return try await bootstrap.bind(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
+                }
+            }
+        } catch {
+            throw NetworkError(.socket, "binding UDP \(host.contains(":") ? "[\(host)]" : host):\(port): \(error)")
+        }
+    }
+}
+
+/// The state of one send: the packetizer, the pacing timebase, the counts.
+private struct SendingSession {
+    typealias Writer = NIOAsyncChannelOutboundWriter<AddressedEnvelope<ByteBuffer>>
+    let options: RTPSender.Options
+    var packetizer: H264Packetizer
+    var samples = 0
+    var controlPackets = 0
+    var lastRTPTimestamp: UInt32
+    let timebase = Timebase()
+    var nextReport: ContinuousClock.Instant?
+    var lastSampleEnd: MediaTime?
+
+    init(options: RTPSender.Options) throws(NetworkError) {
+        self.options = options
+        packetizer = try H264Packetizer(configuration: options.packetizer)
+        lastRTPTimestamp = options.packetizer.timestampOffset
+    }
+
+    var summary: RTPSender.Summary {
+        RTPSender.Summary(samples: samples, packets: packetizer.packetCount, octets: packetizer.octetCount, controlPackets: controlPackets,
+                          ssrc: packetizer.configuration.ssrc)
+    }
+
+    mutating func run<Samples: AsyncSequence>(_ input: Samples, rtp: Writer, to rtpAddress: SocketAddress, rtcp: Writer, to rtcpAddress: SocketAddress) async throws
+    where Samples.Element == SampleBuffer {
+        var iterator = input.makeAsyncIterator()
+        defer { _ = iterator }
+        var failure: (any Error)?
+        do {
+            while options.sampleLimit.map({ samples < $0 }) ?? true, let sample = try await iterator.next() {
+                try Task.checkCancellation()
+                if options.paced {
+                    if samples == 0 { timebase.setRate(1, time: sample.decodeTime) }
+                    _ = try await timebase.sleep(until: sample.decodeTime)
+                }
+                let timestamp = packetizer.timestamp(for: sample.presentationTime)
+                if samples == 0 { lastRTPTimestamp = timestamp }
+                let packets = try packetizer.packets(for: sample)
+                try await rtp.write(contentsOf: packets.map { AddressedEnvelope(remoteAddress: rtpAddress, data: ByteBuffer(bytes: $0.bytes)) })
+                samples += 1
+                lastRTPTimestamp = timestamp
+                lastSampleEnd = sample.decodeTime + sample.duration
+                let now = ContinuousClock.now
+                if nextReport.map({ now >= $0 }) ?? true {
+                    try await rtcp.write(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: RTCPPacket.serialize([.senderReport(senderReport())]))))
+                    controlPackets += 1
+                    nextReport = now + options.senderReportInterval
+                }
+            }
+            // The stream lasts until its last frame's end: a receiver that reads the BYE before
+            // the last packets (they come on another port) would lose them.
+            if options.paced, let end = lastSampleEnd { _ = try await timebase.sleep(until: end) }
+            try await Task.sleep(for: .milliseconds(50))
+        } catch is CancellationError {
+        } catch {
+            failure = error
+        }
+        // The BYE goes out however the stream ended, so that receivers stop waiting.
+        let bye = RTCPPacket.serialize([.senderReport(senderReport()), .goodbye(.init(sources: [packetizer.configuration.ssrc]))])
+        // (From a task of its own: the writer refuses a cancelled task's writes.)
+        try await Task { try await rtcp.write(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: bye))) }.value
+        controlPackets += 1
+        if let failure { throw failure }
+    }
+
+    /// A sender report for now: the wall clock in NTP format against the last RTP timestamp sent.
+    func senderReport() -> RTCPPacket.SenderReport {
+        RTCPPacket.SenderReport(ssrc: packetizer.configuration.ssrc, ntpTimestamp: NTPTime.now(), rtpTimestamp: lastRTPTimestamp,
+                                packetCount: UInt32(truncatingIfNeeded: packetizer.packetCount), octetCount: UInt32(truncatingIfNeeded: packetizer.octetCount))
+    }
+}

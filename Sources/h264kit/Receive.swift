@@ -1,0 +1,81 @@
+import ArgumentParser
+import FoundationEssentials
+import H264Kit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Receive: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receive",
+        abstract: "Receive H.264 over RTP/UDP into a movie or an Annex-B stream.",
+        discussion: """
+            SOURCE is a session description (FILE.sdp, as ffmpeg's -sdp_file or `h264kit sdp` writes) or \
+            rtp://@:PORT (listen on every address; parameter sets in band) or rtp://127.0.0.1:PORT. RTCP is \
+            read on PORT+1. Receiving ends at the sender's RTCP BYE, after --frames samples, after --timeout \
+            seconds without a packet, or at SIGINT/SIGTERM; in every case OUTPUT is finished and holds every \
+            whole access unit received. Lost packets drop their access unit and decoding resumes at the next \
+            IDR picture. RTSP pulling is not built yet.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A session description file, or rtp://@:PORT.", valueName: "SOURCE"))
+    var source: String
+
+    @Argument(help: "An .mp4/.mov movie, or an Annex-B stream (- for standard output).")
+    var output: String
+
+    @Option(help: "Stop after this many seconds without a packet.")
+    var timeout: Double = 5
+
+    @Option(help: "Stop after N samples.")
+    var frames: Int?
+
+    @Option(help: ArgumentHelp("Write the reception counts as JSON to FILE.", valueName: "FILE"))
+    var stats: String?
+
+    @Option(help: "Packets held waiting for a missing one before it counts as lost.")
+    var reorderDepth = 64
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout \(timeout): more than 0 seconds, at most a day") }
+        if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
+        guard (0...4096).contains(reorderDepth) else { throw ValidationError("--reorder-depth \(reorderDepth): 0-4096 packets") }
+    }
+
+    func run() async throws {
+        let options = RTPReceiver.Options(depacketizer: .init(reorderDepth: reorderDepth), idleTimeout: .milliseconds(Int64(timeout * 1000)),
+                                          sampleLimit: frames)
+        let receiver: RTPReceiver
+        do {
+            if source.lowercased().hasPrefix("rtp://") {
+                receiver = RTPReceiver(endpoint: try RTPDestination(parsing: source), options: options)
+            } else {
+                let text = try readText(source, limit: SessionDescription.maximumSize)
+                receiver = try RTPReceiver(sessionDescription: SessionDescription(parsing: text), options: options)
+            }
+        } catch let error as ToolError { throw error } catch { throw ToolError("\(source): \(error)") }
+
+        // SIGINT and SIGTERM end receiving the way a BYE does: the output is finished.
+        let task = Task { try await receiver.record(to: EncodedOutput(path: output)) }
+        let stop = InterruptionSignals { task.cancel() }
+        defer { stop.restore() }
+        let report: RTPReceiver.Report
+        do { report = try await task.value } catch { throw ToolError("\(output): \(error)") }
+        if let stats {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try writeFile(stats, Array(try encoder.encode(report)))
+        }
+        let counts = report.depacketizer
+        printError("\(output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
+                   + "\(counts.accessUnitsDropped) access units dropped, \(counts.accessUnitsSkipped) skipped to the next IDR")
+    }
+
+    /// The text of a small file, refusing one larger than `limit` bytes.
+    func readText(_ path: String, limit: Int) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard data.count <= limit else { throw ToolError("\(path): \(data.count) bytes; a session description is at most \(limit)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,188 @@
+import Dispatch
+import Foundation
+import H264Container
+import H264Network
+import H264Session
+import H264Streaming
+import MediaCore
+import TestSupport
+import Testing
+
+/// RTP over real UDP sockets on loopback, with ffmpeg as the peer: what ``RTPSender`` sends,
+/// ffmpeg decodes to the source's frames; what ffmpeg sends, ``RTPReceiver`` records into a
+/// movie with the source's frames and times; and the two of ours together through a relay
+/// that loses, reorders and duplicates packets.
+@Suite("RTP over UDP: RTPSender and RTPReceiver", .requires(.ffmpeg, .ffprobe), .serialized)
+struct RTPStreamingTests {
+    static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
+
+    /// A port P with P and P + 1 free on 127.0.0.1 (RTP and RTCP), P even as RFC 3550 asks.
+    static func freePortPair() throws -> Int {
+        for _ in 0..<100 {
+            let port = UInt16.random(in: 20_000...40_000) & ~1
+            if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return Int(port) }
+        }
+        throw TestFailure("no free UDP port pair on 127.0.0.1")
+    }
+
+    /// Runs a program on a thread of its own (not the cooperative pool), for a test that goes on meanwhile.
+    static func runInBackground(_ program: String, _ arguments: [String]) async throws -> ProcessResult {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try run(program, arguments) }) }
+        }
+    }
+
+    static func waitUntilBound(_ port: Int) async throws {
+        for _ in 0..<1000 where !udpPortIsBound(UInt16(port)) { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(udpPortIsBound(UInt16(port)), "nothing listened on 127.0.0.1:\(port)")
+    }
+
+    /// Each frame's presentation time in seconds from the first, as ffprobe reads it.
+    static func presentationTimes(_ path: String) throws -> [Double] {
+        let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
+            .stdoutText.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
+        return times.map { (($0 - (times.first ?? 0)) * 1000).rounded() / 1000 }
+    }
+
+    static func frameHashes(framemd5 text: String) -> [String] {
+        text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+    }
+
+    struct Shape: Sendable, CustomTestStringConvertible {
+        var mode: Int
+        var packetSize: Int
+        var testDescription: String { "mode \(mode), \(packetSize)-byte packets" }
+    }
+
+    @Test("ffmpeg receives what RTPSender sends, paced, and decodes the source's frames; the BYE ends it",
+          arguments: [Shape(mode: 1, packetSize: 1200), Shape(mode: 1, packetSize: 500), Shape(mode: 0, packetSize: 65_507)])
+    func ffmpegDecodesWhatWeSend(_ shape: Shape) async throws {
+        let port = try Self.freePortPair()
+        let destination = RTPDestination(host: "127.0.0.1", port: port)
+        let first = try #require(try MediaSource(path: Self.source).next())
+        let format = H264PayloadFormat(formatDescription: first.formatDescription, packetizationMode: shape.mode)
+        let sdpPath = try Checkout.temporaryFile(Array(destination.sessionDescription(for: format).text.utf8), suffix: ".sdp")
+        defer { try? FileManager.default.removeItem(atPath: sdpPath) }
+        async let received = Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,
+                                                              "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+        try await Self.waitUntilBound(port)
+        let sender = try RTPSender(destination: destination, options: .init(packetizer: .init(packetizationMode: shape.mode, maximumPacketSize: shape.packetSize)))
+        let summary = try await sender.send(MediaFileSamples(path: Self.source))
+        let result = try await received
+        #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
+        #expect(Self.frameHashes(framemd5: result.stdoutText) == (try ffmpegFrameHashes(Self.source)))
+        #expect(summary.samples == (try ffmpegFrameHashes(Self.source)).count && summary.controlPackets >= 2)
+    }
+
+    @Test("RTPReceiver records what ffmpeg sends (ffmpeg's own SDP, both packetization modes): the source's frames and times", arguments: [false, true])
+    func weRecordWhatFFmpegSends(modeZero: Bool) async throws {
+        // An MP4 of the stream, so that ffmpeg sends its presentation times (and its parameter
+        // sets only in the SDP).
+        let sent = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: sent) }
+        let writer = try MovieWriter(path: sent)
+        let reader = try SampleBufferReader(path: Self.source)
+        while let sample = try reader.next() { try writer.append(sample) }
+        _ = try writer.finish()
+        let port = try Self.freePortPair()
+        let sdpPath = sent + ".sdp"
+        defer { try? FileManager.default.removeItem(atPath: sdpPath) }
+        let output = (modeZero ? ["-rtpflags", "h264_mode0"] : []) + ["-f", "rtp", "-sdp_file", sdpPath, "rtp://127.0.0.1:\(port)?pkt_size=\(modeZero ? 60_000 : 1200)"]
+        // ffmpeg writes its SDP as it starts: a first run of one frame (to the port nobody
+        // listens on yet, on loopback) gives it.
+        let dryRun = try run("timeout", ["20", "ffmpeg", "-v", "error", "-i", sent, "-frames:v", "1", "-c", "copy"] + output)
+        try #require(dryRun.status == 0, "\(dryRun.stderrText)")
+        let sdp = try SessionDescription(parsing: String(decoding: try Data(contentsOf: URL(fileURLWithPath: sdpPath)), as: UTF8.self))
+        let receiver = try RTPReceiver(sessionDescription: sdp, options: .init(idleTimeout: .seconds(3)))
+        #expect(receiver.endpoint.port == port && receiver.payloadFormat?.packetizationMode == (modeZero ? 0 : 1))
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        async let report = receiver.record(to: .init(path: movie))
+        try await Self.waitUntilBound(port)
+        let sender = try await Self.runInBackground("timeout", ["20", "ffmpeg", "-v", "error", "-re", "-i", sent, "-c", "copy"] + output)
+        #expect(sender.status == 0, "\(sender.stderrText)")
+        // ffmpeg's RTP muxer sends no BYE unless asked: the receiver ends when the packets stop.
+        let received = try await report
+        #expect(received.ending == .idleTimeout)
+        #expect(received.samples == (try ffmpegFrameHashes(Self.source)).count, "\(received)")
+        #expect(received.depacketizer.packetsLost == 0 && received.depacketizer.accessUnitsDropped == 0, "\(received.depacketizer)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+        #expect(try Self.presentationTimes(movie) == Self.presentationTimes(sent))
+    }
+
+    @Test("sender to receiver, both ours, ended by the BYE: the source's frames, in-band parameter sets")
+    func ourSenderToOurReceiver() async throws {
+        let port = try Self.freePortPair()
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port))
+        async let report = receiver.record(to: .init(path: movie))
+        try await Self.waitUntilBound(port)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port), options: .init(paced: false))
+        let summary = try await sender.send(MediaFileSamples(path: Self.source))
+        let received = try await report
+        #expect(received.ending == .goodbye && received.samples == summary.samples, "\(received)")
+        #expect(received.ssrc == summary.ssrc && received.controlPackets >= 2)
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+    }
+
+    @Test("through a relay that loses 1%, swaps and duplicates packets: loss counted, every frame recorded is a source frame, the output decodes cleanly")
+    func lossReorderingAndDuplicates() async throws {
+        let relay = try LoopbackUDPSocket(receiveTimeout: 1)
+        let port = try Self.freePortPair()
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(depacketizer: .init(reorderDepth: 8), idleTimeout: .seconds(1)))
+        async let report = receiver.record(to: .init(path: movie))
+        try await Self.waitUntilBound(port)
+        // The relay: a fixed pseudo-random sequence drops one packet in 100, holds one in 20
+        // back behind the next, and sends one in 25 twice.
+        async let relayed = withCheckedThrowingContinuation { (continuation: CheckedContinuation<(dropped: Int, duplicated: Int), any Error>) in
+            DispatchQueue.global().async {
+                var state: UInt64 = 0x9E37_79B9_7F4A_7C15, dropped = 0, duplicated = 0
+                var held: [UInt8]?
+                func random() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return state >> 33 }
+                continuation.resume(with: Result {
+                    while let datagram = relay.receive() {
+                        let roll = random() % 100
+                        if roll < 1 { dropped += 1; continue }
+                        if roll < 6, held == nil { held = datagram; continue }
+                        try relay.send(datagram, toPort: UInt16(port))
+                        if roll < 10 { try relay.send(datagram, toPort: UInt16(port)); duplicated += 1 }
+                        if let packet = held { try relay.send(packet, toPort: UInt16(port)); held = nil }
+                    }
+                    if let packet = held { try relay.send(packet, toPort: UInt16(port)) }
+                    return (dropped, duplicated)
+                })
+            }
+        }
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: Int(relay.port)),
+                                   options: .init(paced: false))
+        let summary = try await sender.send(MediaFileSamples(path: Self.source))
+        let counts = try await relayed
+        #expect(summary.samples == 90)
+        let received = try await report
+        let statistics = received.depacketizer
+        #expect(counts.dropped > 0 && statistics.packetsLost > 0 && statistics.packetsLost <= counts.dropped, "\(counts) \(statistics)")
+        #expect(statistics.packetsDuplicated == counts.duplicated && statistics.packetsReordered > 0)
+        #expect(statistics.accessUnitsDropped > 0 && received.samples > 0 && received.samples < 90)
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", movie, "-f", "framemd5", "-"])
+        #expect(decoded.status == 0 && decoded.stderrText.isEmpty, "\(decoded.stderrText)")
+        // Each frame is one of the source's, in the source's order.
+        let source = try ffmpegFrameHashes(Self.source)
+        var position = source.startIndex
+        for hash in Self.frameHashes(framemd5: decoded.stdoutText) {
+            let found = try #require(source[position...].firstIndex(of: hash), "a recorded frame that is not the source's next ones")
+            position = found + 1
+        }
+    }
+
+    @Test("a receiver with nothing to receive ends at its idle timeout with a clear error for the empty output")
+    func nothingArrives() async throws {
+        let port = try Self.freePortPair()
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .milliseconds(300)))
+        let report = try await receiver.receive { _ in Issue.record("no sample can arrive") }
+        #expect(report.ending == .idleTimeout && report.samples == 0)
+        #expect(throws: NetworkError.self) { _ = try RTPSender(destination: RTPDestination(host: "", port: port)) }
+    }
+}
