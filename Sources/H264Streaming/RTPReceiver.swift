@@ -145,7 +145,7 @@ public struct RTPReceiver: Sendable {
                         while true {
                             try await Task.sleep(for: .milliseconds(50))
                             let idle = signals.idle
-                            if signals.goodbye.load(ordering: .acquiring), idle > .milliseconds(250) {
+                            if signals.goodbye.load(ordering: .acquiring), idle > .milliseconds(100) {
                                 signals.end(.goodbye)
                             } else if idle > options.idleTimeout {
                                 signals.end(.idleTimeout)

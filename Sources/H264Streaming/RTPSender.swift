@@ -23,15 +23,19 @@ public struct RTPSender: Sendable {
         public var packetizer: H264Packetizer.Configuration
         /// Wait for each sample's decode time (true), or send as fast as the socket allows.
         public var paced: Bool
+        /// The pace, when paced: 1 is real time, 4 four times faster (ffmpeg's `-readrate`).
+        public var rate: Double
         /// How often an RTCP sender report goes out (RFC 3550 §6.2 suggests 5 seconds).
         public var senderReportInterval: Duration
         /// Stop after this many samples (nil: all of them).
         public var sampleLimit: Int?
 
         /// Options; the defaults are mode 1, 1,200-byte packets, payload type 96, paced.
-        public init(packetizer: H264Packetizer.Configuration = .init(), paced: Bool = true, senderReportInterval: Duration = .seconds(5), sampleLimit: Int? = nil) {
+        public init(packetizer: H264Packetizer.Configuration = .init(), paced: Bool = true, rate: Double = 1, senderReportInterval: Duration = .seconds(5),
+                    sampleLimit: Int? = nil) {
             self.packetizer = packetizer
             self.paced = paced
+            self.rate = rate
             self.senderReportInterval = senderReportInterval
             self.sampleLimit = sampleLimit
         }
@@ -60,6 +64,7 @@ public struct RTPSender: Sendable {
     public init(destination: RTPDestination, options: Options = Options()) throws(NetworkError) {
         guard !destination.host.isEmpty else { throw NetworkError(.socket, "\(destination): a sender needs a host to send to (rtp://HOST:PORT)") }
         _ = try H264Packetizer(configuration: options.packetizer)  // validates the configuration
+        guard options.rate > 0, options.rate.isFinite else { throw NetworkError(.unsupported, "a pace of \(options.rate) times real time: more than 0") }
         self.destination = destination
         self.options = options
     }
@@ -151,7 +156,7 @@ private struct SendingSession {
             while options.sampleLimit.map({ samples < $0 }) ?? true, let sample = try await iterator.next() {
                 try Task.checkCancellation()
                 if options.paced {
-                    if samples == 0 { timebase.setRate(1, time: sample.decodeTime) }
+                    if samples == 0 { timebase.setRate(options.rate, time: sample.decodeTime) }
                     _ = try await timebase.sleep(until: sample.decodeTime)
                 }
                 let timestamp = packetizer.timestamp(for: sample.presentationTime)

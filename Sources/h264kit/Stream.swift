@@ -34,6 +34,9 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Send as fast as the socket takes packets instead of at the stream's pace.")
     var noPace = false
 
+    @Option(help: "Pace at this many times real time (ffmpeg's -readrate).")
+    var rate: Double = 1
+
     @Flag(help: "Start again at the first sample after the last, times rising, until interrupted.")
     var loop = false
 
@@ -51,6 +54,7 @@ struct Stream: AsyncParsableCommand {
         guard (H264Packetizer.smallestPacketSize...H264Packetizer.largestPacketSize).contains(mtu) else {
             throw ValidationError("--mtu \(mtu): \(H264Packetizer.smallestPacketSize)-\(H264Packetizer.largestPacketSize) bytes")
         }
+        guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
     }
 
@@ -61,7 +65,7 @@ struct Stream: AsyncParsableCommand {
         do {
             let target = try RTPDestination(parsing: destination)
             let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
-            let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, sampleLimit: frames))
+            let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
             if let sdp {
                 let source = try MediaSource(path: input, options: options)
                 guard let first = try source.next() else { throw ToolError("\(input): no samples") }
