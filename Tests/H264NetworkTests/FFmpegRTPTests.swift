@@ -13,26 +13,6 @@ import Testing
 struct FFmpegRTPTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
-    /// A port P with P and P + 1 free on 127.0.0.1 (RTP and RTCP), P even as RFC 3550 asks.
-    static func freePortPair() throws -> UInt16 {
-        for _ in 0..<100 {
-            let port = UInt16.random(in: 20_000...40_000) & ~1
-            if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return port }
-        }
-        throw TestFailure("no free UDP port pair on 127.0.0.1")
-    }
-
-    /// Each frame's presentation time in seconds from the first, as ffprobe reads it.
-    static func presentationTimes(_ path: String) throws -> [Double] {
-        let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
-            .stdoutText.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
-        return times.map { (($0 - (times.first ?? 0)) * 1000).rounded() / 1000 }
-    }
-
-    static func frameHashes(framemd5 text: String) -> [String] {
-        text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
-    }
-
     struct Shape: Sendable, CustomTestStringConvertible {
         var mode: Int
         var packetSize: Int
@@ -44,7 +24,7 @@ struct FFmpegRTPTests {
         let reader = try SampleBufferReader(path: Self.source)
         var samples: [SampleBuffer] = []
         while let sample = try reader.next() { samples.append(sample) }
-        let port = try Self.freePortPair()
+        let port = UInt16(try freeUDPPortPair())
         var packetizer = try H264Packetizer(configuration: .init(packetizationMode: shape.mode, maximumPacketSize: shape.packetSize))
         let format = H264PayloadFormat(formatDescription: samples[0].formatDescription, packetizationMode: shape.mode)
         let sdp = SessionDescription(connection: "IN IP4 127.0.0.1", media: [format.medium(port: Int(port))])
@@ -81,7 +61,7 @@ struct FFmpegRTPTests {
         let result = try #require(received.withLock { $0 })
         #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
         let expected = try ffmpegFrameHashes(Self.source)
-        #expect(Self.frameHashes(framemd5: result.stdoutText) == expected)
+        #expect(framemd5Hashes(result.stdoutText) == expected)
     }
 
     @Test(arguments: [false, true]) func weRebuildWhatFFmpegSends(modeZero: Bool) throws {
@@ -131,6 +111,6 @@ struct FFmpegRTPTests {
         _ = try writer.finish()
         #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
         // Every frame at the sent movie's presentation time (counted from the first).
-        #expect(try Self.presentationTimes(movie) == Self.presentationTimes(sent))
+        #expect(try ffprobePresentationTimes(movie) == ffprobePresentationTimes(sent))
     }
 }

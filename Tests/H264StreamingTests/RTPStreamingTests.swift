@@ -16,15 +16,6 @@ import Testing
 struct RTPStreamingTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
-    /// A port P with P and P + 1 free on 127.0.0.1 (RTP and RTCP), P even as RFC 3550 asks.
-    static func freePortPair() throws -> Int {
-        for _ in 0..<100 {
-            let port = UInt16.random(in: 20_000...40_000) & ~1
-            if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return Int(port) }
-        }
-        throw TestFailure("no free UDP port pair on 127.0.0.1")
-    }
-
     /// Runs a program on a thread of its own (not the cooperative pool), for a test that goes on meanwhile.
     static func runInBackground(_ program: String, _ arguments: [String]) async throws -> ProcessResult {
         try await withCheckedThrowingContinuation { continuation in
@@ -37,17 +28,6 @@ struct RTPStreamingTests {
         try #require(udpPortIsBound(UInt16(port)), "nothing listened on 127.0.0.1:\(port)")
     }
 
-    /// Each frame's presentation time in seconds from the first, as ffprobe reads it.
-    static func presentationTimes(_ path: String) throws -> [Double] {
-        let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
-            .stdoutText.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
-        return times.map { (($0 - (times.first ?? 0)) * 1000).rounded() / 1000 }
-    }
-
-    static func frameHashes(framemd5 text: String) -> [String] {
-        text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
-    }
-
     struct Shape: Sendable, CustomTestStringConvertible {
         var mode: Int
         var packetSize: Int
@@ -57,7 +37,7 @@ struct RTPStreamingTests {
     @Test("ffmpeg receives what RTPSender sends, paced, and decodes the source's frames; the BYE ends it",
           arguments: [Shape(mode: 1, packetSize: 1200), Shape(mode: 1, packetSize: 500), Shape(mode: 0, packetSize: 65_507)])
     func ffmpegDecodesWhatWeSend(_ shape: Shape) async throws {
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let destination = RTPDestination(host: "127.0.0.1", port: port)
         let first = try #require(try MediaSource(path: Self.source).next())
         let format = H264PayloadFormat(formatDescription: first.formatDescription, packetizationMode: shape.mode)
@@ -70,7 +50,7 @@ struct RTPStreamingTests {
         let summary = try await sender.send(MediaFileSamples(path: Self.source))
         let result = try await received
         #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
-        #expect(Self.frameHashes(framemd5: result.stdoutText) == (try ffmpegFrameHashes(Self.source)))
+        #expect(framemd5Hashes(result.stdoutText) == (try ffmpegFrameHashes(Self.source)))
         #expect(summary.samples == (try ffmpegFrameHashes(Self.source)).count && summary.controlPackets >= 2)
     }
 
@@ -84,7 +64,7 @@ struct RTPStreamingTests {
         let reader = try SampleBufferReader(path: Self.source)
         while let sample = try reader.next() { try writer.append(sample) }
         _ = try writer.finish()
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let sdpPath = sent + ".sdp"
         defer { try? FileManager.default.removeItem(atPath: sdpPath) }
         let output = (modeZero ? ["-rtpflags", "h264_mode0"] : []) + ["-f", "rtp", "-sdp_file", sdpPath, "rtp://127.0.0.1:\(port)?pkt_size=\(modeZero ? 60_000 : 1200)"]
@@ -107,12 +87,12 @@ struct RTPStreamingTests {
         #expect(received.samples == (try ffmpegFrameHashes(Self.source)).count, "\(received)")
         #expect(received.depacketizer.packetsLost == 0 && received.depacketizer.accessUnitsDropped == 0, "\(received.depacketizer)")
         #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
-        #expect(try Self.presentationTimes(movie) == Self.presentationTimes(sent))
+        #expect(try ffprobePresentationTimes(movie) == ffprobePresentationTimes(sent))
     }
 
     @Test("sender to receiver, both ours, ended by the BYE: the source's frames, in-band parameter sets")
     func ourSenderToOurReceiver() async throws {
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { try? FileManager.default.removeItem(atPath: movie) }
         let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port))
@@ -129,7 +109,7 @@ struct RTPStreamingTests {
     @Test("through a relay that loses 1%, swaps and duplicates packets: loss counted, every frame recorded is a source frame, the output decodes cleanly")
     func lossReorderingAndDuplicates() async throws {
         let relay = try LoopbackUDPSocket(receiveTimeout: 1)
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { try? FileManager.default.removeItem(atPath: movie) }
         let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(depacketizer: .init(reorderDepth: 8), idleTimeout: .seconds(1)))
@@ -171,7 +151,7 @@ struct RTPStreamingTests {
         // Each frame is one of the source's, in the source's order.
         let source = try ffmpegFrameHashes(Self.source)
         var position = source.startIndex
-        for hash in Self.frameHashes(framemd5: decoded.stdoutText) {
+        for hash in framemd5Hashes(decoded.stdoutText) {
             let found = try #require(source[position...].firstIndex(of: hash), "a recorded frame that is not the source's next ones")
             position = found + 1
         }
@@ -179,7 +159,7 @@ struct RTPStreamingTests {
 
     @Test("a receiver with nothing to receive ends at its idle timeout with a clear error for the empty output")
     func nothingArrives() async throws {
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .milliseconds(300)))
         let report = try await receiver.receive { _ in Issue.record("no sample can arrive") }
         #expect(report.ending == .idleTimeout && report.samples == 0)

@@ -181,3 +181,15 @@ public final class ChildProcess {
     /// What the child wrote to standard error (complete once it has ended).
     public var stderrText: String { String(decoding: (try? readFile(errorPath)) ?? Data(), as: UTF8.self) }
 }
+
+/// The frame hashes of `-f framemd5` output (the last field of each line that is not a comment).
+public func framemd5Hashes(_ text: String) -> [String] {
+    text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
+}
+
+/// Each frame's presentation time in seconds from the first, to the millisecond, as ffprobe reads it.
+public func ffprobePresentationTimes(_ path: String) throws -> [Double] {
+    let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
+        .stdoutText.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
+    return times.map { (($0 - (times.first ?? 0)) * 1000).rounded() / 1000 }
+}

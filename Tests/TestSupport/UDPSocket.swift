@@ -72,3 +72,12 @@ public func udpPortIsBound(_ port: UInt16) -> Bool {
 extension String {
     func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
+
+/// A port P with P and P + 1 free on this host (RTP and RTCP), P even as RFC 3550 asks.
+public func freeUDPPortPair() throws -> Int {
+    for _ in 0..<100 {
+        let port = UInt16.random(in: 20_000...40_000) & ~1
+        if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return Int(port) }
+    }
+    throw TestFailure("no free UDP port pair on 127.0.0.1")
+}

@@ -11,14 +11,6 @@ import Glibc
 struct StreamCommandTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
-    static func freePortPair() throws -> Int {
-        for _ in 0..<100 {
-            let port = UInt16.random(in: 20_000...40_000) & ~1
-            if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return Int(port) }
-        }
-        throw TestFailure("no free UDP port pair on 127.0.0.1")
-    }
-
     static func waitUntilBound(_ port: Int) throws {
         for _ in 0..<1000 where !udpPortIsBound(UInt16(port)) { usleep(10_000) }
         try #require(udpPortIsBound(UInt16(port)), "nothing listened on 127.0.0.1:\(port)")
@@ -26,10 +18,6 @@ struct StreamCommandTests {
 
     static func temporaryPath(_ suffix: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-\(UUID().uuidString)\(suffix)").path
-    }
-
-    static func frameHashes(framemd5 text: String) -> [String] {
-        text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
     }
 
     /// Each packet's presentation time (seconds) as ffprobe reads it.
@@ -40,7 +28,7 @@ struct StreamCommandTests {
 
     @Test("sdp, then stream to ffmpeg: its decode of what arrives is the source's, ended by the BYE")
     func streamToFFmpeg() throws {
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let sdp = Self.temporaryPath(".sdp")
         defer { try? FileManager.default.removeItem(atPath: sdp) }
         let described = try h264kit(["sdp", Self.source, "rtp://127.0.0.1:\(port)", "--packetization-mode", "0"])
@@ -55,13 +43,13 @@ struct StreamCommandTests {
         #expect(sent.status == 0, "\(sent.stderr)")
         #expect(sent.stderr.contains("90 samples"), "\(sent.stderr)")
         #expect(ffmpeg.wait() == 0, "ffmpeg ends on the BYE: \(ffmpeg.stderrText)")
-        let received = Self.frameHashes(framemd5: try String(contentsOfFile: hashes, encoding: .utf8))
+        let received = framemd5Hashes(try String(contentsOfFile: hashes, encoding: .utf8))
         #expect(received == (try ffmpegFrameHashes(Self.source)))
     }
 
     @Test("ffmpeg sends (its SDP), receive records a MOV: the source's frames and times, --stats counts it")
     func receiveFromFFmpeg() throws {
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let sdp = Self.temporaryPath(".sdp"), movie = Self.temporaryPath(".mov"), stats = Self.temporaryPath(".json"), sent = Self.temporaryPath(".mp4")
         defer { for path in [sdp, movie, stats, sent] { try? FileManager.default.removeItem(atPath: path) } }
         let muxed = try h264kit(["mux", Self.source, sent])
@@ -83,7 +71,7 @@ struct StreamCommandTests {
 
     @Test("stream --loop --frames 150 to receive: an Annex-B file of 150 frames, times rising across the loop; SIGINT ends a receive with its file finished")
     func loopAndInterrupt() throws {
-        let port = try Self.freePortPair()
+        let port = try freeUDPPortPair()
         let stream = Self.temporaryPath(".264"), movie = Self.temporaryPath(".mp4")
         defer { for path in [stream, movie] { try? FileManager.default.removeItem(atPath: path) } }
         let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(port)", stream])
