@@ -54,6 +54,7 @@ struct Stream: AsyncParsableCommand {
         guard (H264Packetizer.smallestPacketSize...H264Packetizer.largestPacketSize).contains(mtu) else {
             throw ValidationError("--mtu \(mtu): \(H264Packetizer.smallestPacketSize)-\(H264Packetizer.largestPacketSize) bytes")
         }
+        if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
     }

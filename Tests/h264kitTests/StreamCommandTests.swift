@@ -112,7 +112,7 @@ struct StreamCommandTests {
         defer { try? FileManager.default.removeItem(atPath: sdp) }
         try Data("v=0\nm=audio 5004 RTP/AVP 0\n".utf8).write(to: URL(fileURLWithPath: sdp))
         for arguments in [["stream", Self.source, "rtp://@:5004"], ["stream", Self.source, "udp://127.0.0.1:5004"], ["stream", "/nonexistent.264", "rtp://127.0.0.1:5004"],
-                          ["stream", Self.source, "rtp://127.0.0.1:5004", "--mtu", "10"], ["receive", "/nonexistent.sdp", "out.mp4"], ["receive", sdp, "out.mp4"],
+                          ["stream", Self.source, "rtp://127.0.0.1:5004", "--mtu", "10"], ["stream", "-", "rtp://127.0.0.1:5004", "--sdp", sdp], ["receive", "/nonexistent.sdp", "out.mp4"], ["receive", sdp, "out.mp4"],
                           ["receive", "rtp://127.0.0.1:5004", "out.mp4", "--timeout", "0"]] {
             let result = try h264kit(arguments)
             #expect(result.status != 0 && !result.stderr.isEmpty, "\(arguments): \(result.stderr)")
