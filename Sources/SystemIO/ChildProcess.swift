@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 import SystemPackage
 
@@ -22,7 +22,7 @@ package enum ChildProcess {
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let started = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        let started = ChildProcess.withSpawnAttributes { posix_spawn(&pid, executable, &actions, &$0, &argv, environ) }
         guard started == 0 else { throw SystemError(.spawn, path: executable, errno: Errno(rawValue: started)) }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
@@ -30,5 +30,24 @@ package enum ChildProcess {
         }
         // WIFEXITED / WEXITSTATUS, which Swift does not import.
         return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+
+    /// Spawn attributes that give a child the signal state of a freshly started program: no
+    /// signal blocked (a child spawned from a thread of Swift's cooperative pool or of Dispatch
+    /// would otherwise inherit that thread's mask, with SIGINT blocked, and never see a Ctrl-C)
+    /// and SIGINT, SIGTERM, SIGPIPE at their default actions whatever the parent ignores.
+    package static func withSpawnAttributes<Result>(_ body: (inout posix_spawnattr_t) -> Result) -> Result {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        return body(&attributes)
     }
 }

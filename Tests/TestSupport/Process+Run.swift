@@ -1,4 +1,5 @@
 public import Foundation
+import SystemIO
 
 /// What a finished child process left.
 public struct ProcessResult: Sendable {
@@ -35,7 +36,7 @@ public func runProcess(_ executable: URL, _ arguments: [String], stdin: Data? = 
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     var pid: pid_t = 0
-    let started = posix_spawn(&pid, executable.path, &actions, nil, &argv, environ)
+    let started = SystemIO.ChildProcess.withSpawnAttributes { posix_spawn(&pid, executable.path, &actions, &$0, &argv, environ) }
     guard started == 0 else { throw TestFailure("\(executable.path): cannot start (error \(started))") }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 { guard errno == EINTR else { throw TestFailure("waitpid failed") } }
@@ -131,7 +132,7 @@ public final class ChildProcess {
         var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let started = posix_spawn(&pid, executable.path, &actions, nil, &argv, environ)
+        let started = SystemIO.ChildProcess.withSpawnAttributes { posix_spawn(&pid, executable.path, &actions, &$0, &argv, environ) }
         close(pipeEnds[0])
         guard started == 0 else {
             close(pipeEnds[1])
