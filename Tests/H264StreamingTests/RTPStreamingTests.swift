@@ -7,6 +7,9 @@ import H264Streaming
 import MediaCore
 import TestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// RTP over real UDP sockets on loopback, with ffmpeg as the peer: what ``RTPSender`` sends,
 /// ffmpeg decodes to the source's frames; what ffmpeg sends, ``RTPReceiver`` records into a
@@ -52,6 +55,31 @@ struct RTPStreamingTests {
         #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
         #expect(framemd5Hashes(result.stdoutText) == (try ffmpegFrameHashes(Self.source)))
         #expect(summary.samples == (try ffmpegFrameHashes(Self.source)).count && summary.controlPackets >= 2)
+    }
+
+    @Test("GStreamer (udpsrc ! rtph264depay ! avdec_h264) receives what RTPSender sends: every decoded picture is the source's, byte for byte",
+          .requires(.gstLaunch))
+    func gstreamerDecodesWhatWeSend() async throws {
+        let port = try freeUDPPortPair()
+        let pictures = try Checkout.temporaryFile([], suffix: ".yuv")
+        defer { try? FileManager.default.removeItem(atPath: pictures) }
+        let caps = "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
+        let gstreamer = try ChildProcess(try #require(which("gst-launch-1.0")), [
+            "-q", "-e", "udpsrc", "address=127.0.0.1", "port=\(port)", "caps=\(caps)", "!", "rtpjitterbuffer", "!", "rtph264depay", "!", "h264parse", "!",
+            "avdec_h264", "!", "video/x-raw,format=I420", "!", "filesink", "location=\(pictures)",
+        ])
+        try await Self.waitUntilBound(port)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port))
+        let summary = try await sender.send(MediaFileSamples(path: Self.source))
+        // udpsrc never ends by itself: SIGINT with -e sends end-of-stream down the pipeline.
+        try await Task.sleep(for: .milliseconds(500))
+        kill(gstreamer.pid, SIGINT)
+        #expect(gstreamer.wait() == 0, "\(gstreamer.stderrText)")
+        let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pictures)))
+        let source = try run("ffmpeg", ["-v", "error", "-i", Self.source, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]).stdout
+        let pictureSize = 320 * 240 * 3 / 2
+        #expect(decoded.count == source.count && decoded.count == summary.samples * pictureSize, "\(decoded.count / pictureSize) pictures of \(summary.samples)")
+        #expect(decoded == [UInt8](source))
     }
 
     @Test("RTPReceiver records what ffmpeg sends (ffmpeg's own SDP, both packetization modes): the source's frames and times", arguments: [false, true])
