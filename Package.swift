@@ -55,9 +55,9 @@ var targets: [Target] = [
     .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport"]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
-    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "MediaCore", "MediaIO", "TestSupport"]),
+    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
-    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "H264Session", "H264Container", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]

@@ -5,6 +5,9 @@ import H264Network
 import H264Session
 import H264Streaming
 import MediaCore
+import MediaIO
+import H264Bitstream
+import H264Codec
 import TestSupport
 import Testing
 #if canImport(Glibc)
@@ -183,6 +186,42 @@ struct RTPStreamingTests {
             let found = try #require(source[position...].firstIndex(of: hash), "a recorded frame that is not the source's next ones")
             position = found + 1
         }
+    }
+
+    @Test("case study 4: pictures through a compression session straight onto the network; the frames received are the frames encoded")
+    func liveEncodedPicturesOverRTP() async throws {
+        let port = try freeUDPPortPair()
+        let received = try Checkout.temporaryFile([], suffix: ".mp4"), encoded = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { for path in [received, encoded] { try? FileManager.default.removeItem(atPath: path) } }
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port))
+        async let report = receiver.record(to: .init(path: received))
+        try await Self.waitUntilBound(port)
+
+        let pattern = TestPattern(width: 320, height: 240)
+        let rate = FrameRate(25, 1)
+        var settings = EncoderSettings(width: 320, height: 240, frameRate: rate, preset: "veryfast")
+        settings.maximumKeyframeInterval = 25
+        let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true))
+        let frames = try session.frames
+        let encoder = Task {
+            for index in 0..<60 {
+                try await session.encode(pattern.picture(index), presentationTime: MediaTime(value: Int64(index), timescale: 25))
+            }
+            await session.finish()
+        }
+        // Every encoded frame goes on the wire as it comes out, and into a movie for the oracle.
+        let writer = try MovieWriter(path: encoded)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port), options: .init(rate: 10))
+        let summary = try await sender.send(frames.map { frame in
+            try writer.append(frame.sampleBuffer)
+            return frame.sampleBuffer
+        })
+        try await encoder.value
+        _ = try writer.finish()
+        let result = try await report
+        #expect(summary.samples == 60 && result.samples == 60 && result.ending == .goodbye, "\(result)")
+        #expect(try ffmpegFrameHashes(received) == ffmpegFrameHashes(encoded))
+        #expect(try ffprobePresentationTimes(received) == ffprobePresentationTimes(encoded))
     }
 
     @Test("a receiver with nothing to receive ends at its idle timeout with a clear error for the empty output")
