@@ -29,15 +29,21 @@ public struct RTPSender: Sendable {
         public var senderReportInterval: Duration
         /// Stop after this many samples (nil: all of them).
         public var sampleLimit: Int?
+        /// How long the last packets have, after the last frame's end, before the RTCP BYE goes
+        /// out. ffmpeg's receiver ends at the BYE and drops RTP packets it has not read yet (the
+        /// two arrive on different sockets): a receiver that lags, as on a loaded machine, needs
+        /// this margin to read the end of the stream.
+        public var goodbyeDelay: Duration
 
         /// Options; the defaults are mode 1, 1,200-byte packets, payload type 96, paced.
         public init(packetizer: H264Packetizer.Configuration = .init(), paced: Bool = true, rate: Double = 1, senderReportInterval: Duration = .seconds(5),
-                    sampleLimit: Int? = nil) {
+                    sampleLimit: Int? = nil, goodbyeDelay: Duration = .milliseconds(500)) {
             self.packetizer = packetizer
             self.paced = paced
             self.rate = rate
             self.senderReportInterval = senderReportInterval
             self.sampleLimit = sampleLimit
+            self.goodbyeDelay = goodbyeDelay
         }
     }
 
@@ -65,6 +71,7 @@ public struct RTPSender: Sendable {
         guard !destination.host.isEmpty else { throw NetworkError(.socket, "\(destination): a sender needs a host to send to (rtp://HOST:PORT)") }
         _ = try H264Packetizer(configuration: options.packetizer)  // validates the configuration
         guard options.rate > 0, options.rate.isFinite else { throw NetworkError(.unsupported, "a pace of \(options.rate) times real time: more than 0") }
+        guard options.goodbyeDelay >= .zero else { throw NetworkError(.unsupported, "a goodbye delay of \(options.goodbyeDelay): 0 or more") }
         self.destination = destination
         self.options = options
     }
@@ -176,7 +183,7 @@ private struct SendingSession {
             // The stream lasts until its last frame's end: a receiver that reads the BYE before
             // the last packets (they come on another port) would lose them.
             if options.paced, let end = lastSampleEnd { _ = try await timebase.sleep(until: end) }
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: options.goodbyeDelay)
         } catch is CancellationError {
         } catch {
             failure = error
