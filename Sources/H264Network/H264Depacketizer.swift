@@ -79,6 +79,8 @@ public struct H264Depacketizer: Sendable {
     private var probation: Int64?
     private var current = Assembly()
     private var gapBeforeNext = false
+    /// The timestamp of the access unit a one-packet gap interrupted (its marker packet, if the next one starts another).
+    private var gapEndsUnit: UInt32?
     private var waitingForIDR: Bool
     private var lastTimestamp: UInt32?
     private var unfolded: Int64 = 0
@@ -95,6 +97,10 @@ public struct H264Depacketizer: Sendable {
         var fragment: [UInt8]?
         var damaged = false
     }
+
+    /// Whether access units are being skipped until the next IDR picture (after a loss, or
+    /// at the start): the moment a receiver asks the sender for one (RTCP PLI, RFC 4585 §6.3.1).
+    public var isWaitingForSyncSample: Bool { waitingForIDR }
 
     /// A depacketizer with `configuration`.
     public init(configuration: Configuration = Configuration()) {
@@ -164,11 +170,28 @@ public struct H264Depacketizer: Sendable {
         }
         while held.count > configuration.reorderDepth, let first = held.keys.min() {
             // The missing packets are not coming: count them lost, go on from the next held one.
-            statistics.packetsLost += Int(first - nextExpected!)
+            let lost = Int(first - nextExpected!)
+            statistics.packetsLost += lost
             nextExpected = first
-            noteLoss()
+            noteLoss(lost)
             release(into: &units)
         }
+        return units
+    }
+
+    /// Packets held behind a missing one, waiting for it.
+    public var heldPacketCount: Int { held.count }
+
+    /// Gives up waiting for the missing packets before the held ones (they have been awaited
+    /// long enough): counts them lost and goes on from the first held packet; returns the
+    /// access units that completes.
+    public mutating func skipMissing() -> [AccessUnit] {
+        guard let first = held.keys.min(), let next = nextExpected, first > next else { return [] }
+        statistics.packetsLost += Int(first - next)
+        nextExpected = first
+        noteLoss(Int(first - next))
+        var units: [AccessUnit] = []
+        release(into: &units)
         return units
     }
 
@@ -179,7 +202,7 @@ public struct H264Depacketizer: Sendable {
         while let first = held.keys.min() {
             if let next = nextExpected, first > next {
                 statistics.packetsLost += Int(first - next)
-                noteLoss()
+                noteLoss(Int(first - next))
             }
             nextExpected = first
             release(into: &units)
@@ -203,9 +226,13 @@ public struct H264Depacketizer: Sendable {
         }
     }
 
-    /// Loss in the sequence: the access unit being assembled, and the one the next packet
-    /// continues or starts, cannot be whole.
-    private mutating func noteLoss() {
+    /// Loss in the sequence of `count` packets: the access unit being assembled cannot be
+    /// whole, and neither can the one the next packet continues or starts, unless the loss is
+    /// one packet taken from an access unit whose marker never came and the next packet starts
+    /// another (a new timestamp): then the lost packet was the marker packet (RFC 6184 §5.1:
+    /// the marker is on an access unit's last packet), and the next access unit is whole.
+    private mutating func noteLoss(_ count: Int) {
+        gapEndsUnit = count == 1 ? current.timestamp : nil
         if current.timestamp != nil { current.damaged = true }
         current.fragment = nil
         gapBeforeNext = true
@@ -213,7 +240,9 @@ public struct H264Depacketizer: Sendable {
 
     private mutating func take(_ packet: RTPPacket, into units: inout [AccessUnit]) {
         let afterGap = gapBeforeNext
+        let lostMarkerOf = gapEndsUnit
         gapBeforeNext = false
+        gapEndsUnit = nil
         if let timestamp = current.timestamp, timestamp != packet.timestamp {
             // A new timestamp without the previous marker: the previous access unit ended.
             endAccessUnit(into: &units)
@@ -221,10 +250,20 @@ public struct H264Depacketizer: Sendable {
         if current.timestamp == nil {
             current.timestamp = packet.timestamp
             // The first packet after a gap may not be its access unit's first.
-            if afterGap { current.damaged = true }
+            if afterGap, lostMarkerOf == nil || lostMarkerOf == packet.timestamp || !Self.startsNALUnit(packet.payload) { current.damaged = true }
         }
         depayload(packet.payload)
         if packet.marker { endAccessUnit(into: &units) }
+    }
+
+    /// Whether a payload begins a NAL unit (a single NAL unit, an aggregation, an FU-A start).
+    private static func startsNALUnit(_ payload: [UInt8]) -> Bool {
+        guard let first = payload.first else { return false }
+        switch first & 0x1F {
+        case 1...23, 24: return true
+        case 28: return payload.count > 1 && payload[1] & 0x80 != 0
+        default: return false
+        }
     }
 
     /// The NAL units of one payload (RFC 6184 §5.6–5.8) into the current access unit.

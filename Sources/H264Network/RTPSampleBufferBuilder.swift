@@ -7,8 +7,9 @@ public import MediaCore
 /// RTP carries only presentation times (the 90 kHz timestamp). Decoding times are rebuilt the
 /// way a muxer needs them: with the stream's reordering depth D (the SPS's
 /// `max_num_reorder_frames`, or what its profile and level allow), the i-th decoding time is the
-/// i-th smallest presentation time less D frame durations, so decoding times rise and never
-/// pass their presentation times. The builder holds D + 2 access units to know them and the
+/// i-th smallest presentation time less D frame durations (the largest frame step seen, so that
+/// unevenly rounded times cannot put a decoding time past its presentation time), so decoding
+/// times rise and never pass their presentation times. The builder holds D + 2 access units to know them and the
 /// durations; times
 /// count from the first access unit's timestamp (the first presentation time is its RTP
 /// timestamp's distance from the first one received, usually 0).
@@ -120,10 +121,15 @@ public struct RTPSampleBufferBuilder: Sendable {
         let unit = pending.removeFirst()
         let smallest = times.removeFirst()
         if shift == nil {
-            // D frame durations: the smallest step between the presentation times held now.
+            // D frame durations: the step between the presentation times held now. Times
+            // rounded to 90 kHz from another clock step unevenly (3003, 3004, 3002 at 29.97
+            // fps), so the largest step of a frame's size is taken: with a smaller one a
+            // decoding time could pass its presentation time by a tick or two.
             let held = [smallest] + times
             let steps = zip(held, held.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }
-            if let step = steps.min() { lastDuration = step }
+            if let step = steps.min() {
+                lastDuration = steps.filter { $0 * 2 <= step * 3 }.max() ?? step
+            }
             shift = Int64(depth) * lastDuration
         }
         var decode = smallest - (shift ?? 0)

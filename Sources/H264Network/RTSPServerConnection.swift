@@ -1,0 +1,362 @@
+/// The server side of one RTSP connection (RFC 2326) as a pure state machine: a request in, its
+/// response and what the server must do out (start sending to a session, stop, accept a
+/// publisher's stream). No sockets, no clocks: the server around it owns those.
+///
+/// It serves each path either for playing (`OPTIONS`, `DESCRIBE`, `SETUP`, `PLAY`, `PAUSE`,
+/// `TEARDOWN`, `GET_PARAMETER`/`SET_PARAMETER` as keep-alives) or for recording what a publisher
+/// sends (`ANNOUNCE` with an SDP, `SETUP` with `mode=record`, `RECORD`), as OBS and ffmpeg publish
+/// to a server. A session is RTP/AVP over UDP (the client's port pair) or interleaved in the
+/// connection (RTP/AVP/TCP); each gets its own session identifier, SSRC, first sequence number
+/// and first RTP timestamp. Every bad request gets its 4xx and the connection goes on; with an
+/// ``RTSPAuthenticator`` every request but `OPTIONS` must carry valid credentials (401 with the
+/// challenges otherwise).
+public struct RTSPServerConnection: Sendable {
+    /// The server's settings, shared by its connections.
+    public struct Configuration: Sendable {
+        /// When set, requests must authenticate (Digest or Basic).
+        public var authenticator: RTSPAuthenticator?
+        /// Seconds a session lives without a request or RTCP packet from its client (the
+        /// `timeout` of the `Session` header; the server enforces it).
+        public var sessionTimeout: Int
+        /// The UDP port pair the server sends RTP and RTCP from (and reads RTCP and recorded RTP on).
+        public var serverPorts: ClosedRange<Int>
+        /// The `Server` header.
+        public var serverName: String
+        /// The transports offered: UDP, TCP interleaved, or both (a `SETUP` asking for another
+        /// is answered 461, and a client falls back to the other).
+        public var transports: Set<RTSPTransport.Lower>
+
+        /// Settings.
+        public init(authenticator: RTSPAuthenticator? = nil, sessionTimeout: Int = 60, serverPorts: ClosedRange<Int>, serverName: String = "H264Kit",
+                    transports: Set<RTSPTransport.Lower> = [.udp, .tcp]) {
+            self.authenticator = authenticator
+            self.sessionTimeout = sessionTimeout
+            self.serverPorts = serverPorts
+            self.serverName = serverName
+            self.transports = transports
+        }
+    }
+
+    /// What the server has at a path.
+    public enum Resource: Sendable, Hashable {
+        /// A stream to play, described by this payload format (its `control` names the medium).
+        case playable(H264PayloadFormat)
+        /// A path a publisher may `ANNOUNCE` and `RECORD` to.
+        case recordable
+    }
+
+    /// One client's session.
+    public struct Session: Sendable, Hashable {
+        /// The `Session` identifier.
+        public var id: String
+        /// The resource's path (`/live`).
+        public var path: String
+        /// The transport answered: client ports or interleaved channels, server ports, SSRC.
+        public var transport: RTSPTransport
+        /// The synchronization source of the stream (the server's when playing).
+        public var ssrc: UInt32
+        /// The sequence number of the first RTP packet sent (announced in `RTP-Info`).
+        public var initialSequenceNumber: UInt16
+        /// The RTP timestamp of the first sample sent (announced in `RTP-Info`).
+        public var initialTimestamp: UInt32
+        /// The payload format: the resource's when playing, the publisher's `ANNOUNCE` when recording.
+        public var format: H264PayloadFormat
+        /// Whether the client publishes (`mode=record`) rather than plays.
+        public var isRecording: Bool
+    }
+
+    /// What the server must do besides sending the response.
+    public enum Event: Sendable, Hashable {
+        /// Start (or resume) sending the stream to this session; `from` is the `Range` start in
+        /// seconds when the client asked for one.
+        case play(Session, from: Double?)
+        /// Stop sending to this session, keeping it.
+        case pause(Session)
+        /// Accept the publisher's RTP for this session.
+        case record(Session)
+        /// The session is over (TEARDOWN): stop and forget it.
+        case teardown(Session)
+    }
+
+    /// The methods answered (the `Public` header of `OPTIONS`).
+    public static let methods = ["OPTIONS", "DESCRIBE", "SETUP", "PLAY", "PAUSE", "TEARDOWN", "GET_PARAMETER", "SET_PARAMETER", "ANNOUNCE", "RECORD"]
+    /// The most sessions one connection may hold (each a SETUP of a new session).
+    public static let maximumSessions = 16
+
+    private enum State: Sendable, Hashable { case ready, playing, recording }
+    private struct SessionState: Sendable, Hashable {
+        var session: Session
+        var state: State
+    }
+
+    /// The server's settings.
+    public let configuration: Configuration
+    private var sessions: [String: SessionState] = [:]
+    private var announced: [String: H264PayloadFormat] = [:]
+    private var usedChannels: Set<Int> = []
+    private var random: RandomSource
+
+    /// Requests answered with a 4xx or 5xx.
+    public private(set) var errorsAnswered = 0
+
+    /// A connection's machine; `seed` makes the identifiers repeatable (tests), nil uses the
+    /// system's random numbers.
+    public init(configuration: Configuration, seed: UInt64? = nil) {
+        self.configuration = configuration
+        random = RandomSource(seed: seed)
+    }
+
+    /// The sessions of this connection.
+    public var activeSessions: [Session] { sessions.values.map(\.session).sorted { $0.id < $1.id } }
+
+    /// Answers `request`; `resource` looks up what the server has at a path (`/live`).
+    public mutating func respond(to request: RTSPMessage, resource: (String) -> Resource?) -> (response: RTSPMessage, event: Event?) {
+        guard case .request(let method, let url) = request.startLine else {
+            return (reply(400, "Bad Request", to: request), nil)
+        }
+        guard request.sequenceNumber != nil else { return (reply(400, "Bad Request", to: request, note: "no CSeq"), nil) }
+        if method != "OPTIONS", let authenticator = configuration.authenticator, !authenticator.accepts(request["Authorization"], method: method) {
+            var response = reply(401, "Unauthorized", to: request)
+            for challenge in authenticator.challenges { response.headers.append(("WWW-Authenticate", challenge)) }
+            return (response, nil)
+        }
+        let path = Self.normalizedPath(url)
+        switch method {
+        case "OPTIONS":
+            var response = reply(200, "OK", to: request)
+            response.headers.append(("Public", Self.methods.joined(separator: ", ")))
+            return (response, nil)
+        case "DESCRIBE":
+            guard case .playable(let format)? = resource(path) else { return (reply(404, "Not Found", to: request), nil) }
+            let base = url.hasSuffix("/") ? url : url + "/"
+            let description = SessionDescription(origin: "- \(random.next() >> 33) 1 IN IP4 0.0.0.0", name: configuration.serverName, connection: "IN IP4 0.0.0.0",
+                                                 attributes: ["tool:\(configuration.serverName)", "range:npt=0-", "control:*"],
+                                                 media: [format.medium(port: 0)])
+            var response = reply(200, "OK", to: request)
+            response.headers += [("Content-Base", base), ("Content-Type", "application/sdp")]
+            response.body = Array(description.text.utf8)
+            return (response, nil)
+        case "ANNOUNCE":
+            guard resource(path) == .recordable else { return (reply(resource(path) == nil ? 404 : 405, resource(path) == nil ? "Not Found" : "Method Not Allowed", to: request), nil) }
+            guard request["Content-Type"]?.lowercased().hasPrefix("application/sdp") ?? false else {
+                return (reply(415, "Unsupported Media Type", to: request, note: "ANNOUNCE takes application/sdp"), nil)
+            }
+            do {
+                let description = try SessionDescription(parsing: String(decoding: request.body, as: UTF8.self))
+                guard let medium = description.media.first(where: { $0.type == "video" }) else {
+                    return (reply(415, "Unsupported Media Type", to: request, note: "no video medium"), nil)
+                }
+                announced[path] = try H264PayloadFormat(medium: medium)
+            } catch {
+                return (reply(415, "Unsupported Media Type", to: request, note: "\(error)"), nil)
+            }
+            return (reply(200, "OK", to: request), nil)
+        case "SETUP":
+            return setup(request, url: url, path: path, resource: resource)
+        case "PLAY", "PAUSE", "RECORD", "TEARDOWN", "GET_PARAMETER", "SET_PARAMETER":
+            return sessionRequest(request, method: method)
+        default:
+            var response = reply(501, "Not Implemented", to: request)
+            response.headers.append(("Public", Self.methods.joined(separator: ", ")))
+            return (response, nil)
+        }
+    }
+
+    /// The response to a request that could not be parsed (the parser's error): 400 or 413,
+    /// after which the server closes the connection.
+    public mutating func response(toUnparsable error: NetworkError) -> RTSPMessage {
+        errorsAnswered += 1
+        let tooLarge = error.code == .tooLarge
+        return RTSPMessage(.response(status: tooLarge ? 413 : 400, reason: tooLarge ? "Request Entity Too Large" : "Bad Request"),
+                           headers: [("Server", configuration.serverName), ("Connection", "close")])
+    }
+
+    /// Ends every session (the connection closed): what the server must stop.
+    public mutating func closeAll() -> [Session] {
+        let all = activeSessions
+        sessions.removeAll()
+        return all
+    }
+
+    private mutating func setup(_ request: RTSPMessage, url: String, path: String, resource: (String) -> Resource?) -> (response: RTSPMessage, event: Event?) {
+        // SETUP names the medium: the resource's path plus its control (`/live/trackID=0`), or
+        // the resource itself (control `*`).
+        var resourcePath = path
+        var found = resource(path)
+        if found == nil, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            resourcePath = String(path[..<slash])
+            found = resource(resourcePath)
+        }
+        guard let found else { return (reply(404, "Not Found", to: request), nil) }
+        guard let header = request["Transport"] else { return (reply(461, "Unsupported Transport", to: request, note: "no Transport header"), nil) }
+        let offers: [RTSPTransport]
+        do { offers = try RTSPTransport.parse(header: header) } catch {
+            return (reply(error.code == .unsupported ? 461 : 400, error.code == .unsupported ? "Unsupported Transport" : "Bad Request", to: request, note: error.reason), nil)
+        }
+        let recording = found == .recordable
+        let format: H264PayloadFormat
+        switch found {
+        case .playable(let playable): format = playable
+        case .recordable:
+            guard let publisher = announced[resourcePath] else { return (reply(455, "Method Not Valid in This State", to: request, note: "ANNOUNCE first"), nil) }
+            format = publisher
+        }
+        guard var transport = offers.first(where: {
+            !$0.isMulticast && configuration.transports.contains($0.lower) && ($0.lower == .tcp || $0.clientPorts != nil) && (recording || !$0.isRecord)
+        }) else {
+            return (reply(461, "Unsupported Transport", to: request, note: "unicast UDP with client_port, or TCP interleaved\(recording ? ", mode=record" : "")"), nil)
+        }
+        var existing: SessionState?
+        if let id = request["Session"].map(Self.sessionID) {
+            guard let state = sessions[id] else { return (reply(454, "Session Not Found", to: request), nil) }
+            guard state.state == .ready else { return (reply(455, "Method Not Valid in This State", to: request), nil) }
+            existing = state
+        } else if sessions.count >= Self.maximumSessions {
+            return (reply(453, "Not Enough Bandwidth", to: request, note: "at most \(Self.maximumSessions) sessions a connection"), nil)
+        }
+        if transport.lower == .tcp {
+            if let existing, let channels = existing.session.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
+            if let asked = transport.interleaved, !usedChannels.contains(asked.lowerBound), !usedChannels.contains(asked.upperBound), asked.count == 2 {
+                transport.interleaved = asked
+            } else {
+                guard let low = stride(from: 0, to: 254, by: 2).first(where: { !usedChannels.contains($0) && !usedChannels.contains($0 + 1) }) else {
+                    return (reply(461, "Unsupported Transport", to: request, note: "no interleaved channels left"), nil)
+                }
+                transport.interleaved = low...(low + 1)
+            }
+            usedChannels.formUnion([transport.interleaved!.lowerBound, transport.interleaved!.upperBound])
+            transport.clientPorts = nil
+        } else {
+            transport.serverPorts = configuration.serverPorts
+        }
+        let ssrc = existing?.session.ssrc ?? UInt32(truncatingIfNeeded: random.next())
+        transport.ssrc = recording ? nil : ssrc
+        transport.otherParameters = []
+        let session = Session(id: existing?.session.id ?? String(random.next() & 0xFFFF_FFFF_FFFF, radix: 16).uppercased(), path: resourcePath, transport: transport,
+                              ssrc: ssrc, initialSequenceNumber: existing?.session.initialSequenceNumber ?? UInt16(truncatingIfNeeded: random.next()),
+                              initialTimestamp: existing?.session.initialTimestamp ?? UInt32(truncatingIfNeeded: random.next()), format: format, isRecording: recording)
+        sessions[session.id] = SessionState(session: session, state: .ready)
+        var response = reply(200, "OK", to: request)
+        response.headers += [("Transport", transport.description), ("Session", "\(session.id);timeout=\(configuration.sessionTimeout)")]
+        return (response, nil)
+    }
+
+    private mutating func sessionRequest(_ request: RTSPMessage, method: String) -> (response: RTSPMessage, event: Event?) {
+        guard let id = request["Session"].map(Self.sessionID) else {
+            // A keep-alive without a session (GStreamer and ffmpeg send GET_PARAMETER so) is fine.
+            if method == "GET_PARAMETER" || method == "SET_PARAMETER" { return (reply(200, "OK", to: request), nil) }
+            return (reply(454, "Session Not Found", to: request, note: "no Session header"), nil)
+        }
+        guard var state = sessions[id] else { return (reply(454, "Session Not Found", to: request), nil) }
+        var response = reply(200, "OK", to: request)
+        response.headers.append(("Session", "\(id);timeout=\(configuration.sessionTimeout)"))
+        var event: Event?
+        switch method {
+        case "PLAY":
+            guard !state.session.isRecording else { return (reply(455, "Method Not Valid in This State", to: request, note: "a recording session"), nil) }
+            var start: Double?
+            if let range = request["Range"] {
+                guard let parsed = Self.nptStart(range) else { return (reply(457, "Invalid Range", to: request), nil) }
+                start = parsed
+            }
+            response.headers.append(("Range", "npt=\(Self.format(start ?? 0))-"))
+            let control = state.session.format.control ?? "*"
+            let base = Self.url(of: request)
+            let trackURL = control == "*" || control.lowercased().hasPrefix("rtsp://") ? base : (base.hasSuffix(control) ? base : base + (base.hasSuffix("/") ? "" : "/") + control)
+            response.headers.append(("RTP-Info", "url=\(trackURL);seq=\(state.session.initialSequenceNumber);rtptime=\(state.session.initialTimestamp)"))
+            if state.state != .playing { event = .play(state.session, from: start) }
+            state.state = .playing
+        case "PAUSE":
+            guard !state.session.isRecording else { return (reply(455, "Method Not Valid in This State", to: request), nil) }
+            if state.state == .playing { event = .pause(state.session) }
+            state.state = .ready
+        case "RECORD":
+            guard state.session.isRecording else { return (reply(455, "Method Not Valid in This State", to: request, note: "not set up with mode=record"), nil) }
+            if state.state != .recording { event = .record(state.session) }
+            state.state = .recording
+        case "TEARDOWN":
+            sessions[id] = nil
+            if let channels = state.session.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
+            return (response, .teardown(state.session))
+        default:  // GET_PARAMETER, SET_PARAMETER: keep-alives
+            break
+        }
+        sessions[id] = state
+        return (response, event)
+    }
+
+    private mutating func reply(_ status: Int, _ reason: String, to request: RTSPMessage, note: String? = nil) -> RTSPMessage {
+        if status >= 400 { errorsAnswered += 1 }
+        var headers: [(name: String, value: String)] = []
+        if let sequence = request["CSeq"] { headers.append(("CSeq", String(sequence.prefix(16)))) }
+        headers.append(("Server", configuration.serverName))
+        var body: [UInt8] = []
+        if let note, status >= 400 {
+            headers.append(("Content-Type", "text/plain"))
+            body = Array((note.prefix(200) + "\r\n").utf8)
+        }
+        return RTSPMessage(.response(status: status, reason: reason), headers: headers, body: body)
+    }
+
+    /// The path a request URL names, as resources are looked up: `/live` from
+    /// `rtsp://host:port/live/?x`, `/live/` or `live`; `*` for `*`.
+    public static func normalizedPath(_ url: String) -> String {
+        var rest = Substring(url)
+        if rest.lowercased().hasPrefix("rtsp://") || rest.lowercased().hasPrefix("rtsps://") {
+            rest = rest[rest.index(rest.startIndex, offsetBy: rest.lowercased().hasPrefix("rtsp://") ? 7 : 8)...]
+            rest = rest[(rest.firstIndex(of: "/") ?? rest.endIndex)...]
+        }
+        if let query = rest.firstIndex(of: "?") { rest = rest[..<query] }
+        while rest.count > 1, rest.hasSuffix("/") { rest = rest.dropLast() }
+        if rest.isEmpty { return "/" }
+        return rest == "*" || rest.hasPrefix("/") ? String(rest) : "/" + rest
+    }
+
+    private static func url(of request: RTSPMessage) -> String {
+        if case .request(_, let url) = request.startLine { return url }
+        return "*"
+    }
+
+    /// The identifier of a `Session` header (`ABC123;timeout=60` → `ABC123`).
+    static func sessionID(_ header: String) -> String {
+        String(header.split(separator: ";", maxSplits: 1).first?.trimmingSpaces() ?? "")
+    }
+
+    /// The start of `npt=12.5-` or `npt=now-` (nil start: now), nil when it is not an NPT range.
+    static func nptStart(_ range: String) -> Double? {
+        let value = range.split(separator: ";").first?.trimmingSpaces() ?? ""
+        guard value.lowercased().hasPrefix("npt=") else { return nil }
+        let start = value.dropFirst(4).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).first?.trimmingSpaces() ?? ""
+        if start.isEmpty || start == "now" { return 0 }
+        if let seconds = Double(start), seconds >= 0, seconds.isFinite { return seconds }
+        // hh:mm:ss(.fraction)
+        let parts = start.split(separator: ":")
+        guard parts.count == 3, let hours = Double(parts[0]), let minutes = Double(parts[1]), let seconds = Double(parts[2]), hours >= 0, minutes >= 0, seconds >= 0 else { return nil }
+        return hours * 3600 + minutes * 60 + seconds
+    }
+
+    static func format(_ seconds: Double) -> String {
+        let thousandths = Int((seconds * 1000).rounded())
+        return "\(thousandths / 1000)." + String(thousandths % 1000).leftPadded(to: 3)
+    }
+}
+
+/// Random numbers for identifiers: the system's, or a repeatable sequence (SplitMix64) for tests.
+struct RandomSource: Sendable, Hashable {
+    private var state: UInt64?
+
+    init(seed: UInt64?) { state = seed }
+
+    mutating func next() -> UInt64 {
+        guard var value = state else {
+            var generator = SystemRandomNumberGenerator()
+            return generator.next()
+        }
+        value &+= 0x9E37_79B9_7F4A_7C15
+        state = value
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,267 @@
+import H264Network
+import MediaCore
+import Testing
+
+/// The RTSP state machines driven request by request, with no sockets: the server's answers
+/// and events, the client's requests, authentication (RFC 2617's own example), URLs.
+@Suite("RTSP state machines")
+struct RTSPSessionTests {
+    static let format: H264PayloadFormat = {
+        var format = H264PayloadFormat(formatDescription: try! VideoFormatDescription(
+            sequenceParameterSets: [[0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x58, 0xBA, 0x80]],
+            pictureParameterSets: [[0x68, 0xCE, 0x0F, 0x2C, 0x80]]))
+        format.control = "trackID=0"
+        return format
+    }()
+
+    static func resource(_ path: String) -> RTSPServerConnection.Resource? {
+        switch path {
+        case "/live": .playable(format)
+        case "/publish": .recordable
+        default: nil
+        }
+    }
+
+    static func request(_ method: String, _ url: String, _ sequence: Int, _ headers: [(name: String, value: String)] = [], body: String = "") -> RTSPMessage {
+        RTSPMessage(.request(method: method, url: url), headers: [("CSeq", String(sequence))] + headers, body: Array(body.utf8))
+    }
+
+    static func status(_ message: RTSPMessage) -> Int {
+        if case .response(let status, _) = message.startLine { return status }
+        return 0
+    }
+
+    @Test("a client's whole session: OPTIONS, DESCRIBE, SETUP over UDP, PLAY, PAUSE, PLAY, TEARDOWN")
+    func playingSession() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 7)
+        let options = server.respond(to: Self.request("OPTIONS", "rtsp://127.0.0.1:8554/live", 1), resource: Self.resource)
+        #expect(Self.status(options.response) == 200 && options.response["Public"]?.contains("DESCRIBE") == true && options.response["CSeq"] == "1")
+        let describe = server.respond(to: Self.request("DESCRIBE", "rtsp://127.0.0.1:8554/live", 2), resource: Self.resource)
+        #expect(Self.status(describe.response) == 200 && describe.response["Content-Type"] == "application/sdp")
+        #expect(describe.response["Content-Base"] == "rtsp://127.0.0.1:8554/live/")
+        let sdp = try SessionDescription(parsing: String(decoding: describe.response.body, as: UTF8.self))
+        let medium = try #require(sdp.media.first)
+        let format = try H264PayloadFormat(medium: medium)
+        #expect(format == Self.format && format.control == "trackID=0")
+
+        let setup = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/live/trackID=0", 3, [("Transport", "RTP/AVP;unicast;client_port=5000-5001")]),
+                                   resource: Self.resource)
+        #expect(Self.status(setup.response) == 200 && setup.event == nil)
+        let session = try #require(server.activeSessions.first)
+        #expect(setup.response["Session"] == "\(session.id);timeout=60")
+        let transportHeader = try #require(setup.response["Transport"])
+        let transport = try #require(try RTSPTransport.parse(header: transportHeader).first)
+        #expect(transport.lower == .udp && transport.clientPorts == 5000...5001 && transport.serverPorts == 6970...6971 && transport.ssrc == session.ssrc)
+
+        let play = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/live/", 4, [("Session", session.id), ("Range", "npt=0.000-")]), resource: Self.resource)
+        #expect(Self.status(play.response) == 200 && play.event == .play(session, from: 0))
+        #expect(play.response["RTP-Info"] == "url=rtsp://127.0.0.1:8554/live/trackID=0;seq=\(session.initialSequenceNumber);rtptime=\(session.initialTimestamp)")
+        let again = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/live/", 5, [("Session", session.id)]), resource: Self.resource)
+        #expect(Self.status(again.response) == 200 && again.event == nil)  // already playing
+        let pause = server.respond(to: Self.request("PAUSE", "rtsp://127.0.0.1:8554/live/", 6, [("Session", session.id)]), resource: Self.resource)
+        #expect(pause.event == .pause(session))
+        let keepAlive = server.respond(to: Self.request("GET_PARAMETER", "rtsp://127.0.0.1:8554/live/", 7, [("Session", session.id)]), resource: Self.resource)
+        #expect(Self.status(keepAlive.response) == 200 && keepAlive.event == nil)
+        let teardown = server.respond(to: Self.request("TEARDOWN", "rtsp://127.0.0.1:8554/live/", 8, [("Session", session.id)]), resource: Self.resource)
+        #expect(teardown.event == .teardown(session) && server.activeSessions.isEmpty)
+        #expect(server.errorsAnswered == 0)
+    }
+
+    @Test("TCP interleaved: channels assigned as asked, or the next free pair")
+    func interleavedChannels() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 1)
+        let first = server.respond(to: Self.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")]), resource: Self.resource)
+        #expect(try RTSPTransport.parse(header: first.response["Transport"] ?? "").first?.interleaved == 0...1)
+        let second = server.respond(to: Self.request("SETUP", "rtsp://h/live/trackID=0", 2, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")]), resource: Self.resource)
+        #expect(try RTSPTransport.parse(header: second.response["Transport"] ?? "").first?.interleaved == 2...3)
+    }
+
+    @Test("bad requests: the right 4xx or 5xx, counted, and the connection goes on", arguments: rtspRefusals)
+    func refusals(_ refusal: RTSPRefusal) {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971))
+        let answer = server.respond(to: refusal.request, resource: Self.resource)
+        #expect(Self.status(answer.response) == refusal.status && answer.event == nil)
+        #expect(server.errorsAnswered == 1)
+        let options = server.respond(to: Self.request("OPTIONS", "*", 9), resource: Self.resource)
+        #expect(Self.status(options.response) == 200)
+    }
+
+    @Test("a publisher: ANNOUNCE with ffmpeg's SDP, SETUP with mode=record over UDP, RECORD, TEARDOWN")
+    func recordingSession() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 3)
+        let sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=No Name\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\na=tool:libavformat 59.27.100\r\nm=video 0 RTP/AVP 96\r\n"
+            + "a=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\na=control:streamid=0\r\n"
+        let announce = server.respond(to: Self.request("ANNOUNCE", "rtsp://127.0.0.1:8554/publish", 1, [("Content-Type", "application/sdp")], body: sdp),
+                                      resource: Self.resource)
+        #expect(Self.status(announce.response) == 200)
+        let setup = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/publish/streamid=0", 2,
+                                                    [("Transport", "RTP/AVP/UDP;unicast;client_port=20000-20001;mode=record")]), resource: Self.resource)
+        #expect(Self.status(setup.response) == 200)
+        let session = try #require(server.activeSessions.first)
+        #expect(session.isRecording && session.path == "/publish" && session.format.packetizationMode == 1)
+        let play = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/publish", 3, [("Session", session.id)]), resource: Self.resource)
+        #expect(Self.status(play.response) == 455)
+        let record = server.respond(to: Self.request("RECORD", "rtsp://127.0.0.1:8554/publish", 4, [("Session", session.id)]), resource: Self.resource)
+        #expect(Self.status(record.response) == 200 && record.event == .record(session))
+        let teardown = server.respond(to: Self.request("TEARDOWN", "rtsp://127.0.0.1:8554/publish", 5, [("Session", session.id)]), resource: Self.resource)
+        #expect(teardown.event == .teardown(session))
+    }
+
+    @Test("authentication: RFC 2617's own Digest example; Basic; the server's challenge answered by the client's credentials")
+    func authentication() throws {
+        // RFC 2617 §3.5: Mufasa / Circle Of Life, qop=auth.
+        let credentials = RTSPCredentials(user: "Mufasa", password: "Circle Of Life")
+        let header = try credentials.authorization(method: "GET", uri: "/dir/index.html",
+                                                   challenges: ["Digest realm=\"testrealm@host.com\", qop=\"auth,auth-int\", nonce=\"dcd98b7102dd2f0e8b11d0f600bfb0c093\", opaque=\"5ccc069c403ebaf9f0171e9517f40e41\""],
+                                                   count: 1, clientNonce: "0a4f113b")
+        #expect(header.contains("response=\"6629fae49393a05397450978507c4ef1\""))
+        let authenticator = RTSPAuthenticator(credentials: credentials, realm: "testrealm@host.com", nonce: "dcd98b7102dd2f0e8b11d0f600bfb0c093")
+        #expect(authenticator.accepts(header, method: "GET"))
+        #expect(!authenticator.accepts(header, method: "POST"))
+        #expect(authenticator.accepts("Basic TXVmYXNhOkNpcmNsZSBPZiBMaWZl", method: "PLAY"))
+        #expect(!authenticator.accepts("Basic TXVmYXNhOnNpbWJh", method: "PLAY"))
+        #expect(!authenticator.accepts(nil, method: "PLAY") && !authenticator.accepts("Digest garbage", method: "PLAY"))
+
+        var server = RTSPServerConnection(configuration: .init(authenticator: RTSPAuthenticator(credentials: .init(user: "u", password: "p")), serverPorts: 6970...6971))
+        let refused = server.respond(to: Self.request("DESCRIBE", "rtsp://h/live", 1), resource: Self.resource)
+        #expect(Self.status(refused.response) == 401)
+        let challenges = refused.response.headers.filter { $0.name == "WWW-Authenticate" }.map(\.value)
+        #expect(challenges.count == 2 && challenges[0].hasPrefix("Digest ") && challenges[1].hasPrefix("Basic "))
+        let answer = try RTSPCredentials(user: "u", password: "p").authorization(method: "DESCRIBE", uri: "rtsp://h/live", challenges: challenges)
+        let accepted = server.respond(to: Self.request("DESCRIBE", "rtsp://h/live", 2, [("Authorization", answer)]), resource: Self.resource)
+        #expect(Self.status(accepted.response) == 200)
+        let options = server.respond(to: Self.request("OPTIONS", "rtsp://h/live", 3), resource: Self.resource)
+        #expect(Self.status(options.response) == 200)  // OPTIONS needs no credentials
+    }
+
+    @Test("the client's requests in order; a 401 answered once with credentials; 461 for UDP moves to TCP")
+    func clientSession() throws {
+        let url = try RTSPURL(parsing: "rtsp://u:p@127.0.0.1:8554/live")
+        var client = RTSPClientSession(url: url, transports: [RTSPTransport(lower: .udp, clientPorts: 5000...5001), RTSPTransport(lower: .tcp, interleaved: 0...1)])
+        var server = RTSPServerConnection(configuration: .init(authenticator: RTSPAuthenticator(credentials: .init(user: "u", password: "p")), serverPorts: 6970...6971,
+                                                               transports: [.tcp]), seed: 5)
+        var request = client.start()
+        var methods: [String] = []
+        var statuses: [Int] = []
+        var setup: RTSPClientSession.Setup?
+        for _ in 0..<12 {
+            if case .request(let method, _) = request.startLine { methods.append(method) }
+            let answer = server.respond(to: request, resource: Self.resource)
+            statuses.append(Self.status(answer.response))
+            switch try client.receive(answer.response) {
+            case .send(let next): request = next
+            case .playing(let playing): setup = playing
+            }
+            if setup != nil { break }
+        }
+        #expect(methods == ["OPTIONS", "DESCRIBE", "DESCRIBE", "SETUP", "SETUP", "PLAY"])
+        #expect(statuses == [200, 401, 200, 461, 200, 200])
+        let playing = try #require(setup)
+        #expect(playing.transport.lower == .tcp && playing.transport.interleaved == 0...1 && playing.format == Self.format)
+        #expect(playing.controlURL == "rtsp://127.0.0.1:8554/live/trackID=0" && playing.firstSequenceNumber != nil && playing.timeout == 60)
+        // Wrong credentials: a second 401 is an error.
+        var wrong = RTSPClientSession(url: try RTSPURL(parsing: "rtsp://u:x@h/live"), transports: [RTSPTransport(lower: .tcp, interleaved: 0...1)])
+        var strict = RTSPServerConnection(configuration: .init(authenticator: RTSPAuthenticator(credentials: .init(user: "u", password: "p")), serverPorts: 6970...6971))
+        var next = wrong.start()
+        #expect(throws: NetworkError.self) {
+            for _ in 0..<5 {
+                guard case .send(let request) = try wrong.receive(strict.respond(to: next, resource: Self.resource).response) else { return }
+                next = request
+            }
+        }
+    }
+
+    @Test("RTSP URLs", arguments: rtspURLCases)
+    func rtspURLs(_ url: RTSPURLCase) throws {
+        guard let host = url.host else {
+            #expect(throws: NetworkError.self) { _ = try RTSPURL(parsing: url.text) }
+            return
+        }
+        let parsed = try RTSPURL(parsing: url.text)
+        #expect(parsed.host == host && parsed.port == url.port && parsed.path == url.path && parsed.credentials?.user == url.user)
+        if url.user != nil { #expect(parsed.credentials?.password == "p@ss" && !parsed.description.contains("p@ss")) }
+    }
+
+    @Test("the receiving session asks for a picture after a loss, once per interval, and reports reception")
+    func pictureLossIndication() throws {
+        var packetizer = try H264Packetizer(configuration: .init(ssrc: 0x1234))
+        var session = RTPReceivingSession(configuration: .init(ssrc: 0xABCD, reportInterval: 1, pictureLossInterval: 0.2, maximumReorderDelay: 0.05))
+        func send(_ units: [[UInt8]], frame: Int, at arrival: Double, dropping: Int? = nil) -> [SampleBuffer] {
+            var samples: [SampleBuffer] = []
+            for (index, packet) in ((try? packetizer.packets(nalUnits: units, timestamp: UInt32(frame * 3600))) ?? []).enumerated() where index != dropping {
+                samples += packet.bytes.withUnsafeBytes { session.receiveRTP($0, arrival: arrival) }
+            }
+            return samples
+        }
+        let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x58, 0xBA, 0x80]
+        let pps: [UInt8] = [0x68, 0xCE, 0x0F, 0x2C, 0x80]
+        let idr: [UInt8] = [0x65, 0x88] + [UInt8](repeating: 0x11, count: 3000)
+        let p: [UInt8] = [0x41, 0x9A] + [UInt8](repeating: 0x22, count: 3000)
+        var samples = send([sps, pps, idr], frame: 0, at: 0.00)
+        samples += send([p], frame: 1, at: 0.04)
+        let firstFeedback = session.feedback(now: 0.05)
+        let report = try RTCPPacket.parse(compound: try #require(firstFeedback))
+        #expect(report.count == 1)  // a receiver report, no PLI
+        #expect(send([p], frame: 2, at: 0.08, dropping: 1).isEmpty)  // a fragment lost: held behind the gap
+        #expect(send([p], frame: 3, at: 0.12).isEmpty)
+        #expect(session.feedback(now: 0.12) == nil)  // the missing packet may still come
+        #expect(session.expire(now: 0.14).isEmpty)  // awaited 60 ms: lost; frames 2 and 3 are not whole or not decodable
+        let lossFeedback = session.feedback(now: 0.14)
+        let afterLoss = try RTCPPacket.parse(compound: try #require(lossFeedback))
+        #expect(afterLoss.contains(.pictureLossIndication(senderSSRC: 0xABCD, mediaSSRC: 0x1234)))
+        guard case .receiverReport(let block) = afterLoss[0] else { Issue.record("no receiver report first"); return }
+        #expect(block.reports.first?.ssrc == 0x1234 && block.reports.first?.cumulativeLost == 1)
+        #expect(session.feedback(now: 0.2) == nil)  // not again within the interval
+        samples += send([sps, pps, idr], frame: 4, at: 0.36)  // the IDR asked for: decoding resumes
+        #expect(session.feedback(now: 0.4) == nil && session.pictureLossIndications == 1)
+        #expect(session.depacketizer.statistics.accessUnitsDropped == 1 && session.depacketizer.statistics.accessUnitsSkipped == 1)
+        samples += session.finish()
+        #expect(samples.map { $0.presentationTime.converted(toTimescale: 25, rounding: .halfAwayFromZero).value } == [0, 1, 4])
+    }
+}
+
+struct RTSPRefusal: Sendable, CustomTestStringConvertible {
+    var name: String
+    var request: RTSPMessage
+    var status: Int
+    var testDescription: String { name }
+}
+
+let rtspRefusals: [RTSPRefusal] = [
+    RTSPRefusal(name: "no CSeq", request: RTSPMessage(.request(method: "OPTIONS", url: "*")), status: 400),
+    RTSPRefusal(name: "unknown path", request: RTSPSessionTests.request("DESCRIBE", "rtsp://h/nothing", 1), status: 404),
+    RTSPRefusal(name: "unknown method", request: RTSPSessionTests.request("FROBNICATE", "rtsp://h/live", 1), status: 501),
+    RTSPRefusal(name: "PLAY without a session", request: RTSPSessionTests.request("PLAY", "rtsp://h/live", 1), status: 454),
+    RTSPRefusal(name: "PLAY of an unknown session", request: RTSPSessionTests.request("PLAY", "rtsp://h/live", 1, [("Session", "DEADBEEF")]), status: 454),
+    RTSPRefusal(name: "SETUP without Transport", request: RTSPSessionTests.request("SETUP", "rtsp://h/live/trackID=0", 1), status: 461),
+    RTSPRefusal(name: "SETUP multicast", request: RTSPSessionTests.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RTP/AVP;multicast")]), status: 461),
+    RTSPRefusal(name: "SETUP UDP without client ports", request: RTSPSessionTests.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RTP/AVP;unicast")]), status: 461),
+    RTSPRefusal(name: "SETUP of RAW/RAW/UDP", request: RTSPSessionTests.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RAW/RAW/UDP;unicast")]), status: 461),
+    RTSPRefusal(name: "SETUP with a bad port range", request: RTSPSessionTests.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RTP/AVP;unicast;client_port=99999")]), status: 400),
+    RTSPRefusal(name: "SETUP to record a playable path", request: RTSPSessionTests.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RTP/AVP/TCP;interleaved=0-1;mode=record")]), status: 461),
+    RTSPRefusal(name: "ANNOUNCE to a playable path", request: RTSPSessionTests.request("ANNOUNCE", "rtsp://h/live", 1, [("Content-Type", "application/sdp")]), status: 405),
+    RTSPRefusal(name: "ANNOUNCE without an SDP", request: RTSPSessionTests.request("ANNOUNCE", "rtsp://h/publish", 1, [("Content-Type", "text/plain")]), status: 415),
+    RTSPRefusal(name: "ANNOUNCE of a bad SDP", request: RTSPSessionTests.request("ANNOUNCE", "rtsp://h/publish", 1, [("Content-Type", "application/sdp")], body: "v=1\r\n"), status: 415),
+    RTSPRefusal(name: "SETUP to record before ANNOUNCE", request: RTSPSessionTests.request("SETUP", "rtsp://h/publish", 1, [("Transport", "RTP/AVP/TCP;interleaved=0-1;mode=record")]), status: 455),
+]
+
+struct RTSPURLCase: Sendable, CustomTestStringConvertible {
+    var text: String
+    var host: String?
+    var port = 554
+    var path = "/"
+    var user: String?
+    var testDescription: String { text }
+}
+
+let rtspURLCases: [RTSPURLCase] = [
+    RTSPURLCase(text: "rtsp://127.0.0.1:8554/live", host: "127.0.0.1", port: 8554, path: "/live"),
+    RTSPURLCase(text: "rtsp://camera.local/stream1?x=1", host: "camera.local", path: "/stream1?x=1"),
+    RTSPURLCase(text: "RTSP://[::1]:8554/a/b", host: "::1", port: 8554, path: "/a/b"),
+    RTSPURLCase(text: "rtsp://admin:p%40ss@10.0.0.2:554/h264", host: "10.0.0.2", path: "/h264", user: "admin"),
+    RTSPURLCase(text: "rtsp://host:0/x", host: nil),
+    RTSPURLCase(text: "rtsp://:554/x", host: nil),
+    RTSPURLCase(text: "rtsp://[::1/x", host: nil),
+    RTSPURLCase(text: "http://host/x", host: nil),
+    RTSPURLCase(text: "rtsp://u:%zz@h/x", host: nil),
+]
