@@ -26,56 +26,81 @@ public struct MediaFileSamples: AsyncSequence, Sendable {
 
     /// Reads the file pass after pass.
     public struct Iterator: AsyncIteratorProtocol {
-        let path: String
-        let options: MediaSource.Options
-        let loops: Bool
-        var source: MediaSource?
-        var offset = MediaTime.zero
-        var passStart: MediaTime?
-        var passEnd: MediaTime?
-        var samplesInPass = 0
-        var finished = false
+        var reader: LoopingSampleReader
 
         init(path: String, options: MediaSource.Options, loops: Bool) {
-            self.path = path
-            self.options = options
-            self.loops = loops
+            reader = LoopingSampleReader(path: path, options: options, loops: loops)
         }
 
         /// The next sample, its times shifted for the pass it is in; nil at the end.
-        public mutating func next() async throws -> SampleBuffer? {
-            while !finished {
-                if source == nil {
-                    do { source = try MediaSource(path: path, options: options) } catch {
-                        finished = true
-                        throw NetworkError(.source, "\(path): \(error)")
-                    }
-                }
-                let read: SampleBuffer?
-                do { read = try source?.next() } catch {
+        public mutating func next() async throws -> SampleBuffer? { try reader.next() }
+    }
+}
+
+/// A media file's samples pass after pass, synchronously: each pass after the first shifted by
+/// the length of the ones before it, so that times keep rising.
+struct LoopingSampleReader {
+    let path: String
+    let options: MediaSource.Options
+    let loops: Bool
+    var source: MediaSource?
+    var offset = MediaTime.zero
+    /// Where the samples read so far end (decode time plus duration, shifted).
+    var end: MediaTime?
+    var startsPass = false
+    var samplesInPass = 0
+    var finished = false
+    var start: MediaTime?
+
+    init(path: String, options: MediaSource.Options, loops: Bool) {
+        self.path = path
+        self.options = options
+        self.loops = loops
+    }
+
+    /// Starts the first pass at the last sync sample shown at or before `time` (a movie; an
+    /// Annex-B stream starts at its beginning).
+    mutating func seek(to time: MediaTime) {
+        start = time
+    }
+
+    /// The next sample, its times shifted for the pass it is in; nil at the end.
+    mutating func next() throws(NetworkError) -> SampleBuffer? {
+        while !finished {
+            if source == nil {
+                do { source = try MediaSource(path: path, options: options) } catch {
                     finished = true
                     throw NetworkError(.source, "\(path): \(error)")
                 }
-                guard var sample = read else {
-                    // The end of a pass: another one, shifted by this one's length, when looping
-                    // (and when the pass held anything).
-                    source = nil
-                    guard loops, samplesInPass > 0, let start = passStart, let end = passEnd else { finished = true; return nil }
-                    offset = offset + (end - start)
-                    samplesInPass = 0
-                    continue
-                }
-                if passStart == nil { passStart = sample.decodeTime }
-                let end = sample.decodeTime + sample.duration
-                if passEnd.map({ end > $0 }) ?? true { passEnd = end }
-                samplesInPass += 1
-                if offset != .zero {
-                    sample.timing.presentationTime = sample.presentationTime + offset
-                    sample.timing.decodeTime = sample.decodeTime + offset
-                }
-                return sample
+                if let start, end == nil, start > .zero { _ = source?.seek(toPresentationTime: start) }
             }
-            return nil
+            let read: SampleBuffer?
+            do { read = try source?.next() } catch {
+                finished = true
+                throw NetworkError(.source, "\(path): \(error)")
+            }
+            guard var sample = read else {
+                // The end of a pass: another one, following this one, when looping (and when
+                // the pass held anything).
+                source = nil
+                guard loops, samplesInPass > 0 else { finished = true; return nil }
+                samplesInPass = 0
+                startsPass = true
+                continue
+            }
+            if startsPass, let end {
+                offset = end - sample.decodeTime
+                startsPass = false
+            }
+            samplesInPass += 1
+            if offset != .zero {
+                sample.timing.presentationTime = sample.presentationTime + offset
+                sample.timing.decodeTime = sample.decodeTime + offset
+            }
+            let sampleEnd = sample.decodeTime + sample.duration
+            if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }
+            return sample
         }
+        return nil
     }
 }

@@ -26,7 +26,7 @@ extension RTPReceiver {
 }
 
 /// A movie or Annex-B file being written from received samples.
-private final class Recording {
+final class Recording {
     let path: String
     var movie: MovieWriter?
     var stream: OutputFile?

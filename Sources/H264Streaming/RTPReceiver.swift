@@ -19,8 +19,14 @@ import Synchronization
 public struct RTPReceiver: Sendable {
     /// How packets are received.
     public struct Options: Sendable, Hashable {
-        /// The depacketizer's jitter buffer depth, payload type filter and size limit.
-        public var depacketizer: H264Depacketizer.Configuration
+        /// The depacketizer's jitter buffer depth, payload type filter and size limit, and the
+        /// receiver's reports and picture loss indications.
+        public var session: RTPReceivingSession.Configuration
+        /// The depacketizer's configuration (part of ``session``).
+        public var depacketizer: H264Depacketizer.Configuration {
+            get { session.depacketizer }
+            set { session.depacketizer = newValue }
+        }
         /// Stop after this long without a packet (RTP or RTCP).
         public var idleTimeout: Duration
         /// Stop after this many samples (nil: no limit).
@@ -31,7 +37,7 @@ public struct RTPReceiver: Sendable {
         /// Options: a 64-packet jitter buffer, 5 seconds without a packet ends it.
         public init(depacketizer: H264Depacketizer.Configuration = .init(), idleTimeout: Duration = .seconds(5), sampleLimit: Int? = nil,
                     receiveBufferSize: Int = 4 << 20) {
-            self.depacketizer = depacketizer
+            self.session = RTPReceivingSession.Configuration(depacketizer: depacketizer)
             self.idleTimeout = idleTimeout
             self.sampleLimit = sampleLimit
             self.receiveBufferSize = receiveBufferSize
@@ -48,6 +54,8 @@ public struct RTPReceiver: Sendable {
         case idleTimeout
         /// The task was cancelled (SIGINT in the command-line tool).
         case cancelled
+        /// The RTSP session ended: the publisher's or the server's `TEARDOWN`, or its connection closed.
+        case teardown
     }
 
     /// What was received.
@@ -69,6 +77,12 @@ public struct RTPReceiver: Sendable {
         public var controlPackets: Int
         /// The sender's SSRC (of its first packet).
         public var ssrc: UInt32?
+        /// RTCP receiver reports sent back to the sender.
+        public var receiverReports: Int
+        /// RTCP picture loss indications sent (asking the sender for an IDR picture).
+        public var pictureLossIndications: Int
+        /// Samples the consumer was too slow to take, dropped so that memory stays bounded.
+        public var samplesDroppedForSlowConsumer = 0
     }
 
     /// Where to listen: RTP on the port, RTCP on the next; an empty host listens on every
@@ -116,135 +130,120 @@ public struct RTPReceiver: Sendable {
     /// An error of the caller's handler, told apart from the sockets'.
     struct HandlerError: Error { var underlying: any Error }
 
+    /// What reaches the receiving loop: datagrams from either port, and the clock.
+    private enum Input: Sendable {
+        case rtp([UInt8])
+        case rtcp([UInt8], from: SocketAddress)
+        case tick
+    }
+
     private func receiveUntyped(_ handle: (SampleBuffer) throws -> Void) async throws -> Report {
         let host = endpoint.host.isEmpty ? "0.0.0.0" : endpoint.host
-        let rtp = try await RTPSender.datagramChannel(host: host, port: endpoint.port, receiveBufferSize: options.receiveBufferSize)
-        let rtcp: NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
-        do { rtcp = try await RTPSender.datagramChannel(host: host, port: endpoint.port + 1) } catch {
-            try? await rtp.channel.close()
+        let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
+        let rtp = try await Self.bind(host: host, port: endpoint.port, receiveBufferSize: options.receiveBufferSize) {
+            input.yield(.rtp(Array($0.data.readableBytesView)))
+        }
+        let rtcp: any Channel
+        do {
+            rtcp = try await Self.bind(host: host, port: endpoint.port + 1, receiveBufferSize: 1 << 20) {
+                input.yield(.rtcp(Array($0.data.readableBytesView), from: $0.remoteAddress))
+            }
+        } catch {
+            try? await rtp.close()
             throw error
         }
-        var session = ReceivingSession(options: options, formatDescription: try payloadFormat?.formatDescription())
-        let signals = ReceiverSignals()
-        try await rtcp.executeThenClose { rtcpIn, _ in
-            try await rtp.executeThenClose { rtpIn, _ in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for try await envelope in rtcpIn {
-                            signals.arrived()
-                            let packets = envelope.data.withUnsafeReadableBytes { try? RTCPPacket.parse(compound: $0) } ?? []
-                            signals.controlPackets.add(1, ordering: .relaxed)
-                            if packets.contains(where: { if case .goodbye = $0 { true } else { false } }) {
-                                signals.goodbye.store(true, ordering: .releasing)
-                            }
-                        }
-                    }
-                    group.addTask {
-                        // The watchdog: ends the RTP loop by closing its channel once the sender
-                        // said goodbye and its last packets are in, or nothing came for too long.
-                        while true {
-                            try await Task.sleep(for: .milliseconds(50))
-                            let idle = signals.idle
-                            if signals.goodbye.load(ordering: .acquiring), idle > .milliseconds(100) {
-                                signals.end(.goodbye)
-                            } else if idle > options.idleTimeout {
-                                signals.end(.idleTimeout)
-                            } else {
-                                continue
-                            }
-                            rtp.channel.close(promise: nil)
-                            return
-                        }
-                    }
-                    do {
-                        for try await envelope in rtpIn {
-                            signals.arrived()
-                            try envelope.data.withUnsafeReadableBytes { (datagram) throws in try session.receive(datagram, handle) }
-                            if let limit = options.sampleLimit, session.samples >= limit {
-                                signals.end(.sampleLimit)
-                                break
-                            }
-                        }
-                    } catch let error as ChannelError where error == .ioOnClosedChannel || error == .alreadyClosed {
-                    } catch is CancellationError {}
-                    group.cancelAll()
+        defer {
+            rtp.close(promise: nil)
+            rtcp.close(promise: nil)
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(10))
+                input.yield(.tick)
+            }
+        }
+        defer { ticker.cancel() }
+
+        var session = RTPReceivingSession(configuration: options.session, formatDescription: try payloadFormat?.formatDescription())
+        var delivered = 0
+        var ending = Ending.cancelled
+        var lastArrival = ContinuousClock.now
+        var goodbye = false
+        var senderControl: SocketAddress?
+        receiving: for await event in inputs {
+            let now = monotonicSeconds()
+            var samples: [SampleBuffer] = []
+            switch event {
+            case .rtp(let bytes):
+                lastArrival = .now
+                samples = bytes.withUnsafeBytes { session.receiveRTP($0, arrival: now) }
+            case .rtcp(let bytes, let from):
+                lastArrival = .now
+                let events = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: now) }
+                // Reports go back to where the sender's reports come from.
+                if events.senderReport { senderControl = from }
+                if events.goodbye { goodbye = true }
+            case .tick:
+                samples = session.expire(now: now)
+                let idle = ContinuousClock.now - lastArrival
+                if goodbye, idle > .milliseconds(100) {
+                    ending = .goodbye
+                    break receiving
+                }
+                if idle > options.idleTimeout {
+                    ending = .idleTimeout
+                    break receiving
                 }
             }
-        }
-        try session.finish(handle)
-        let ending = signals.ending.withLock { $0 } ?? .cancelled
-        return Report(ending: ending, samples: session.samples, depacketizer: session.depacketizer.statistics,
-                      droppedBeforeParameterSets: session.builder.droppedBeforeParameterSets, refusedForParameterSets: session.refused, jitter: (session.reception?.jitter ?? 0) / 90_000,
-                      controlPackets: signals.controlPackets.load(ordering: .relaxed), ssrc: session.reception?.ssrc)
-    }
-}
-
-/// What the receiving tasks tell each other: the last arrival, the BYE, why it ended.
-private final class ReceiverSignals: Sendable {
-    let lastArrival = Atomic<Int64>(ReceiverSignals.nowNanoseconds())
-    let goodbye = Atomic<Bool>(false)
-    let controlPackets = Atomic<Int>(0)
-    let ending = Mutex<RTPReceiver.Ending?>(nil)
-
-    static func nowNanoseconds() -> Int64 { Int64(monotonicSeconds() * 1e9) }
-
-    func arrived() { lastArrival.store(Self.nowNanoseconds(), ordering: .relaxed) }
-
-    var idle: Duration { .nanoseconds(Self.nowNanoseconds() - lastArrival.load(ordering: .relaxed)) }
-
-    func end(_ reason: RTPReceiver.Ending) { ending.withLock { $0 = $0 ?? reason } }
-}
-
-/// The receiving state: depacketizer, sample builder, reception statistics.
-private struct ReceivingSession {
-    var depacketizer: H264Depacketizer
-    var builder: RTPSampleBufferBuilder
-    var reception: RTPReceptionStatistics?
-    var samples = 0
-    var refused = 0
-    let limit: Int?
-
-    init(options: RTPReceiver.Options, formatDescription: VideoFormatDescription?) {
-        depacketizer = H264Depacketizer(configuration: options.depacketizer)
-        builder = RTPSampleBufferBuilder(formatDescription: formatDescription)
-        limit = options.sampleLimit
-    }
-
-    mutating func receive(_ datagram: UnsafeRawBufferPointer, _ handle: (SampleBuffer) throws -> Void) throws {
-        let units: [H264Depacketizer.AccessUnit]
-        if let packet = try? RTPPacket(parsing: datagram) {
-            if reception == nil { reception = RTPReceptionStatistics(ssrc: packet.ssrc) }
-            if packet.ssrc == reception?.ssrc {
-                reception?.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: monotonicSeconds())
+            if let senderControl, let feedback = session.feedback(now: now) {
+                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: senderControl, data: ByteBuffer(bytes: feedback)), promise: nil)
             }
-            units = depacketizer.receive(packet)
-        } else {
-            units = depacketizer.receive(datagram: datagram)  // counted as invalid
+            delivered = try Self.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
+            if let limit = options.sampleLimit, delivered >= limit {
+                ending = .sampleLimit
+                break receiving
+            }
         }
-        for unit in units { try build(unit, handle) }
+        if Task.isCancelled { ending = .cancelled }
+        delivered = try Self.hand(session.finish(), delivered: delivered, limit: options.sampleLimit, handle)
+        return Report(session: session, ending: ending, samples: delivered)
     }
 
-    /// An access unit into samples; one the builder refuses (bad parameter sets in band) is
-    /// counted and the stream goes on.
-    private mutating func build(_ unit: H264Depacketizer.AccessUnit, _ handle: (SampleBuffer) throws -> Void) throws {
-        let built: [SampleBuffer]
-        do { built = try builder.append(unit) } catch {
-            refused += 1
-            return
+    /// A UDP channel on `host:port` handing each datagram to `forward`.
+    static func bind(host: String, port: Int, receiveBufferSize: Int, _ forward: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) async throws(NetworkError) -> any Channel {
+        do {
+            return try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+                .channelOption(.datagramVectorReadMessageCount, value: 8)
+                .channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramForwarder(forward)) }
+                }
+                .bind(host: host, port: port).get()
+        } catch {
+            throw NetworkError(.socket, "binding UDP \(host.contains(":") ? "[\(host)]" : host):\(port): \(error)")
         }
-        try hand(built, handle)
     }
 
-    mutating func finish(_ handle: (SampleBuffer) throws -> Void) throws {
-        for unit in depacketizer.finish() { try build(unit, handle) }
-        try hand(builder.finish(), handle)
-    }
-
-    private mutating func hand(_ built: [SampleBuffer], _ handle: (SampleBuffer) throws -> Void) throws {
-        for sample in built {
-            if let limit, samples >= limit { return }
-            do { try handle(sample) } catch { throw RTPReceiver.HandlerError(underlying: error) }
-            samples += 1
+    /// Hands `samples` on, up to `limit` in all; returns the new count.
+    static func hand(_ samples: [SampleBuffer], delivered: Int, limit: Int?, _ handle: (SampleBuffer) throws -> Void) throws -> Int {
+        var delivered = delivered
+        for sample in samples {
+            if let limit, delivered >= limit { break }
+            do { try handle(sample) } catch { throw HandlerError(underlying: error) }
+            delivered += 1
         }
+        return delivered
+    }
+}
+
+extension RTPReceiver.Report {
+    /// The report of a receiving session that ended for `ending` after `samples` samples.
+    init(session: RTPReceivingSession, ending: RTPReceiver.Ending, samples: Int) {
+        self.init(ending: ending, samples: samples, depacketizer: session.depacketizer.statistics,
+                  droppedBeforeParameterSets: session.builder.droppedBeforeParameterSets, refusedForParameterSets: session.refusedForParameterSets,
+                  jitter: (session.reception?.jitter ?? 0) / 90_000, controlPackets: session.controlPackets, ssrc: session.reception?.ssrc,
+                  receiverReports: session.receiverReports, pictureLossIndications: session.pictureLossIndications)
     }
 }

@@ -2,6 +2,7 @@ public import H264Network
 public import MediaCore
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Sends H.264 sample buffers as RTP over UDP (RFC 6184 on RFC 3550): seed 003's case study 4,
 /// "compressing a sequence of images into an H.264 stream for the network", from the sample
@@ -59,6 +60,56 @@ public struct RTPSender: Sendable {
         public var controlPackets: Int
         /// The synchronization source of the stream.
         public var ssrc: UInt32
+        /// What the receivers said over RTCP.
+        public var receiverFeedback = ReceiverFeedback.Counts()
+    }
+
+    /// What receivers send back: reception reports and picture loss indications.
+    public final class ReceiverFeedback: Sendable {
+        /// The counts so far.
+        public struct Counts: Sendable, Hashable, Codable {
+            /// RTCP packets received from receivers (compound packets count once).
+            public var controlPackets = 0
+            /// Reception reports about this stream.
+            public var receptionReports = 0
+            /// Picture loss indications received.
+            public var pictureLossIndications = 0
+            /// The last reception report's fraction lost (0-255 of 256) and cumulative loss.
+            public var lastFractionLost: UInt8?
+            /// The last reception report's cumulative number of packets lost.
+            public var lastCumulativeLost: Int32?
+            /// The last reception report's interarrival jitter, in seconds.
+            public var lastJitter: Double?
+        }
+
+        let state = Mutex(Counts())
+
+        init() {}
+
+        /// Counts a compound packet; true when it asks for a picture (PLI).
+        func take(_ packets: [RTCPPacket]) -> Bool {
+            state.withLock { counts in
+                counts.controlPackets += 1
+                var pictureLoss = false
+                for packet in packets {
+                    switch packet {
+                    case .receiverReport(let report):
+                        for block in report.reports {
+                            counts.receptionReports += 1
+                            counts.lastFractionLost = block.fractionLost
+                            counts.lastCumulativeLost = block.cumulativeLost
+                            counts.lastJitter = Double(block.jitter) / 90_000
+                        }
+                    case .pictureLossIndication:
+                        counts.pictureLossIndications += 1
+                        pictureLoss = true
+                    default:
+                        break
+                    }
+                }
+                return pictureLoss
+            }
+        }
     }
 
     /// Where the packets go: RTP to ``RTPDestination/port``, RTCP to the next port.
@@ -78,7 +129,12 @@ public struct RTPSender: Sendable {
 
     /// Sends every sample of `samples`, in order, then the closing RTCP BYE; returns what was sent.
     /// Cancelling the task stops the stream (the BYE still goes out).
-    public func send<Samples: AsyncSequence>(_ samples: Samples) async throws(NetworkError) -> Summary where Samples.Element == SampleBuffer {
+    ///
+    /// RTCP from the receivers is read meanwhile: their reception reports are counted and the
+    /// last one kept, and a picture loss indication (RFC 4585) calls `onPictureLoss`, where a
+    /// live encoder makes its next picture an IDR (``LivePictureSamples/requestKeyframe()``).
+    public func send<Samples: AsyncSequence>(_ samples: Samples, onPictureLoss: (@Sendable () -> Void)? = nil) async throws(NetworkError) -> Summary
+    where Samples.Element == SampleBuffer {
         let rtpAddress: SocketAddress, rtcpAddress: SocketAddress
         do {
             rtpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port)
@@ -94,10 +150,20 @@ public struct RTPSender: Sendable {
             throw error
         }
         var session = try SendingSession(options: options)
+        let feedback = ReceiverFeedback()
         do {
-            try await rtcp.executeThenClose { _, rtcpOut in
+            try await rtcp.executeThenClose { rtcpIn, rtcpOut in
                 try await rtp.executeThenClose { _, rtpOut in
-                    try await session.run(samples, rtp: rtpOut, to: rtpAddress, rtcp: rtcpOut, to: rtcpAddress)
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await envelope in rtcpIn {
+                                let packets = envelope.data.withUnsafeReadableBytes { try? RTCPPacket.parse(compound: $0) } ?? []
+                                if feedback.take(packets) { onPictureLoss?() }
+                            }
+                        }
+                        try await session.run(samples, rtp: rtpOut, to: rtpAddress, rtcp: rtcpOut, to: rtcpAddress)
+                        group.cancelAll()
+                    }
                 }
             }
         } catch let error as NetworkError {
@@ -105,7 +171,9 @@ public struct RTPSender: Sendable {
         } catch {
             throw NetworkError(.socket, "sending to \(destination): \(error)")
         }
-        return session.summary
+        var summary = session.summary
+        feedback.state.withLock { summary.receiverFeedback = $0 }
+        return summary
     }
 
     /// A UDP channel bound to an ephemeral port of `host`.

@@ -10,8 +10,9 @@ public struct ProcessResult: Sendable {
     public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
 }
 
-/// Finds a program on PATH.
+/// Finds a program on PATH (or a path to a program, as it is).
 public func which(_ program: String) -> URL? {
+    if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? URL(fileURLWithPath: program) : nil }
     let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
     return paths.map { URL(fileURLWithPath: "\($0)/\(program)") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
 }

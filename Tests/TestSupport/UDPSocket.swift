@@ -45,6 +45,17 @@ public final class LoopbackUDPSocket: Sendable {
         return count >= 0 ? Array(buffer[..<count]) : nil
     }
 
+    /// The next datagram and the port it came from, or nil when none came within the receive timeout.
+    public func receiveWithSource() -> (bytes: [UInt8], port: UInt16)? {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var source = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let count = buffer.withUnsafeMutableBytes { raw in
+            withUnsafeMutablePointer(to: &source) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(descriptor, raw.baseAddress, raw.count, 0, $0, &length) } }
+        }
+        return count >= 0 ? (Array(buffer[..<count]), UInt16(bigEndian: source.sin_port)) : nil
+    }
+
     static func loopback(port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -1,0 +1,240 @@
+import H264Network
+import MediaCore
+import NIOCore
+import Synchronization
+
+/// Where one client's packets go: RTP/AVP over UDP to its port pair (from the server's own
+/// pair), or interleaved in its RTSP connection (RFC 2326 §10.12).
+enum RTPSinkTransport: Sendable {
+    case udp(rtp: any Channel, rtcp: any Channel, rtpAddress: SocketAddress, rtcpAddress: SocketAddress)
+    case interleaved(connection: any Channel, rtpChannel: UInt8, rtcpChannel: UInt8)
+
+    /// Whether the socket takes more without queueing beyond its high watermark.
+    var isWritable: Bool {
+        switch self {
+        case .udp(let rtp, _, _, _): rtp.isWritable
+        case .interleaved(let connection, _, _): connection.isWritable
+        }
+    }
+}
+
+/// An access unit packetized once for every client: packets whose sequence number, timestamp
+/// and SSRC each client's copy rewrites.
+struct PacketizedUnit: Sendable {
+    var packets: [RTPPacket]
+    var timestamp: UInt32
+    var isSync: Bool
+}
+
+/// One playing client: its own SSRC, sequence numbers and timestamps (as its `SETUP` and
+/// `RTP-Info` announced), a sender report every few seconds, and the back-pressure rule: an
+/// access unit it cannot take now (its socket's queue is over the watermark) is dropped with
+/// everything up to the next sync sample, counted, so a client that falls behind or stops
+/// reading costs at most its queue and never holds up the others.
+final class RTPSubscriber: Sendable {
+    struct Counts: Sendable, Hashable {
+        var packets = 0
+        var octets = 0
+        var accessUnits = 0
+        /// Access units dropped because the client could not take them.
+        var droppedBehind = 0
+        /// Times the client fell behind (each a skip to the next sync sample).
+        var fellBehind = 0
+        /// Access units skipped while waiting for a sync sample (joining, after falling behind).
+        var skippedToSync = 0
+    }
+
+    private struct State {
+        var nextSequence: UInt16
+        var timestampDelta: UInt32?
+        var waitingForSync = true
+        var counts = Counts()
+        var lastTimestamp: UInt32
+        var nextReport: NIODeadline = .now()
+        var finished = false
+    }
+
+    let id: String
+    let transport: RTPSinkTransport
+    let ssrc: UInt32
+    let payloadType: UInt8
+    private let initialTimestamp: UInt32
+    private let state: Mutex<State>
+    private let lastActivity = Atomic<Int64>(NIODeadline.now().uptimeNanoseconds.asInt64)
+    static let reportInterval = TimeAmount.seconds(5)
+
+    init(id: String, transport: RTPSinkTransport, ssrc: UInt32, payloadType: UInt8, initialSequenceNumber: UInt16, initialTimestamp: UInt32) {
+        self.id = id
+        self.transport = transport
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.initialTimestamp = initialTimestamp
+        state = Mutex(State(nextSequence: initialSequenceNumber, lastTimestamp: initialTimestamp))
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// The client showed it is there (a request, an RTCP packet).
+    func touch() { lastActivity.store(NIODeadline.now().uptimeNanoseconds.asInt64, ordering: .relaxed) }
+
+    /// Nanoseconds since the client last showed it is there.
+    var idleNanoseconds: Int64 { NIODeadline.now().uptimeNanoseconds.asInt64 - lastActivity.load(ordering: .relaxed) }
+
+    /// Sends an access unit to the client, or drops it (see the type's rule).
+    func deliver(_ unit: PacketizedUnit) {
+        let writable = transport.isWritable
+        let built: (rtp: [[UInt8]], report: [UInt8]?)? = state.withLock { state in
+            guard !state.finished else { return nil }
+            if state.waitingForSync, !unit.isSync {
+                state.counts.skippedToSync += 1
+                return nil
+            }
+            guard writable else {
+                if !state.waitingForSync { state.counts.fellBehind += 1 }
+                state.waitingForSync = true
+                state.counts.droppedBehind += 1
+                return nil
+            }
+            state.waitingForSync = false
+            let delta = state.timestampDelta ?? (initialTimestamp &- unit.timestamp)
+            state.timestampDelta = delta
+            let timestamp = unit.timestamp &+ delta
+            var packets: [[UInt8]] = []
+            packets.reserveCapacity(unit.packets.count)
+            for var packet in unit.packets {
+                packet.sequenceNumber = state.nextSequence
+                packet.timestamp = timestamp
+                packet.ssrc = ssrc
+                state.nextSequence &+= 1
+                state.counts.packets += 1
+                state.counts.octets += packet.payload.count
+                packets.append(packet.bytes)
+            }
+            state.counts.accessUnits += 1
+            state.lastTimestamp = timestamp
+            var report: [UInt8]?
+            let now = NIODeadline.now()
+            if now >= state.nextReport {
+                state.nextReport = now + Self.reportInterval
+                report = RTCPPacket.serialize([.senderReport(senderReport(state))])
+            }
+            return (packets, report)
+        }
+        guard let built else { return }
+        write(built.rtp, control: built.report)
+    }
+
+    /// Ends the stream for this client: a last sender report and a BYE. Nothing is sent after.
+    func goodbye() {
+        let bye: [UInt8]? = state.withLock { state in
+            guard !state.finished else { return nil }
+            state.finished = true
+            return RTCPPacket.serialize([.senderReport(senderReport(state)), .goodbye(.init(sources: [ssrc]))])
+        }
+        if let bye { write([], control: bye) }
+    }
+
+    /// Waits for the next sync sample again (a paused client playing again).
+    func rejoin() {
+        state.withLock { $0.waitingForSync = true }
+    }
+
+    /// Stops sending without a BYE (the client tore down or went away).
+    func stop() {
+        state.withLock { $0.finished = true }
+    }
+
+    private func senderReport(_ state: State) -> RTCPPacket.SenderReport {
+        RTCPPacket.SenderReport(ssrc: ssrc, ntpTimestamp: NTPTime.now(), rtpTimestamp: state.lastTimestamp,
+                                packetCount: UInt32(truncatingIfNeeded: state.counts.packets), octetCount: UInt32(truncatingIfNeeded: state.counts.octets))
+    }
+
+    private func write(_ packets: [[UInt8]], control: [UInt8]?) {
+        switch transport {
+        case .udp(let rtp, let rtcp, let rtpAddress, let rtcpAddress):
+            if !packets.isEmpty {
+                rtp.eventLoop.execute {
+                    for packet in packets {
+                        var buffer = rtp.allocator.buffer(capacity: packet.count)
+                        buffer.writeBytes(packet)
+                        rtp.write(AddressedEnvelope(remoteAddress: rtpAddress, data: buffer), promise: nil)
+                    }
+                    rtp.flush()
+                }
+            }
+            if let control {
+                var buffer = rtcp.allocator.buffer(capacity: control.count)
+                buffer.writeBytes(control)
+                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: rtcpAddress, data: buffer), promise: nil)
+            }
+        case .interleaved(let connection, let rtpChannel, let rtcpChannel):
+            var buffer = connection.allocator.buffer(capacity: packets.reduce(0) { $0 + $1.count + 4 } + (control.map { $0.count + 4 } ?? 0))
+            for packet in packets { Self.frame(packet, channel: rtpChannel, into: &buffer) }
+            if let control { Self.frame(control, channel: rtcpChannel, into: &buffer) }
+            connection.writeAndFlush(buffer, promise: nil)
+        }
+    }
+
+    /// `$`, the channel, the 16-bit length, the packet (RFC 2326 §10.12).
+    static func frame(_ packet: [UInt8], channel: UInt8, into buffer: inout ByteBuffer) {
+        buffer.writeInteger(UInt8(ascii: "$"))
+        buffer.writeInteger(channel)
+        buffer.writeInteger(UInt16(packet.count))
+        buffer.writeBytes(packet)
+    }
+}
+
+/// One stream going to any number of clients: each access unit is packetized once, then copied
+/// to every subscriber with its own header fields. Subscribers join and leave at any time (a
+/// new one starts at the next sync sample); a keyframe request (a client's PLI, a new client)
+/// goes to whoever makes the stream.
+final class RTPFanOut: Sendable {
+    private let packetizer: Mutex<H264Packetizer>
+    private let subscribers = Mutex<[String: RTPSubscriber]>([:])
+    private let keyframeRequest: (@Sendable () -> Void)?
+    let finished = Atomic<Bool>(false)
+
+    init(configuration: H264Packetizer.Configuration, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(NetworkError) {
+        packetizer = Mutex(try H264Packetizer(configuration: configuration))
+        keyframeRequest = onKeyframeRequest
+    }
+
+    var subscriberCount: Int { subscribers.withLock { $0.count } }
+
+    func add(_ subscriber: RTPSubscriber) {
+        let ended = finished.load(ordering: .acquiring)
+        if !ended { subscribers.withLock { $0[subscriber.id] = subscriber } }
+        if ended { subscriber.goodbye() } else { requestKeyframe() }
+    }
+
+    /// Removes a subscriber for good.
+    func remove(_ id: String) {
+        subscribers.withLock { $0.removeValue(forKey: id) }?.stop()
+    }
+
+    /// Removes a subscriber that may come back (a paused client).
+    func detach(_ id: String) {
+        subscribers.withLock { _ = $0.removeValue(forKey: id) }
+    }
+
+    func requestKeyframe() { keyframeRequest?() }
+
+    /// Packetizes `sample` and hands it to every subscriber.
+    func deliver(_ sample: SampleBuffer) throws(NetworkError) {
+        let (packets, timestamp) = try packetizer.withLock { (packetizer) throws(NetworkError) in
+            (try packetizer.packets(for: sample), packetizer.timestamp(for: sample.presentationTime))
+        }
+        let unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync)
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.deliver(unit) }
+    }
+
+    /// The end of the stream: a BYE to every subscriber, and to any that joins later.
+    func finish() {
+        finished.store(true, ordering: .releasing)
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.goodbye() }
+    }
+}
+
+extension UInt64 {
+    var asInt64: Int64 { Int64(truncatingIfNeeded: self) }
+}

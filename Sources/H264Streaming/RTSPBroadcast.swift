@@ -1,0 +1,61 @@
+public import H264Network
+public import MediaCore
+
+/// A live stream an application feeds, served by an ``RTSPServer`` to every client that plays
+/// its path: the sample buffers of a compression session, a camera, a relay.
+///
+/// ``send(_:)`` packetizes a sample once and copies it to every playing client, each with its
+/// own SSRC, sequence numbers and timestamps; a client that joins starts at the next sync
+/// sample (parameter sets first), and one that cannot keep up skips to the next sync sample
+/// (counted), so the application is never held up by a client. Pace the samples yourself (a
+/// live source is paced by its nature; ``LivePictureSamples`` is). When a client asks for a
+/// picture (its RTCP picture loss indication, or joining), `onKeyframeRequest` is called: an
+/// encoder makes its next picture an IDR picture there.
+public final class RTSPBroadcast: Sendable {
+    /// The stream's format (its parameter sets go in the session description).
+    public let formatDescription: VideoFormatDescription
+    /// How the samples are packetized (mode, packet size, payload type).
+    public let packetizer: H264Packetizer.Configuration
+    let fanOut: RTPFanOut
+
+    /// A broadcast of samples of `formatDescription`.
+    public init(formatDescription: VideoFormatDescription, packetizer: H264Packetizer.Configuration = .init(),
+                onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(NetworkError) {
+        self.formatDescription = formatDescription
+        self.packetizer = packetizer
+        fanOut = try RTPFanOut(configuration: packetizer, onKeyframeRequest: onKeyframeRequest)
+    }
+
+    /// Sends a sample to every playing client (decode order, as a sender paces it).
+    public func send(_ sample: SampleBuffer) throws(NetworkError) {
+        try fanOut.deliver(sample)
+    }
+
+    /// Sends every sample of `samples` as it comes, then ends the stream (``finish()``), also
+    /// when the sequence fails or the task is cancelled; returns how many samples were sent.
+    public func send<Samples: AsyncSequence>(contentsOf samples: Samples) async throws(NetworkError) -> Int where Samples.Element == SampleBuffer {
+        defer { finish() }
+        var sent = 0
+        do {
+            for try await sample in samples {
+                if Task.isCancelled { break }
+                try send(sample)
+                sent += 1
+            }
+        } catch let error as NetworkError {
+            throw error
+        } catch is CancellationError {
+        } catch {
+            throw NetworkError(.source, "\(error)")
+        }
+        return sent
+    }
+
+    /// Ends the stream: every client gets an RTCP BYE, and so does any that plays it later.
+    public func finish() {
+        fanOut.finish()
+    }
+
+    /// Clients playing now.
+    public var clientCount: Int { fanOut.subscriberCount }
+}

@@ -1,0 +1,331 @@
+public import H264Network
+public import H264Session
+public import MediaCore
+import NIOCore
+import NIOPosix
+
+/// Plays an RTSP stream (RFC 2326) and hands on its samples: what `ffmpeg -i rtsp://…` does,
+/// as a library call, and what `h264kit receive rtsp://…` records.
+///
+/// It asks for the stream over UDP first and falls back to RTP interleaved in the RTSP
+/// connection (RTP/AVP/TCP) when the server refuses UDP or no packet comes over it within
+/// ``Options/udpTimeout`` (a firewall, a NAT), as ffmpeg does. Credentials in the URL answer a
+/// 401 (Digest or Basic). While playing it sends keep-alives every half session timeout, RTCP
+/// receiver reports, and a picture loss indication when pictures are lost. Receiving ends at
+/// the server's RTCP BYE, its closing the connection, ``RTPReceiver/Options/sampleLimit``
+/// samples, ``RTPReceiver/Options/idleTimeout`` without a packet, or cancellation; then a
+/// `TEARDOWN` goes out, and the samples still held are handed on.
+public struct RTSPClient: Sendable {
+    /// How the stream is carried.
+    public enum TransportPreference: String, Sendable, Hashable, CaseIterable {
+        /// UDP, then TCP interleaved when UDP fails.
+        case automatic
+        /// RTP/AVP over UDP only.
+        case udp
+        /// RTP/AVP/TCP interleaved only.
+        case tcp
+    }
+
+    /// How the client plays.
+    public struct Options: Sendable, Hashable {
+        /// How packets are received (jitter buffer, idle timeout, sample limit).
+        public var receiver: RTPReceiver.Options
+        /// UDP, TCP, or UDP then TCP.
+        public var transport: TransportPreference
+        /// With ``TransportPreference/automatic``: how long to wait for the first packet over
+        /// UDP before asking for TCP instead.
+        public var udpTimeout: Duration
+        /// How long to wait for the server's answer to a request.
+        public var responseTimeout: Duration
+        /// The `User-Agent` header.
+        public var userAgent: String
+
+        /// Options: UDP then TCP, 3 seconds to get a UDP packet, 10 for an answer.
+        public init(receiver: RTPReceiver.Options = .init(), transport: TransportPreference = .automatic, udpTimeout: Duration = .seconds(3),
+                    responseTimeout: Duration = .seconds(10), userAgent: String = "H264Kit") {
+            self.receiver = receiver
+            self.transport = transport
+            self.udpTimeout = udpTimeout
+            self.responseTimeout = responseTimeout
+            self.userAgent = userAgent
+        }
+    }
+
+    /// The stream played (with its credentials, if any).
+    public let url: RTSPURL
+    /// How the client plays.
+    public let options: Options
+
+    /// A client for `url`.
+    public init(url: RTSPURL, options: Options = Options()) {
+        self.url = url
+        self.options = options
+    }
+
+    /// Plays the stream, handing each sample to `handle` in decode order, until it ends (see
+    /// the type's discussion). An error `handle` throws ends playing as a
+    /// ``NetworkError/Code/output`` error.
+    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
+        let attempts: [RTSPTransport.Lower] = switch options.transport {
+        case .automatic: [.udp, .tcp]
+        case .udp: [.udp]
+        case .tcp: [.tcp]
+        }
+        for (index, lower) in attempts.enumerated() {
+            let outcome: Outcome
+            do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, handle) } catch let error as NetworkError {
+                // The server refuses UDP (461): TCP next.
+                if index + 1 < attempts.count, error.reason.contains("461") { continue }
+                throw error
+            } catch let error as RTPReceiver.HandlerError {
+                throw NetworkError(.output, "\(error.underlying)")
+            } catch {
+                throw NetworkError(.socket, "\(url): \(error)")
+            }
+            if case .report(let report) = outcome { return report }
+        }
+        throw NetworkError(.socket, "\(url): no RTP arrived over UDP or TCP")
+    }
+
+    /// Plays into a file as ``RTPReceiver/record(to:)`` does.
+    public func record(to output: EncodedOutput) async throws(NetworkError) -> RTPReceiver.Report {
+        let recording = try Recording(output)
+        let report: RTPReceiver.Report
+        do { report = try await receive { sample in try recording.append(sample) } } catch {
+            recording.cancel()
+            throw error
+        }
+        guard report.samples > 0 else {
+            recording.cancel()
+            throw NetworkError(.output, "no whole access unit received from \(url) (it ended: \(report.ending.rawValue)); nothing written")
+        }
+        try recording.finish()
+        return report
+    }
+
+    private enum Outcome {
+        case report(RTPReceiver.Report)
+        case noUDP
+    }
+
+    /// What reaches the playing loop, from every socket and the clock.
+    private enum Input: Sendable {
+        case response(RTSPMessage)
+        case interleaved(channel: UInt8, payload: [UInt8])
+        case rtp([UInt8])
+        case rtcp([UInt8], from: SocketAddress)
+        case tick
+        case closed
+    }
+
+    private func play(over lower: RTSPTransport.Lower, canFallBack: Bool, _ handle: (SampleBuffer) throws -> Void) async throws -> Outcome {
+        let connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(10))
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: url.host, port: url.port) { channel in
+                    channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+                }
+        } catch {
+            throw NetworkError(.socket, "\(url): cannot connect: \(error)")
+        }
+        let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
+        var udp: (rtp: any Channel, rtcp: any Channel)?
+        if lower == .udp {
+            do {
+                udp = try await Self.bindPortPair(
+                    rtp: { input.yield(.rtp(Array($0.data.readableBytesView))) },
+                    rtcp: { input.yield(.rtcp(Array($0.data.readableBytesView), from: $0.remoteAddress)) })
+            } catch {
+                try? await connection.channel.close()
+                throw error
+            }
+        }
+        let offer = lower == .udp ? RTSPTransport(lower: .udp, clientPorts: udp!.rtp.localAddress!.port!...(udp!.rtp.localAddress!.port! + 1))
+                                  : RTSPTransport(lower: .tcp, interleaved: 0...1)
+        var machine = RTSPClientSession(url: url, transports: [offer], userAgent: options.userAgent)
+        let receiverOptions = options.receiver
+        let serverIP = connection.channel.remoteAddress?.ipAddress
+
+        let outcome: Outcome = try await connection.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var parser = RTSPMessageParser()
+                    do {
+                        for try await buffer in inbound {
+                            for element in try parser.append(buffer.readableBytesView) {
+                                switch element {
+                                case .message(let message): input.yield(.response(message))
+                                case .interleaved(let channel, let payload): input.yield(.interleaved(channel: channel, payload: payload))
+                                }
+                            }
+                        }
+                    } catch {}
+                    input.yield(.closed)
+                }
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: .milliseconds(10))
+                        input.yield(.tick)
+                    }
+                }
+                defer {
+                    group.cancelAll()
+                    input.finish()
+                    if let udp {
+                        udp.rtp.close(promise: nil)
+                        udp.rtcp.close(promise: nil)
+                    }
+                }
+
+                func send(_ request: RTSPMessage) async throws {
+                    try await outbound.write(ByteBuffer(bytes: request.bytes))
+                }
+                func sendControl(_ bytes: [UInt8], setup: RTSPClientSession.Setup) async {
+                    if let udp, let serverIP, let port = setup.transport.serverPorts?.upperBound, let address = try? SocketAddress(ipAddress: serverIP, port: port) {
+                        try? await udp.rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
+                    } else if let channels = setup.transport.interleaved {
+                        var frame = ByteBuffer()
+                        RTPSubscriber.frame(bytes, channel: UInt8(channels.upperBound), into: &frame)
+                        try? await outbound.write(frame)
+                    }
+                }
+
+                // Negotiation: OPTIONS, DESCRIBE, SETUP, PLAY.
+                try await send(machine.start())
+                var setup: RTSPClientSession.Setup?
+                var early: [Input] = []
+                let asked = ContinuousClock.now
+                negotiation: for await event in inputs {
+                    switch event {
+                    case .response(let response):
+                        switch try machine.receive(response) {
+                        case .send(let request): try await send(request)
+                        case .playing(let playing):
+                            setup = playing
+                            break negotiation
+                        }
+                    case .closed:
+                        throw NetworkError(.socket, "\(url): the server closed the connection")
+                    case .tick:
+                        if ContinuousClock.now - asked > options.responseTimeout { throw NetworkError(.socket, "\(url): no answer within \(options.responseTimeout)") }
+                    default:
+                        // Packets sent before the PLAY answer came in: kept for when it has.
+                        if early.count < 4096 { early.append(event) }
+                    }
+                }
+                guard let setup else { return .report(RTPReceiver.Report(session: RTPReceivingSession(), ending: .cancelled, samples: 0)) }
+
+                // Playing.
+                var session = RTPReceivingSession(configuration: receiverOptions.session, formatDescription: try? setup.format.formatDescription())
+                var delivered = 0
+                var ending = RTPReceiver.Ending.cancelled
+                var lastArrival = ContinuousClock.now
+                var anyRTP = false
+                var goodbye = false
+                var lastKeepAlive = ContinuousClock.now
+                let started = ContinuousClock.now
+                let rtpChannel = setup.transport.interleaved.map { UInt8($0.lowerBound) }
+                let rtcpChannel = setup.transport.interleaved.map { UInt8($0.upperBound) }
+                var pending = early.makeIterator()
+                var events = inputs.makeAsyncIterator()
+                playing: while true {
+                    let next: Input?
+                    if let kept = pending.next() { next = kept } else { next = await events.next() }
+                    guard let event = next else { break playing }
+                    var samples: [SampleBuffer] = []
+                    switch event {
+                    case .rtp(let bytes):
+                        lastArrival = .now
+                        anyRTP = true
+                        samples = bytes.withUnsafeBytes { session.receiveRTP($0, arrival: monotonicSeconds()) }
+                    case .interleaved(let channel, let payload) where channel == rtpChannel:
+                        lastArrival = .now
+                        anyRTP = true
+                        samples = payload.withUnsafeBytes { session.receiveRTP($0, arrival: monotonicSeconds()) }
+                    case .interleaved(let channel, let payload) where channel == rtcpChannel:
+                        lastArrival = .now
+                        if payload.withUnsafeBytes({ session.receiveRTCP($0, arrival: monotonicSeconds()) }).goodbye { goodbye = true }
+                    case .rtcp(let bytes, _):
+                        lastArrival = .now
+                        if bytes.withUnsafeBytes({ session.receiveRTCP($0, arrival: monotonicSeconds()) }).goodbye { goodbye = true }
+                    case .interleaved, .response:
+                        continue
+                    case .closed:
+                        ending = .teardown
+                        break playing
+                    case .tick:
+                        samples = session.expire(now: monotonicSeconds())
+                        let now = ContinuousClock.now
+                        if goodbye, now - lastArrival > .milliseconds(100) {
+                            ending = .goodbye
+                            break playing
+                        }
+                        if lower == .udp, canFallBack, !anyRTP, now - started > options.udpTimeout {
+                            try? await send(machine.teardown())
+                            return .noUDP
+                        }
+                        if now - lastArrival > receiverOptions.idleTimeout {
+                            ending = .idleTimeout
+                            break playing
+                        }
+                        if now - lastKeepAlive > .seconds(max(1, setup.timeout / 2)) {
+                            lastKeepAlive = now
+                            try? await send(machine.keepAlive())
+                        }
+                    }
+                    if let feedback = session.feedback(now: monotonicSeconds()) { await sendControl(feedback, setup: setup) }
+                    delivered = try RTPReceiver.hand(samples, delivered: delivered, limit: receiverOptions.sampleLimit, handle)
+                    if let limit = receiverOptions.sampleLimit, delivered >= limit {
+                        ending = .sampleLimit
+                        break playing
+                    }
+                }
+                if Task.isCancelled { ending = .cancelled }
+                if ending != .teardown { try? await send(machine.teardown()) }
+                delivered = try RTPReceiver.hand(session.finish(), delivered: delivered, limit: receiverOptions.sampleLimit, handle)
+                return .report(RTPReceiver.Report(session: session, ending: ending, samples: delivered))
+            }
+        }
+        return outcome
+    }
+
+    /// Two UDP ports, an even one for RTP and the next for RTCP, on every IPv4 address; what
+    /// arrives on them goes to `rtp` and `rtcp` (on an event loop).
+    static func bindPortPair(rtp: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void,
+                             rtcp: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) async throws(NetworkError) -> (rtp: any Channel, rtcp: any Channel) {
+        func bootstrap(_ forward: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) -> DatagramBootstrap {
+            DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+                .channelOption(.datagramVectorReadMessageCount, value: 8)
+                .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramForwarder(forward)) }
+                }
+        }
+        for _ in 0..<32 {
+            guard let rtpChannel = try? await bootstrap(rtp).bind(host: "0.0.0.0", port: 0).get() else { continue }
+            guard let port = rtpChannel.localAddress?.port, port % 2 == 0, port < 65535 else {
+                try? await rtpChannel.close()
+                continue
+            }
+            if let rtcpChannel = try? await bootstrap(rtcp).bind(host: "0.0.0.0", port: port + 1).get() { return (rtpChannel, rtcpChannel) }
+            try? await rtpChannel.close()
+        }
+        throw NetworkError(.socket, "no free UDP port pair for RTP and RTCP")
+    }
+}
+
+/// Hands each datagram to a closure.
+final class DatagramForwarder: ChannelInboundHandler, Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let forward: @Sendable (AddressedEnvelope<ByteBuffer>) -> Void
+
+    init(_ forward: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) { self.forward = forward }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) { forward(unwrapInboundIn(data)) }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {}
+}

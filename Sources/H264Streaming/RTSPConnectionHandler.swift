@@ -1,0 +1,267 @@
+import H264Network
+import MediaCore
+import NIOCore
+import Synchronization
+
+/// One RTSP connection of the server: bytes in through the ``RTSPMessageParser``, requests
+/// through the ``RTSPServerConnection`` state machine, responses out, and its events carried
+/// out (a client's stream started, paused, torn down; a publisher's accepted). Runs on the
+/// connection's event loop.
+final class RTSPConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// A session of this connection and what serves it.
+    private struct Active {
+        var session: RTSPServerConnection.Session
+        var mount: Mount
+        var subscriber: RTPSubscriber?
+        var player: PacedFilePlayer?
+        var fanOut: RTPFanOut?
+        var routeKeys: [String] = []
+        var paused = false
+    }
+
+    private let core: ServerCore
+    private var parser = RTSPMessageParser()
+    private var machine: RTSPServerConnection
+    private var sessions: [String: Active] = [:]
+    private var lastRequest = NIODeadline.now()
+    private var timer: RepeatedTask?
+    private var counted = false
+    private var errorsSeen = 0
+
+    init(core: ServerCore) {
+        self.core = core
+        machine = RTSPServerConnection(configuration: .init(authenticator: core.authenticator, sessionTimeout: core.options.sessionTimeout,
+                                                            serverPorts: core.serverPorts, transports: core.options.transports))
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let open = core.counts.withLock { counts -> Int in
+            counts.connections += 1
+            counts.openConnections += 1
+            return counts.openConnections
+        }
+        counted = true
+        guard open <= core.options.maximumConnections else {
+            core.counts.withLock { $0.connectionsRefused += 1 }
+            context.close(promise: nil)
+            return
+        }
+        core.connections.withLock { $0[ObjectIdentifier(context.channel)] = context.channel }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            let (handler, context) = bound.value
+            handler.checkTimeouts(context: context)
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        for id in Array(sessions.keys) { end(id, timedOut: false) }
+        _ = machine.closeAll()
+        if counted {
+            core.counts.withLock { $0.openConnections -= 1 }
+            counted = false
+        }
+        core.connections.withLock { $0[ObjectIdentifier(context.channel)] = nil }
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        let elements: [RTSPMessageParser.Element]
+        do { elements = try parser.append(buffer.readableBytesView) } catch {
+            // A request that does not parse, or is too large: answered, then the connection ends.
+            let response = machine.response(toUnparsable: error)
+            core.counts.withLock { $0.errorsAnswered += 1 }
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: response.bytes)), promise: nil)
+            context.close(promise: nil)
+            return
+        }
+        for element in elements {
+            switch element {
+            case .message(let message): handle(message, context: context)
+            case .interleaved(let channel, let payload): handleInterleaved(channel: channel, payload: payload)
+            }
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { context.channel.setOption(.autoRead, value: true).whenComplete { _ in } }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    // MARK: Requests
+
+    private func handle(_ message: RTSPMessage, context: ChannelHandlerContext) {
+        guard case .request = message.startLine else { return }  // a response to nothing we asked: ignored
+        lastRequest = .now()
+        let (response, event) = machine.respond(to: message) { [core] path in core.mount(for: path)?.resource }
+        let newErrors = machine.errorsAnswered - errorsSeen
+        errorsSeen = machine.errorsAnswered
+        core.counts.withLock {
+            $0.requests += 1
+            $0.errorsAnswered += newErrors
+        }
+        if let id = message["Session"].map({ String($0.split(separator: ";").first ?? "") }) { sessions[id]?.subscriber?.touch() }
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: response.bytes)), promise: nil)
+        if !context.channel.isWritable {
+            // A client that sends requests without reading the answers: stop reading it until
+            // it has read them, so that its answers cannot pile up.
+            context.channel.setOption(.autoRead, value: false).whenComplete { _ in }
+        }
+        if let event { apply(event, context: context) }
+    }
+
+    private func apply(_ event: RTSPServerConnection.Event, context: ChannelHandlerContext) {
+        switch event {
+        case .play(let session, let from):
+            play(session, from: from, context: context)
+        case .pause(let session):
+            guard var active = sessions[session.id] else { return }
+            active.paused = true
+            if let player = active.player {
+                player.pause()
+            } else if let subscriber = active.subscriber, case .shared(let fanOut, _) = active.mount.kind {
+                fanOut.detach(subscriber.id)
+            }
+            sessions[session.id] = active
+        case .teardown(let session):
+            end(session.id, timedOut: false)
+        case .record(let session):
+            record(session, context: context)
+        }
+    }
+
+    private func play(_ session: RTSPServerConnection.Session, from: Double?, context: ChannelHandlerContext) {
+        if var active = sessions[session.id], active.paused {
+            // PLAY after PAUSE: the same stream goes on.
+            active.paused = false
+            if let player = active.player {
+                player.resume()
+            } else if let subscriber = active.subscriber, case .shared(let fanOut, _) = active.mount.kind {
+                subscriber.rejoin()
+                fanOut.add(subscriber)
+            }
+            sessions[session.id] = active
+            return
+        }
+        guard let mount = core.mount(for: session.path), let format = mount.format else { return }
+        let transport: RTPSinkTransport
+        var routeKeys: [String] = []
+        if session.transport.lower == .tcp, let channels = session.transport.interleaved {
+            transport = .interleaved(connection: context.channel, rtpChannel: UInt8(channels.lowerBound), rtcpChannel: UInt8(channels.upperBound))
+        } else {
+            guard let udp = core.udp.withLock({ $0 }), let ip = context.channel.remoteAddress?.ipAddress, let ports = session.transport.clientPorts,
+                  let rtpAddress = try? SocketAddress(ipAddress: ip, port: ports.lowerBound),
+                  let rtcpAddress = try? SocketAddress(ipAddress: ip, port: ports.upperBound)
+            else { return }
+            // Packets go only to the address the request came from (never to a `destination`
+            // a client names: that would make the server an amplifier for anyone).
+            transport = .udp(rtp: udp.rtp, rtcp: udp.rtcp, rtpAddress: rtpAddress, rtcpAddress: rtcpAddress)
+            routeKeys = [ServerCore.key(rtcpAddress)].compactMap { $0 }
+        }
+        let subscriber = RTPSubscriber(id: session.id, transport: transport, ssrc: session.ssrc, payloadType: format.payloadType,
+                                       initialSequenceNumber: session.initialSequenceNumber, initialTimestamp: session.initialTimestamp)
+        var active = Active(session: session, mount: mount, subscriber: subscriber, routeKeys: routeKeys)
+        for key in routeKeys { core.routes.withLock { $0[key] = .player(subscriber, mount) } }
+        core.subscribed(subscriber)
+        switch mount.kind {
+        case .perClient(let file, let options):
+            var reader = LoopingSampleReader(path: file, options: options, loops: false)
+            if let from, from > 0 { reader.seek(to: MediaTime(seconds: from, preferredTimescale: 90_000)) }
+            guard let fanOut = try? RTPFanOut(configuration: core.options.packetizer) else { return }
+            fanOut.add(subscriber)
+            let player = PacedFilePlayer(reader: reader, fanOut: fanOut, loop: context.eventLoop, paced: core.options.paced, rate: core.options.rate, onEnd: { _ in })
+            active.player = player
+            active.fanOut = fanOut
+            player.start()
+        case .shared(let fanOut, _):
+            active.fanOut = fanOut
+            fanOut.add(subscriber)
+        case .ingest:
+            return
+        }
+        sessions[session.id] = active
+    }
+
+    private func record(_ session: RTSPServerConnection.Session, context: ChannelHandlerContext) {
+        guard let mount = core.mount(for: session.path), case .ingest(let sink) = mount.kind else { return }
+        var active = Active(session: session, mount: mount)
+        if session.transport.lower == .udp, let ip = context.channel.remoteAddress?.ipAddress, let ports = session.transport.clientPorts {
+            for port in [ports.lowerBound, ports.upperBound] {
+                guard let key = ServerCore.key(try? SocketAddress(ipAddress: ip, port: port)) else { continue }
+                active.routeKeys.append(key)
+                core.routes.withLock { $0[key] = .publisher(sink, sessionID: session.id) }
+            }
+        }
+        sink.begin(session: session.id, format: session.format)
+        sessions[session.id] = active
+    }
+
+    private func handleInterleaved(channel: UInt8, payload: [UInt8]) {
+        for active in sessions.values {
+            guard let channels = active.session.transport.interleaved, channels.contains(Int(channel)) else { continue }
+            let isControl = Int(channel) == channels.upperBound
+            if case .ingest(let sink) = active.mount.kind {
+                if isControl { sink.receiveRTCP(payload, session: active.session.id) } else { sink.receiveRTP(payload, session: active.session.id) }
+            } else if isControl {
+                active.subscriber?.touch()
+                let packets = payload.withUnsafeBytes { try? RTCPPacket.parse(compound: $0) } ?? []
+                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
+                    core.counts.withLock { $0.pictureLossIndications += 1 }
+                    active.mount.requestKeyframe()
+                }
+            }
+            return
+        }
+    }
+
+    // MARK: Endings
+
+    /// Ends a session: its stream stops, its routes go, a publisher's receiver hears of it.
+    private func end(_ id: String, timedOut: Bool) {
+        guard let active = sessions.removeValue(forKey: id) else { return }
+        active.player?.stop()
+        if let subscriber = active.subscriber {
+            active.fanOut?.remove(subscriber.id)
+            core.unsubscribed(subscriber, timedOut: timedOut)
+        }
+        for key in active.routeKeys { core.routes.withLock { _ = $0.removeValue(forKey: key) } }
+        if case .ingest(let sink) = active.mount.kind { sink.end(session: id) }
+    }
+
+    private func checkTimeouts(context: ChannelHandlerContext) {
+        let limit = Int64(core.options.sessionTimeout) * 1_000_000_000
+        let sinceRequest = (NIODeadline.now() - lastRequest).nanoseconds
+        var timedOut = false
+        for (id, active) in sessions {
+            let idle = active.subscriber?.idleNanoseconds ?? sinceRequest
+            if idle > limit {
+                end(id, timedOut: true)
+                timedOut = true
+            }
+        }
+        if timedOut, sessions.isEmpty {
+            context.close(promise: nil)
+        } else if sessions.isEmpty, sinceRequest > Int64(core.options.idleConnectionTimeout) * 1_000_000_000 {
+            context.close(promise: nil)
+        }
+    }
+}
+
+extension ServerCore {
+    /// The server's UDP port pair, once bound (the state machine answers it in `server_port`).
+    var serverPorts: ClosedRange<Int> {
+        guard let port = udp.withLock({ $0?.rtp.localAddress?.port }) else { return 0...1 }
+        return port...(port + 1)
+    }
+}

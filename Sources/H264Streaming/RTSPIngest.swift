@@ -1,0 +1,217 @@
+public import H264Network
+public import H264Session
+public import MediaCore
+import NIOCore
+import Synchronization
+
+/// Receives what a publisher pushes to an RTSP path: the server side of
+/// `ffmpeg -f rtsp rtsp://HOST:PORT/PATH`, as OBS and ffmpeg publish to a media server
+/// (`ANNOUNCE` with the session description, `SETUP` with `mode=record` over UDP or TCP
+/// interleaved, `RECORD`, then RTP).
+///
+/// One ``RTSPServer`` listens at the URL's host and port and takes the first publisher of its
+/// path; the samples are handed on in decode order as they complete, as ``RTPReceiver`` does.
+/// Receiving ends at the publisher's `TEARDOWN` (or its connection closing), an RTCP BYE,
+/// ``RTPReceiver/Options/sampleLimit`` samples, ``RTPReceiver/Options/idleTimeout`` without a
+/// packet once the publisher has started, or cancellation; the samples still held are handed
+/// on in every case.
+public struct RTSPIngest: Sendable {
+    /// Where to listen: the host, port and path publishers push to.
+    public let url: RTSPURL
+    /// How the server runs (credentials publishers must give, session timeout).
+    public let serverOptions: RTSPServer.Options
+    /// How packets are received (jitter buffer, idle timeout, sample limit).
+    public let options: RTPReceiver.Options
+
+    /// A receiver of what is published to `url`; with `credentials`, publishers must authenticate.
+    public init(url: RTSPURL, credentials: RTSPCredentials? = nil, options: RTPReceiver.Options = .init()) {
+        self.url = url
+        var serverOptions = RTSPServer.Options(host: url.host, port: url.port, credentials: credentials)
+        serverOptions.sessionTimeout = 60
+        self.serverOptions = serverOptions
+        self.options = options
+    }
+
+    /// Listens, and hands each sample of the first publisher's stream to `handle`, in decode
+    /// order, until the stream ends (see the type's discussion). `onListening` gets the port
+    /// once the server listens. An error `handle` throws ends receiving as a
+    /// ``NetworkError/Code/output`` error.
+    public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
+        let server = try RTSPServer(options: serverOptions)
+        let sink = Sink(configuration: options.session)
+        try server.serve(.ingest(sink), at: url.path)
+        let serving = Task {
+            do throws(NetworkError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
+        }
+        defer { serving.cancel() }
+        var delivered = 0
+        var ending = RTPReceiver.Ending.cancelled
+        let watchdog = Task {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(50))
+                sink.tick(idleTimeout: options.idleTimeout)
+            }
+        }
+        defer { watchdog.cancel() }
+        do {
+            events: for await event in sink.events {
+                switch event {
+                case .samples(let samples):
+                    delivered = try RTPReceiver.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
+                    if let limit = options.sampleLimit, delivered >= limit {
+                        ending = .sampleLimit
+                        break events
+                    }
+                case .ended(let why):
+                    ending = why
+                    break events
+                }
+            }
+            delivered = try RTPReceiver.hand(sink.finish(), delivered: delivered, limit: options.sampleLimit, handle)
+        } catch let error as RTPReceiver.HandlerError {
+            throw NetworkError(.output, "\(error.underlying)")
+        } catch {
+            throw NetworkError(.socket, "\(error)")
+        }
+        if let error = sink.failure { throw error }  // the server could not listen
+        return sink.report(ending: ending, samples: delivered)
+    }
+
+    /// Receives into a file as ``RTPReceiver/record(to:)`` does.
+    public func record(to output: EncodedOutput, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) -> RTPReceiver.Report {
+        let recording = try Recording(output)
+        let report: RTPReceiver.Report
+        do { report = try await receive(onListening: onListening) { sample in try recording.append(sample) } } catch {
+            recording.cancel()
+            throw error
+        }
+        guard report.samples > 0 else {
+            recording.cancel()
+            throw NetworkError(.output, "no whole access unit published to \(url) (it ended: \(report.ending.rawValue)); nothing written")
+        }
+        try recording.finish()
+        return report
+    }
+
+    /// A path that takes one publisher's stream: what ``RTSPServer/Media/ingest(_:)`` serves.
+    /// The server's event loops give it packets; its ``events`` hand on samples and the end.
+    public final class Sink: Sendable {
+        /// What comes out.
+        public enum Event: Sendable {
+            /// Sample buffers completed, in decode order.
+            case samples([SampleBuffer])
+            /// The stream ended.
+            case ended(RTPReceiver.Ending)
+        }
+
+        private struct State {
+            var sessionID: String?
+            var receiving: RTPReceivingSession?
+            var lastArrival: Double?
+            var goodbyeAt: Double?
+            var ended = false
+            var droppedForSlowConsumer = 0
+            var failure: NetworkError?
+        }
+
+        /// Samples and the end, as they happen.
+        public let events: AsyncStream<Event>
+        private let continuation: AsyncStream<Event>.Continuation
+        private let configuration: RTPReceivingSession.Configuration
+        private let state = Mutex(State())
+
+        /// A sink receiving with `configuration`.
+        public init(configuration: RTPReceivingSession.Configuration = .init()) {
+            self.configuration = configuration
+            (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(4096))
+        }
+
+        /// A publisher's session started recording; the first one is taken, others ignored.
+        func begin(session id: String, format: H264PayloadFormat) {
+            state.withLock { state in
+                guard state.sessionID == nil, !state.ended else { return }
+                state.sessionID = id
+                state.receiving = RTPReceivingSession(configuration: configuration, formatDescription: try? format.formatDescription())
+                state.lastArrival = monotonicSeconds()
+            }
+        }
+
+        func receiveRTP(_ bytes: [UInt8], session id: String) {
+            let samples: [SampleBuffer] = state.withLock { state in
+                guard state.sessionID == id, !state.ended else { return [] }
+                state.lastArrival = monotonicSeconds()
+                return bytes.withUnsafeBytes { state.receiving?.receiveRTP($0, arrival: monotonicSeconds()) ?? [] }
+            }
+            if !samples.isEmpty { yield(.samples(samples)) }
+        }
+
+        func receiveRTCP(_ bytes: [UInt8], session id: String) {
+            state.withLock { state in
+                guard state.sessionID == id, !state.ended else { return }
+                state.lastArrival = monotonicSeconds()
+                let events = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                if events?.goodbye == true, state.goodbyeAt == nil { state.goodbyeAt = monotonicSeconds() }
+            }
+        }
+
+        /// The publisher's session ended (TEARDOWN, its connection closed).
+        func end(session id: String) {
+            let ended = state.withLock { state -> Bool in
+                guard state.sessionID == id, !state.ended else { return false }
+                state.ended = true
+                return true
+            }
+            if ended {
+                yield(.ended(.teardown))
+                continuation.finish()
+            }
+        }
+
+        /// Ends on a BYE (once its last packets had 100 ms) or `idleTimeout` without a packet.
+        func tick(idleTimeout: Duration) {
+            let now = monotonicSeconds()
+            let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
+                guard !state.ended, let last = state.lastArrival else { return (nil, []) }
+                let samples = state.receiving?.expire(now: now) ?? []
+                if state.goodbyeAt != nil, now - last > 0.1 { state.ended = true; return (.goodbye, samples) }
+                let limit = Double(idleTimeout.components.seconds) + Double(idleTimeout.components.attoseconds) / 1e18
+                if now - last > limit { state.ended = true; return (.idleTimeout, samples) }
+                return (nil, samples)
+            }
+            if !samples.isEmpty { yield(.samples(samples)) }
+            if let why {
+                yield(.ended(why))
+                continuation.finish()
+            }
+        }
+
+        /// The server failed (it could not listen): receiving ends with `error`.
+        func abort(_ error: NetworkError) {
+            state.withLock {
+                $0.ended = true
+                $0.failure = error
+            }
+            continuation.finish()
+        }
+
+        var failure: NetworkError? { state.withLock { $0.failure } }
+
+        /// The samples still held.
+        func finish() -> [SampleBuffer] {
+            state.withLock { $0.receiving?.finish() ?? [] }
+        }
+
+        func report(ending: RTPReceiver.Ending, samples: Int) -> RTPReceiver.Report {
+            state.withLock { state in
+                var report = state.receiving.map { RTPReceiver.Report(session: $0, ending: ending, samples: samples) }
+                    ?? RTPReceiver.Report(session: RTPReceivingSession(), ending: ending, samples: samples)
+                report.samplesDroppedForSlowConsumer = state.droppedForSlowConsumer
+                return report
+            }
+        }
+
+        private func yield(_ event: Event) {
+            if case .dropped = continuation.yield(event) { state.withLock { $0.droppedForSlowConsumer += 1 } }
+        }
+    }
+}

@@ -1,0 +1,389 @@
+public import H264Network
+public import H264Session
+import MediaCore
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// An RTSP server (RFC 2326) on SwiftNIO: serves H.264 at one or more paths to any number of
+/// clients, over RTP/AVP on UDP or interleaved in the RTSP connection (RTP/AVP/TCP), as ffmpeg,
+/// ffplay, GStreamer and VLC play it; and takes what a publisher pushes (`ANNOUNCE`/`RECORD`)
+/// at a path served with ``Media/ingest(_:)``.
+///
+/// What a path serves (``Media``):
+/// - a file, to each client from its start (or from the `Range` its `PLAY` asks), paced by its
+///   own ``Timebase``; `PAUSE` holds it;
+/// - a file looped, as one live stream every client joins at its next sync sample;
+/// - an ``RTSPBroadcast`` the application feeds (a compression session's output).
+///
+/// Every client has its own session, SSRC, sequence numbers and timestamps, sender reports
+/// every 5 seconds and a BYE at the end. The pacing and all the socket work run on SwiftNIO's
+/// event loops; a client that reads too slowly (its socket queue past
+/// ``Options/clientQueueLimit``) drops to the next sync sample and is counted, so it never
+/// holds up the others or grows the server's memory, and one that stops talking (no request,
+/// no RTCP) loses its session after ``Options/sessionTimeout`` seconds. Requests are bounded
+/// (``RTSPMessageParser``); bad ones are answered with a 4xx and counted.
+public final class RTSPServer: Sendable {
+    /// How the server runs.
+    public struct Options: Sendable {
+        /// The address to listen on (loopback unless another is asked for).
+        public var host: String
+        /// The TCP port (0: any free port; ``run(onListening:)`` says which).
+        public var port: Int
+        /// When set, every request but `OPTIONS` must authenticate (Digest or Basic).
+        public var credentials: RTSPCredentials?
+        /// Seconds a session lives without a request or RTCP from its client.
+        public var sessionTimeout: Int
+        /// Seconds a connection without a session may stay without a request.
+        public var idleConnectionTimeout: Int
+        /// How files are packetized (broadcasts bring their own).
+        public var packetizer: H264Packetizer.Configuration
+        /// Files wait for each sample's time (true), or go as fast as the sockets take them.
+        public var paced: Bool
+        /// The pace of files, when paced: 1 is real time.
+        public var rate: Double
+        /// The most connections at once; one more is closed at once.
+        public var maximumConnections: Int
+        /// Bytes that may wait in one client's socket queue before it skips to the next sync sample.
+        public var clientQueueLimit: Int
+        /// The transports offered: RTP over UDP, interleaved in TCP, or both.
+        public var transports: Set<RTSPTransport.Lower> = [.udp, .tcp]
+
+        /// Options: 127.0.0.1:8554, no credentials, a 60-second session timeout.
+        public init(host: String = "127.0.0.1", port: Int = 8554, credentials: RTSPCredentials? = nil, sessionTimeout: Int = 60, idleConnectionTimeout: Int = 30,
+                    packetizer: H264Packetizer.Configuration = .init(), paced: Bool = true, rate: Double = 1, maximumConnections: Int = 1024,
+                    clientQueueLimit: Int = 1 << 20) {
+            self.host = host
+            self.port = port
+            self.credentials = credentials
+            self.sessionTimeout = sessionTimeout
+            self.idleConnectionTimeout = idleConnectionTimeout
+            self.packetizer = packetizer
+            self.paced = paced
+            self.rate = rate
+            self.maximumConnections = maximumConnections
+            self.clientQueueLimit = clientQueueLimit
+        }
+    }
+
+    /// What a path serves.
+    public enum Media: Sendable {
+        /// A file (anything ``MediaSource`` reads); `loops`: one live stream, looped, that
+        /// clients join; otherwise each client gets it from its start.
+        case file(path: String, options: MediaSource.Options = .init(), loops: Bool = false)
+        /// A live stream the application feeds.
+        case broadcast(RTSPBroadcast)
+        /// A path a publisher pushes to (`ANNOUNCE`, `SETUP` with `mode=record`, `RECORD`).
+        case ingest(RTSPIngest.Sink)
+    }
+
+    /// What the server has done so far.
+    public struct Statistics: Sendable, Hashable, Codable {
+        /// Connections accepted.
+        public var connections = 0
+        /// Connections open now.
+        public var openConnections = 0
+        /// Connections closed at once because ``Options/maximumConnections`` were open.
+        public var connectionsRefused = 0
+        /// Requests answered.
+        public var requests = 0
+        /// Requests answered with a 4xx or 5xx (including ones that did not parse).
+        public var errorsAnswered = 0
+        /// Sessions that played.
+        public var sessionsPlayed = 0
+        /// Sessions playing now.
+        public var sessionsPlaying = 0
+        /// Sessions ended for want of a request or RTCP packet.
+        public var sessionsTimedOut = 0
+        /// RTP packets sent, all clients.
+        public var packetsSent = 0
+        /// Access units dropped because a client could not take them, all clients.
+        public var accessUnitsDroppedBehind = 0
+        /// Times a client fell behind and skipped to the next sync sample.
+        public var clientsFellBehind = 0
+        /// Datagrams on the server's ports from no known client.
+        public var strayDatagrams = 0
+        /// Picture loss indications received from clients.
+        public var pictureLossIndications = 0
+    }
+
+    /// How the server runs.
+    public let options: Options
+    let core: ServerCore
+
+    /// A server with `options`; ``serve(_:at:)`` gives it paths, ``run(onListening:)`` runs it.
+    public init(options: Options = Options()) throws(NetworkError) {
+        guard (0...65535).contains(options.port) else { throw NetworkError(.socket, "port \(options.port): 0-65535") }
+        guard options.sessionTimeout > 0, options.idleConnectionTimeout > 0, options.maximumConnections > 0, options.clientQueueLimit >= 4096 else {
+            throw NetworkError(.unsupported, "RTSP server options: timeouts and the connection limit above 0, a client queue of at least 4096 bytes")
+        }
+        guard options.rate > 0, options.rate.isFinite else { throw NetworkError(.unsupported, "a pace of \(options.rate) times real time: more than 0") }
+        _ = try H264Packetizer(configuration: options.packetizer)
+        self.options = options
+        core = ServerCore(options: options)
+    }
+
+    /// Serves `media` at `path` (`/live`); a file is opened now, for its description. Paths
+    /// may be added while the server runs.
+    public func serve(_ media: Media, at path: String) throws(NetworkError) {
+        let path = RTSPServerConnection.normalizedPath(path)
+        let mount: Mount
+        switch media {
+        case .file(let file, let sourceOptions, let loops):
+            var reader = LoopingSampleReader(path: file, options: sourceOptions, loops: false)
+            guard let first = try reader.next() else { throw NetworkError(.source, "\(file): no samples to serve") }
+            let format = H264PayloadFormat(formatDescription: first.formatDescription, payloadType: options.packetizer.payloadType,
+                                           packetizationMode: options.packetizer.packetizationMode, control: "trackID=0")
+            if loops {
+                let fanOut = try RTPFanOut(configuration: options.packetizer)
+                mount = Mount(path: path, kind: .shared(fanOut, file: (file, sourceOptions)), format: format)
+            } else {
+                mount = Mount(path: path, kind: .perClient(file: file, options: sourceOptions), format: format)
+            }
+        case .broadcast(let broadcast):
+            let format = H264PayloadFormat(formatDescription: broadcast.formatDescription, payloadType: broadcast.packetizer.payloadType,
+                                           packetizationMode: broadcast.packetizer.packetizationMode, control: "trackID=0")
+            mount = Mount(path: path, kind: .shared(broadcast.fanOut, file: nil), format: format)
+        case .ingest(let sink):
+            mount = Mount(path: path, kind: .ingest(sink), format: nil)
+        }
+        core.mounts.withLock { $0[path] = mount }
+        if core.running.load(ordering: .acquiring) { core.startShared(mount) }
+    }
+
+    /// What the server has done so far.
+    public var statistics: Statistics { core.statistics }
+
+    /// Listens, and serves until the task is cancelled; `onListening` gets the TCP port once
+    /// the server listens (the one asked for, or the one the system chose for port 0).
+    public func run(onListening: @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) {
+        try await core.run(onListening: onListening)
+    }
+}
+
+/// A path's media as the server holds it.
+final class Mount: Sendable {
+    enum Kind: Sendable {
+        case perClient(file: String, options: MediaSource.Options)
+        case shared(RTPFanOut, file: (path: String, options: MediaSource.Options)?)
+        case ingest(RTSPIngest.Sink)
+    }
+
+    let path: String
+    let kind: Kind
+    let format: H264PayloadFormat?
+    let player = Mutex<PacedFilePlayer?>(nil)
+
+    init(path: String, kind: Kind, format: H264PayloadFormat?) {
+        self.path = path
+        self.kind = kind
+        self.format = format
+    }
+
+    var resource: RTSPServerConnection.Resource {
+        if case .ingest = kind { return .recordable }
+        return .playable(format!)
+    }
+
+    func requestKeyframe() {
+        if case .shared(let fanOut, _) = kind { fanOut.requestKeyframe() }
+    }
+}
+
+/// Where a datagram on the server's UDP ports goes: a playing client's RTCP, or a publisher.
+enum UDPRoute: Sendable {
+    case player(RTPSubscriber, Mount)
+    case publisher(RTSPIngest.Sink, sessionID: String)
+}
+
+/// The server's shared state: its paths, its UDP ports, the routes of their datagrams, the counts.
+final class ServerCore: Sendable {
+    let options: RTSPServer.Options
+    let mounts = Mutex<[String: Mount]>([:])
+    let routes = Mutex<[String: UDPRoute]>([:])
+    let counts = Mutex(RTSPServer.Statistics())
+    let running = Atomic<Bool>(false)
+    let udp = Mutex<(rtp: any Channel, rtcp: any Channel)?>(nil)
+    let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    let authenticator: RTSPAuthenticator?
+
+    init(options: RTSPServer.Options) {
+        self.options = options
+        authenticator = options.credentials.map { RTSPAuthenticator(credentials: $0) }
+    }
+
+    let subscribers = Mutex<[String: RTPSubscriber]>([:])
+
+    /// The counts, with the packets of the sessions still playing.
+    var statistics: RTSPServer.Statistics {
+        var statistics = counts.withLock { $0 }
+        for subscriber in subscribers.withLock({ Array($0.values) }) {
+            let playing = subscriber.counts
+            statistics.packetsSent += playing.packets
+            statistics.accessUnitsDroppedBehind += playing.droppedBehind
+            statistics.clientsFellBehind += playing.fellBehind
+        }
+        return statistics
+    }
+
+    /// A client started playing.
+    func subscribed(_ subscriber: RTPSubscriber) {
+        subscribers.withLock { $0[subscriber.id] = subscriber }
+        counts.withLock {
+            $0.sessionsPlayed += 1
+            $0.sessionsPlaying += 1
+        }
+    }
+
+    /// A client's session ended: its counts join the totals.
+    func unsubscribed(_ subscriber: RTPSubscriber, timedOut: Bool) {
+        guard subscribers.withLock({ $0.removeValue(forKey: subscriber.id) }) != nil else { return }
+        let final = subscriber.counts
+        counts.withLock {
+            $0.sessionsPlaying -= 1
+            $0.packetsSent += final.packets
+            $0.accessUnitsDroppedBehind += final.droppedBehind
+            $0.clientsFellBehind += final.fellBehind
+            if timedOut { $0.sessionsTimedOut += 1 }
+        }
+    }
+
+    func mount(for path: String) -> Mount? { mounts.withLock { $0[path] } }
+
+    /// Route keys: `address:port`.
+    static func key(_ address: SocketAddress?) -> String? {
+        guard let address, let ip = address.ipAddress, let port = address.port else { return nil }
+        return "\(ip):\(port)"
+    }
+
+    func run(onListening: @Sendable (Int) -> Void) async throws(NetworkError) {
+        let (rtp, rtcp) = try await bindUDPPair()
+        udp.withLock { $0 = (rtp, rtcp) }
+        let server: any Channel
+        do {
+            let core = self
+            server = try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 1024)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.writeBufferWaterMark, value: .init(low: options.clientQueueLimit / 2, high: options.clientQueueLimit))
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(core: core))
+                    }
+                }
+                .bind(host: options.host, port: options.port).get()
+        } catch {
+            rtp.close(promise: nil)
+            rtcp.close(promise: nil)
+            throw NetworkError(.socket, "listening on \(options.host):\(options.port): \(error)")
+        }
+        running.store(true, ordering: .releasing)
+        for mount in mounts.withLock({ Array($0.values) }) { startShared(mount) }
+        onListening(server.localAddress?.port ?? options.port)
+        await withTaskCancellationHandler {
+            try? await server.closeFuture.get()
+        } onCancel: {
+            server.close(promise: nil)
+        }
+        running.store(false, ordering: .releasing)
+        for mount in mounts.withLock({ Array($0.values) }) {
+            mount.player.withLock { $0 }?.stop()
+        }
+        for connection in connections.withLock({ Array($0.values) }) { try? await connection.close() }
+        try? await rtp.close()
+        try? await rtcp.close()
+    }
+
+    /// Starts the player of a looped file (once).
+    func startShared(_ mount: Mount) {
+        guard case .shared(let fanOut, let file?) = mount.kind else { return }
+        let player: PacedFilePlayer? = mount.player.withLock { player in
+            guard player == nil else { return nil }
+            player = PacedFilePlayer(reader: LoopingSampleReader(path: file.path, options: file.options, loops: true), fanOut: fanOut,
+                                     loop: group.next(), paced: options.paced, rate: options.rate, onEnd: { _ in })
+            return player
+        }
+        player?.start()
+    }
+
+    /// The server's RTP and RTCP ports: an even port and the next (RFC 3550 §11).
+    private func bindUDPPair() async throws(NetworkError) -> (any Channel, any Channel) {
+        var lastError: (any Error)?
+        for _ in 0..<32 {
+            do {
+                let rtp = try await datagramBootstrap(control: false).bind(host: options.host, port: 0).get()
+                guard let port = rtp.localAddress?.port, port % 2 == 0, port < 65535 else {
+                    try? await rtp.close()
+                    continue
+                }
+                do {
+                    let rtcp = try await datagramBootstrap(control: true).bind(host: options.host, port: port + 1).get()
+                    return (rtp, rtcp)
+                } catch {
+                    lastError = error
+                    try? await rtp.close()
+                }
+            } catch {
+                lastError = error
+            }
+        }
+        throw NetworkError(.socket, "binding an RTP/RTCP port pair on \(options.host): \(lastError.map { "\($0)" } ?? "no even port free")")
+    }
+
+    private func datagramBootstrap(control: Bool) -> DatagramBootstrap {
+        let core = self
+        return DatagramBootstrap(group: group)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+            .channelOption(.writeBufferWaterMark, value: .init(low: 4 << 20, high: 8 << 20))
+            .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ServerDatagramHandler(core: core, isControl: control))
+                }
+            }
+    }
+
+    /// A datagram on the server's RTP (`isControl` false) or RTCP port.
+    func received(_ bytes: [UInt8], from address: SocketAddress, isControl: Bool) {
+        guard let key = Self.key(address), let route = routes.withLock({ $0[key] }) else {
+            counts.withLock { $0.strayDatagrams += 1 }
+            return
+        }
+        switch route {
+        case .player(let subscriber, let mount):
+            guard isControl else { return }
+            subscriber.touch()
+            let packets = bytes.withUnsafeBytes { try? RTCPPacket.parse(compound: $0) } ?? []
+            if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
+                counts.withLock { $0.pictureLossIndications += 1 }
+                mount.requestKeyframe()
+            }
+        case .publisher(let sink, let id):
+            if isControl { sink.receiveRTCP(bytes, session: id) } else { sink.receiveRTP(bytes, session: id) }
+        }
+    }
+}
+
+/// Reads the server's UDP ports.
+final class ServerDatagramHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let core: ServerCore
+    let isControl: Bool
+
+    init(core: ServerCore, isControl: Bool) {
+        self.core = core
+        self.isControl = isControl
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        core.received(Array(envelope.data.readableBytesView), from: envelope.remoteAddress, isControl: isControl)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // An ICMP port unreachable from a client that went away: the others go on.
+    }
+}

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import H264Container
+import H264Network
+import H264Session
+import H264Streaming
+import MediaCore
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// RTSP over loopback with real peers: ffmpeg and GStreamer play what ``RTSPServer`` serves (UDP
+/// and TCP interleaved) to the source's frames; ``RTSPClient`` plays a GStreamer RTSP server and
+/// ours; ``RTSPIngest`` records what ffmpeg publishes; and the server under hostile and heavy use.
+@Suite("RTSP: server, client and ingest", .requires(.ffmpeg, .ffprobe), .serialized)
+struct RTSPTests {
+    static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
+
+    /// A server of `media` at /live on a free port, running until the returned task is cancelled.
+    static func startServer(_ media: RTSPServer.Media, options: RTSPServer.Options = .init()) async throws -> (RTSPServer, Task<Void, any Error>, Int) {
+        var options = options
+        options.port = try freeTCPPort()
+        let server = try RTSPServer(options: options)
+        try server.serve(media, at: "/live")
+        let task = Task { try await server.run() }
+        try #require(await waitUntilListening(options.port), "the server never listened on \(options.port)")
+        return (server, task, options.port)
+    }
+
+    /// The source as an MP4 (so that peers that publish send its presentation times).
+    static func sourceMovie() throws -> String {
+        let path = try Checkout.temporaryFile([], suffix: ".mp4")
+        let writer = try MovieWriter(path: path)
+        let reader = try SampleBufferReader(path: source)
+        while let sample = try reader.next() { try writer.append(sample) }
+        _ = try writer.finish()
+        return path
+    }
+
+    static func runInBackground(_ program: String, _ arguments: [String]) async throws -> ProcessResult {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try run(program, arguments) }) }
+        }
+    }
+
+    @Test("ffmpeg plays what RTSPServer serves (a file, each client from its start) and decodes the source's frames; the BYE ends it",
+          arguments: ["udp", "tcp"])
+    func ffmpegPlays(transport: String) async throws {
+        let (server, task, port) = try await Self.startServer(.file(path: Self.source))
+        defer { task.cancel() }
+        let result = try await Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-rtsp_transport", transport, "-i", "rtsp://127.0.0.1:\(port)/live",
+                                                                "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+        #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
+        #expect(framemd5Hashes(result.stdoutText) == (try ffmpegFrameHashes(Self.source)))
+        let statistics = server.statistics
+        #expect(statistics.sessionsPlayed == 1 && statistics.errorsAnswered == 0, "\(statistics)")
+    }
+
+    @Test("GStreamer (rtspsrc ! rtph264depay ! avdec_h264) plays what RTSPServer serves: every picture is the source's", .requires(.gstLaunch),
+          arguments: ["udp", "tcp"])
+    func gstreamerPlays(transport: String) async throws {
+        let (_, task, port) = try await Self.startServer(.file(path: Self.source))
+        defer { task.cancel() }
+        let pictures = try Checkout.temporaryFile([], suffix: ".yuv")
+        defer { try? FileManager.default.removeItem(atPath: pictures) }
+        let gstreamer = try ChildProcess(try #require(which("gst-launch-1.0")), [
+            "-q", "-e", "rtspsrc", "location=rtsp://127.0.0.1:\(port)/live", "protocols=\(transport)", "latency=100", "!", "rtph264depay", "!", "h264parse", "!",
+            "avdec_h264", "!", "video/x-raw,format=I420", "!", "filesink", "location=\(pictures)",
+        ])
+        // The stream lasts 3.6 s; rtspsrc ends with end-of-stream on SIGINT (-e).
+        try await Task.sleep(for: .seconds(6))
+        kill(gstreamer.pid, SIGINT)
+        #expect(gstreamer.wait() == 0, "\(gstreamer.stderrText)")
+        let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pictures)))
+        let source = [UInt8](try run("ffmpeg", ["-v", "error", "-i", Self.source, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]).stdout)
+        let pictureSize = 320 * 240 * 3 / 2
+        #expect(decoded.count == source.count, "\(decoded.count / pictureSize) pictures of \(source.count / pictureSize)")
+        #expect(decoded == source)
+    }
+
+    @Test("RTSPClient plays our server over UDP, TCP, and UDP refused (461) then TCP: the source's frames and times", arguments: RTSPClient.TransportPreference.allCases)
+    func ourClientPlaysOurServer(preference: RTSPClient.TransportPreference) async throws {
+        var options = RTSPServer.Options()
+        if preference == .automatic { options.transports = [.tcp] }  // UDP refused: the client must fall back
+        let (server, task, port) = try await Self.startServer(.file(path: Self.source), options: options)
+        defer { task.cancel() }
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: preference))
+        let report = try await client.record(to: .init(path: movie))
+        #expect(report.ending == .goodbye && report.samples == 90, "\(report)")
+        #expect(report.depacketizer.packetsLost == 0 && report.receiverReports > 0, "\(report)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+        let movieSource = try Self.sourceMovie()
+        defer { try? FileManager.default.removeItem(atPath: movieSource) }
+        #expect(try ffprobePresentationTimes(movie) == ffprobePresentationTimes(movieSource))
+        #expect(server.statistics.errorsAnswered == (preference == .automatic ? 1 : 0), "\(server.statistics)")
+    }
+
+    @Test("credentials: Digest and Basic accepted, none or wrong ones refused with 401; ffmpeg authenticates with Digest")
+    func authentication() async throws {
+        let (server, task, port) = try await Self.startServer(.file(path: Self.source), options: .init(credentials: .init(user: "alice", password: "s3cret")))
+        defer { task.cancel() }
+        let wrong = RTSPClient(url: try RTSPURL(parsing: "rtsp://alice:wrong@127.0.0.1:\(port)/live"), options: .init(transport: .tcp))
+        await #expect(throws: NetworkError.self) { _ = try await wrong.receive { _ in } }
+        let none = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: .tcp))
+        await #expect(throws: NetworkError.self) { _ = try await none.receive { _ in } }
+        let right = RTSPClient(url: try RTSPURL(parsing: "rtsp://alice:s3cret@127.0.0.1:\(port)/live"), options: .init(receiver: .init(sampleLimit: 10), transport: .tcp))
+        #expect(try await right.receive { _ in }.samples == 10)
+        let result = try await Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-rtsp_transport", "tcp", "-i", "rtsp://alice:s3cret@127.0.0.1:\(port)/live",
+                                                                "-frames:v", "10", "-f", "framemd5", "-"])
+        #expect(result.status == 0 && framemd5Hashes(result.stdoutText).count == 10, "\(result.stderrText)")
+        #expect(server.statistics.errorsAnswered >= 4, "\(server.statistics)")
+    }
+
+    @Test("RTSPIngest records what ffmpeg publishes (ANNOUNCE/RECORD, UDP and TCP): the source's frames and times", arguments: ["udp", "tcp"])
+    func ingestFromFFmpeg(transport: String) async throws {
+        let sent = try Self.sourceMovie()
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { for path in [sent, movie] { try? FileManager.default.removeItem(atPath: path) } }
+        let port = try freeTCPPort()
+        let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
+        async let report = ingest.record(to: .init(path: movie))
+        try #require(await waitUntilListening(port))
+        let publisher = try await Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", sent, "-c", "copy", "-f", "rtsp",
+                                                                   "-rtsp_transport", transport, "rtsp://127.0.0.1:\(port)/live"])
+        #expect(publisher.status == 0, "\(publisher.stderrText)")
+        let received = try await report
+        #expect(received.ending == .teardown && received.samples == 90, "\(received)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+        #expect(try ffprobePresentationTimes(movie) == ffprobePresentationTimes(sent))
+    }
+
+    /// A Python that has GStreamer's RTSP server through GObject introspection (Debian's
+    /// python3 with python3-gi and gir1.2-gst-rtsp-server-1.0; a pyenv Python has no `gi`).
+    static let gstreamerPython: String? = ["/usr/bin/python3", which("python3")?.path].compactMap { $0 }.first { python in
+        (try? run(python, ["-c", "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"]))?.status == 0
+    }
+
+    @Test("RTSPClient plays a GStreamer RTSP server (gst-rtsp-server, from Python): the source's frames and times",
+          .enabled(if: gstreamerPython != nil, "needs python3-gi and gir1.2-gst-rtsp-server-1.0 (a python3 that imports GstRtspServer)"))
+    func ourClientPlaysGStreamer() async throws {
+        let python = try #require(Self.gstreamerPython)
+        let sent = try Self.sourceMovie()
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { for path in [sent, movie] { try? FileManager.default.removeItem(atPath: path) } }
+        let port = try freeTCPPort()
+        let script = """
+            import sys, gi
+            gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0')
+            from gi.repository import Gst, GstRtspServer, GLib
+            Gst.init(None)
+            server = GstRtspServer.RTSPServer(); server.set_address('127.0.0.1'); server.set_service(sys.argv[1])
+            factory = GstRtspServer.RTSPMediaFactory()
+            factory.set_launch('( filesrc location=%s ! qtdemux ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )' % sys.argv[2])
+            server.get_mount_points().add_factory('/live', factory)
+            server.attach(None)
+            GLib.timeout_add_seconds(30, lambda: sys.exit(0))
+            GLib.MainLoop().run()
+            """
+        let gstreamer = try ChildProcess(URL(fileURLWithPath: python), ["-c", script, String(port), sent])
+        defer { kill(gstreamer.pid, SIGTERM) }
+        try #require(await waitUntilListening(port), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
+        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: .seconds(2))))
+        let report = try await client.record(to: .init(path: movie))
+        #expect(report.samples == 90, "\(report)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+        #expect(try ffprobePresentationTimes(movie) == ffprobePresentationTimes(sent))
+    }
+}

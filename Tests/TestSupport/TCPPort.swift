@@ -1,0 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether some process listens on TCP `port` on this host (from /proc/net/tcp and tcp6: a
+/// socket in state 0A, LISTEN), to wait until a server under test is ready.
+public func tcpPortIsListening(_ port: UInt16) -> Bool {
+    let suffix = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        guard let file = fopen(table, "r") else { continue }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 512)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let fields = text.split(separator: " ")
+            if fields.count > 3, fields[1].hasSuffix(suffix), fields[3] == "0A" { return true }
+        }
+    }
+    return false
+}
+
+/// A TCP port that nothing listens on now (for a server a test starts), above 20000.
+public func freeTCPPort() throws -> Int {
+    for _ in 0..<100 {
+        let port = UInt16.random(in: 20_000...40_000)
+        if !tcpPortIsListening(port), !udpPortIsBound(port) { return Int(port) }
+    }
+    throw TestFailure("no free TCP port found")
+}
+
+/// Waits (up to `seconds`) until something listens on TCP `port`; whether it did.
+public func waitUntilListening(_ port: Int, seconds: Double = 10) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if tcpPortIsListening(UInt16(port)) { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return tcpPortIsListening(UInt16(port))
+}
