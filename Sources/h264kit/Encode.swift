@@ -77,14 +77,7 @@ struct Encode: ParsableCommand {
     @Option(name: .shortAndLong, help: "The output: .264/.h264 (Annex-B), .mp4 or .mov.")
     var output: String
 
-    @Option(help: ArgumentHelp("Raw input: picture size.", valueName: "WxH"))
-    var size: String?
-
-    @Option(help: ArgumentHelp("Raw input: pixel format (yuv420p, nv12, yuv422p, yuv444p, yuv420p10le, ...).", valueName: "format"))
-    var pixFmt: String?
-
-    @Option(help: ArgumentHelp("Raw input: frame rate (25, 30000/1001); for Y4M, overrides the header.", valueName: "rate"))
-    var fps: String?
+    @OptionGroup var pictureInput: PictureInputOptions
 
     @OptionGroup var encoder: EncoderOptions
     @OptionGroup var limits: LimitOptions
@@ -94,20 +87,12 @@ struct Encode: ParsableCommand {
 
     func validate() throws {
         if encoder.passes == 2 && input == "-" { throw ValidationError("--passes 2 reads the input twice; give a file, not standard input") }
-        _ = try parseRate(fps, "--fps")
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): expected a positive count") }
-        if !(input.hasSuffix(".y4m")) && input != "-" || size != nil {
-            if size == nil || pixFmt == nil || fps == nil { throw ValidationError("raw input needs --size WxH, --pix-fmt and --fps (or give a .y4m file)") }
-        }
-        if let size, size.split(separator: "x").compactMap({ Int($0) }).count != 2 { throw ValidationError("--size \(size): expected WxH") }
-        if let pixFmt, PixelFormat(name: pixFmt) == nil { throw ValidationError("--pix-fmt \(pixFmt): unknown pixel format") }
+        try pictureInput.validate(for: input)
     }
 
     private func openReader() throws(MediaIOError) -> any PictureReader {
-        let rate = FrameRate(parsing: fps ?? "")
-        guard let size, let pixFmt, let format = PixelFormat(name: pixFmt), let rate else { return try Y4MReader(path: input, frameRate: rate, limits: limits.pictures) }
-        let parts = size.split(separator: "x").compactMap { Int($0) }
-        return try RawVideoReader(path: input, width: parts[0], height: parts[1], format: format, frameRate: rate, limits: limits.pictures)
+        try pictureInput.openReader(input, limits: limits.pictures)
     }
 
     mutating func run() throws {

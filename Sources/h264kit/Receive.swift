@@ -8,18 +8,21 @@ import Glibc
 struct Receive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
-        abstract: "Receive H.264 over RTP/UDP into a movie or an Annex-B stream.",
+        abstract: "Receive H.264 over RTP or RTSP into a movie or an Annex-B stream.",
         discussion: """
             SOURCE is a session description (FILE.sdp, as ffmpeg's -sdp_file or `h264kit sdp` writes) or \
             rtp://@:PORT (listen on every address; parameter sets in band) or rtp://127.0.0.1:PORT. RTCP is \
             read on PORT+1. Receiving ends at the sender's RTCP BYE, after --frames samples, after --timeout \
             seconds without a packet, or at SIGINT/SIGTERM; in every case OUTPUT is finished and holds every \
-            whole access unit received. Lost packets drop their access unit and decoding resumes at the next \
-            IDR picture. RTSP pulling is not built yet.
+            whole access unit received. Lost packets drop their access unit, an RTCP picture loss indication \
+            asks the sender for an IDR picture, and decoding resumes at the next one.
+            rtsp://[USER:PASS@]HOST:PORT/PATH plays a stream from an RTSP server (UDP, then TCP interleaved when \
+            UDP fails; --rtsp-transport picks one). With --listen, serves PATH on HOST:PORT and records what a \
+            publisher pushes to it (ffmpeg -f rtsp rtsp://HOST:PORT/PATH), until its TEARDOWN.
             """
     )
 
-    @Argument(help: ArgumentHelp("A session description file, or rtp://@:PORT.", valueName: "SOURCE"))
+    @Argument(help: ArgumentHelp("A session description file, rtp://@:PORT, or rtsp://HOST:PORT/PATH.", valueName: "SOURCE"))
     var source: String
 
     @Argument(help: "An .mp4/.mov movie, or an Annex-B stream (- for standard output).")
@@ -37,38 +40,61 @@ struct Receive: AsyncParsableCommand {
     @Option(help: "Packets held waiting for a missing one before it counts as lost.")
     var reorderDepth = 64
 
+    @Flag(help: "rtsp://: serve the path and record what a publisher pushes (ANNOUNCE/RECORD).")
+    var listen = false
+
+    @Option(help: "rtsp://: automatic (UDP, then TCP), udp or tcp.")
+    var rtspTransport: RTSPTransportChoice = .automatic
+
+    @Option(help: ArgumentHelp("With --listen: publishers must give this user and password.", valueName: "USER:PASS"))
+    var user: String?
+
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout \(timeout): more than 0 seconds, at most a day") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
         guard (0...4096).contains(reorderDepth) else { throw ValidationError("--reorder-depth \(reorderDepth): 0-4096 packets") }
+        let rtsp = source.lowercased().hasPrefix("rtsp://")
+        if listen, !rtsp { throw ValidationError("--listen serves an rtsp:// path") }
+        if user != nil, !listen { throw ValidationError("--user is for --listen (a client gives credentials in the URL: rtsp://USER:PASS@HOST/PATH)") }
+        if let user { _ = try RTSPCredentials(parsing: user) }
     }
 
     func run() async throws {
         let options = RTPReceiver.Options(depacketizer: .init(reorderDepth: reorderDepth), idleTimeout: .milliseconds(Int64(timeout * 1000)),
                                           sampleLimit: frames)
-        let receiver: RTPReceiver
+        // SIGINT and SIGTERM end receiving the way a BYE does: the output is finished.
+        let output = EncodedOutput(path: output)
+        let task: Task<RTPReceiver.Report, any Error>
         do {
-            if source.lowercased().hasPrefix("rtp://") {
-                receiver = RTPReceiver(endpoint: try RTPDestination(parsing: source), options: options)
+            if source.lowercased().hasPrefix("rtsp://") {
+                let url = try RTSPURL(parsing: source)
+                if listen {
+                    let ingest = RTSPIngest(url: url, credentials: try user.map(RTSPCredentials.init(parsing:)), options: options)
+                    task = Task { try await ingest.record(to: output) }
+                } else {
+                    let client = RTSPClient(url: url, options: .init(receiver: options, transport: rtspTransport.preference))
+                    task = Task { try await client.record(to: output) }
+                }
+            } else if source.lowercased().hasPrefix("rtp://") {
+                let receiver = RTPReceiver(endpoint: try RTPDestination(parsing: source), options: options)
+                task = Task { try await receiver.record(to: output) }
             } else {
                 let text = try readText(source, limit: SessionDescription.maximumSize)
-                receiver = try RTPReceiver(sessionDescription: SessionDescription(parsing: text), options: options)
+                let receiver = try RTPReceiver(sessionDescription: SessionDescription(parsing: text), options: options)
+                task = Task { try await receiver.record(to: output) }
             }
         } catch let error as ToolError { throw error } catch { throw ToolError("\(source): \(error)") }
-
-        // SIGINT and SIGTERM end receiving the way a BYE does: the output is finished.
-        let task = Task { try await receiver.record(to: EncodedOutput(path: output)) }
         let stop = InterruptionSignals { task.cancel() }
         defer { stop.restore() }
         let report: RTPReceiver.Report
-        do { report = try await task.value } catch { throw ToolError("\(output): \(error)") }
+        do { report = try await task.value } catch { throw ToolError("\(self.output): \(error)") }
         if let stats {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try writeFile(stats, Array(try encoder.encode(report)))
         }
         let counts = report.depacketizer
-        printError("\(output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
+        printError("\(self.output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
                    + "\(counts.accessUnitsDropped) access units dropped, \(counts.accessUnitsSkipped) skipped to the next IDR")
     }
 
@@ -77,5 +103,18 @@ struct Receive: AsyncParsableCommand {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         guard data.count <= limit else { throw ToolError("\(path): \(data.count) bytes; a session description is at most \(limit)") }
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// `--rtsp-transport`.
+enum RTSPTransportChoice: String, ExpressibleByArgument, CaseIterable {
+    case automatic, udp, tcp
+
+    var preference: RTSPClient.TransportPreference {
+        switch self {
+        case .automatic: .automatic
+        case .udp: .udp
+        case .tcp: .tcp
+        }
     }
 }

@@ -4,22 +4,27 @@ import H264Kit
 struct Stream: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stream",
-        abstract: "Send INPUT as RTP over UDP (RFC 6184), RTCP on the next port, paced by its timestamps.",
+        abstract: "Send INPUT as RTP over UDP (RFC 6184), or serve it over RTSP.",
         discussion: """
-            Packets leave in decode order as each sample's decode time comes (as ffmpeg -re does); RTCP \
-            sender reports go to PORT+1 and a BYE ends the stream, which ends ffmpeg's and GStreamer's \
+            rtp://HOST:PORT sends RTP to the host, RTCP sender reports to PORT+1, paced by the timestamps \
+            (as ffmpeg -re does), and a BYE at the end or on SIGINT, which ends ffmpeg's and GStreamer's \
             receivers. --sdp writes what `h264kit sdp` prints, for the receiver \
-            (ffmpeg -protocol_whitelist file,udp,rtp -i FILE.sdp). RTSP serving is not built yet.
+            (ffmpeg -protocol_whitelist file,udp,rtp -i FILE.sdp).
+            rtsp://HOST:PORT/PATH serves INPUT on HOST:PORT at PATH to any number of clients (RTP over UDP or \
+            interleaved in TCP): a file to each client from its start, or with --loop as one live stream clients \
+            join at its next keyframe; until SIGINT. --user USER:PASS makes clients authenticate.
+            A .y4m (or raw .yuv) INPUT is encoded live with x264 (tune zerolatency unless --tune says otherwise), \
+            and a receiver's RTCP picture loss indication makes the next picture an IDR picture.
             """
     )
 
-    @Argument(help: "An Annex-B stream (or - for standard input), MP4 or MOV.")
+    @Argument(help: "An Annex-B stream (or - for standard input), MP4 or MOV; or pictures to encode live (.y4m, raw .yuv).")
     var input: String
 
-    @Argument(help: ArgumentHelp("Where the RTP goes.", valueName: "rtp://HOST:PORT"))
+    @Argument(help: ArgumentHelp("Where the stream goes.", valueName: "rtp://HOST:PORT | rtsp://HOST:PORT/PATH"))
     var destination: String
 
-    @Option(help: ArgumentHelp("Write the session description to FILE first.", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Write the session description to FILE first (rtp://).", valueName: "FILE"))
     var sdp: String?
 
     @Option(help: "The largest RTP packet in bytes, header included (the path MTU less IP and UDP headers).")
@@ -40,13 +45,21 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Start again at the first sample after the last, times rising, until interrupted.")
     var loop = false
 
-    @Option(help: "Stop after N samples.")
+    @Option(help: "Stop after N samples (rtp://, or pictures encoded live).")
     var frames: Int?
 
-    @Flag(name: .shortAndLong, help: "Print what was sent at the end.")
+    @Option(help: ArgumentHelp("RTSP: clients must give this user and password (Digest or Basic).", valueName: "USER:PASS"))
+    var user: String?
+
+    @Flag(name: .shortAndLong, help: "Print what is sent: a line a second while serving RTSP, a summary at the end.")
     var verbose = false
 
+    @OptionGroup var pictureInput: PictureInputOptions
+    @OptionGroup var encoder: Encode.EncoderOptions
     @OptionGroup var limits: LimitOptions
+
+    var isRTSP: Bool { destination.lowercased().hasPrefix("rtsp://") }
+    var isLive: Bool { pictureInput.isPictures(input) }
 
     func validate() throws {
         guard (0...1).contains(packetizationMode) else { throw ValidationError("--packetization-mode \(packetizationMode): 0 or 1") }
@@ -55,33 +68,124 @@ struct Stream: AsyncParsableCommand {
             throw ValidationError("--mtu \(mtu): \(H264Packetizer.smallestPacketSize)-\(H264Packetizer.largestPacketSize) bytes")
         }
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
+        if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
+        if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
+        if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
+        if frames != nil, isRTSP, !isLive { throw ValidationError("--frames with rtsp:// limits pictures encoded live; a served file goes to each client whole") }
+        if isLive {
+            try pictureInput.validate(for: input)
+            if encoder.passes != 1 { throw ValidationError("--passes 2 cannot encode live") }
+        }
     }
 
     func run() async throws {
-        var options = MediaSource.Options()
-        options.movieLimits = limits.movie
-        let summary: RTPSender.Summary
+        let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
         do {
-            let target = try RTPDestination(parsing: destination)
-            let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
-            let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
-            if let sdp {
-                let source = try MediaSource(path: input, options: options)
-                guard let first = try source.next() else { throw ToolError("\(input): no samples") }
-                let format = H264PayloadFormat(formatDescription: first.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
-                try writeFile(sdp, Array(target.sessionDescription(for: format).text.utf8))
+            let live = try isLive ? liveSamples() : nil
+            if isRTSP {
+                try await serveRTSP(live: live, packetizer: packetizer)
+            } else {
+                try await sendRTP(live: live, packetizer: packetizer)
             }
-            // SIGINT and SIGTERM stop the stream the way its end does: with an RTCP BYE.
-            let samples = MediaFileSamples(path: input, options: options, loops: loop)
-            let task = Task { try await sender.send(samples) }
-            let stop = InterruptionSignals { task.cancel() }
-            defer { stop.restore() }
-            summary = try await task.value
         } catch let error as ToolError { throw error } catch { throw ToolError("\(error)") }
-        if verbose {
-            printError("\(summary.samples) samples, \(summary.packets) RTP packets, \(summary.octets) payload bytes, \(summary.controlPackets) RTCP packets, SSRC \(summary.ssrc)")
+    }
+
+    /// Pictures encoded as they come, keyframes on request.
+    func liveSamples() throws -> LivePictureSamples {
+        let (input, limits, pictureInput) = (input, limits.pictures, pictureInput)
+        let probe = try pictureInput.openReader(input, limits: limits)
+        let settings = encoder.settings(width: probe.width, height: probe.height, format: probe.format, frameRate: probe.frameRate)
+        return try LivePictureSamples(settings: settings, options: .init(paced: !noPace, loops: loop, frameLimit: frames)) { () throws(MediaIOError) in
+            try pictureInput.openReader(input, limits: limits)
         }
     }
+
+    func sendRTP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
+        var options = MediaSource.Options()
+        options.movieLimits = limits.movie
+        let target = try RTPDestination(parsing: destination)
+        let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
+        if let sdp {
+            let first: SampleBuffer?
+            if let live {
+                var probe = live.makeAsyncIterator()  // one picture encoded for its parameter sets
+                first = try await probe.next()
+            } else { first = try MediaSource(path: input, options: options).next() }
+            guard let first else { throw ToolError("\(input): no samples") }
+            let format = H264PayloadFormat(formatDescription: first.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
+            try writeFile(sdp, Array(target.sessionDescription(for: format).text.utf8))
+        }
+        // SIGINT and SIGTERM stop the stream the way its end does: with an RTCP BYE.
+        let task = Task {
+            if let live { return try await sender.send(live, onPictureLoss: { live.requestKeyframe() }) }
+            return try await sender.send(MediaFileSamples(path: input, options: options, loops: loop))
+        }
+        let stop = InterruptionSignals { task.cancel() }
+        defer { stop.restore() }
+        let summary = try await task.value
+        if verbose {
+            let feedback = summary.receiverFeedback
+            printError("\(summary.samples) samples, \(summary.packets) RTP packets, \(summary.octets) payload bytes, \(summary.controlPackets) RTCP packets, SSRC \(summary.ssrc); "
+                       + "receivers: \(feedback.receptionReports) reports, \(feedback.pictureLossIndications) picture loss indications")
+        }
+    }
+
+    func serveRTSP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
+        let url = try RTSPURL(parsing: destination)
+        var media = MediaSource.Options()
+        media.movieLimits = limits.movie
+        let server = try RTSPServer(options: .init(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
+                                                   packetizer: packetizer, paced: !noPace, rate: rate))
+        var broadcast: (RTSPBroadcast, LivePictureSamples.Iterator, SampleBuffer)?
+        if let live {
+            // The description comes with the first picture encoded.
+            var pictures = live.makeAsyncIterator()
+            guard let first = try await pictures.next() else { throw ToolError("\(input): no pictures") }
+            let stream = try RTSPBroadcast(formatDescription: first.formatDescription, packetizer: packetizer) { live.requestKeyframe() }
+            broadcast = (stream, pictures, first)
+            try server.serve(.broadcast(stream), at: url.path)
+        } else {
+            try server.serve(.file(path: input, options: media, loops: loop), at: url.path)
+        }
+        let verbose = verbose
+        let serving = Task {
+            try await server.run { port in
+                if verbose { printError("serving rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)") }
+            }
+        }
+        let stop = InterruptionSignals { serving.cancel() }
+        defer { stop.restore() }
+        let reporter = Task {
+            guard verbose else { return }
+            var last = server.statistics
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(1))
+                let now = server.statistics
+                printError("clients \(now.sessionsPlaying), \(now.packetsSent - last.packetsSent) packets/s, \(now.requests) requests, "
+                           + "\(now.errorsAnswered) refused, \(now.clientsFellBehind) fell behind")
+                last = now
+            }
+        }
+        defer { reporter.cancel() }
+        if let (stream, pictures, first) = broadcast {
+            // A live source: served until its pictures end (or SIGINT), each client told by a BYE.
+            try stream.send(first)
+            let rest = LiveRest(iterator: pictures)
+            let feeding = Task { try await stream.send(contentsOf: rest) }
+            let stopFeeding = InterruptionSignals { feeding.cancel(); serving.cancel() }
+            defer { stopFeeding.restore() }
+            _ = try await feeding.value
+            try await Task.sleep(for: .milliseconds(500))  // the BYEs out
+            serving.cancel()
+        }
+        try await serving.value
+    }
+}
+
+/// The rest of a live sequence whose first sample was taken.
+private struct LiveRest: AsyncSequence, @unchecked Sendable {
+    let iterator: LivePictureSamples.Iterator
+    func makeAsyncIterator() -> LivePictureSamples.Iterator { iterator }
 }
