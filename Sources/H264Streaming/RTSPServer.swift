@@ -44,7 +44,9 @@ public final class RTSPServer: Sendable {
         public var rate: Double
         /// The most connections at once; one more is closed at once.
         public var maximumConnections: Int
-        /// Bytes that may wait in one client's socket queue before it skips to the next sync sample.
+        /// Bytes that may wait for one client before it skips to the next sync sample: in the
+        /// server's queue for its connection, and again in the kernel's send buffer (the
+        /// connection's `SO_SNDBUF`).
         public var clientQueueLimit: Int
         /// The transports offered: RTP over UDP, interleaved in TCP, or both.
         public var transports: Set<RTSPTransport.Lower> = [.udp, .tcp]
@@ -268,6 +270,7 @@ final class ServerCore: Sendable {
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.writeBufferWaterMark, value: .init(low: options.clientQueueLimit / 2, high: options.clientQueueLimit))
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelOption(.socketOption(.so_sndbuf), value: .init(options.clientQueueLimit))
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(core: core))

@@ -1,0 +1,202 @@
+import Dispatch
+import Foundation
+import H264Network
+import H264Streaming
+import MediaCore
+import Synchronization
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain blocking RTSP connection to 127.0.0.1 for tests that misbehave on purpose: bytes as
+/// given, responses read (or never read).
+final class RawRTSPConnection {
+    let descriptor: Int32
+
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { close(descriptor); throw TestFailure("connect to 127.0.0.1:\(port): errno \(errno)") }
+    }
+
+    deinit { close(descriptor) }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until a whole response (headers and body) or the end; nil at the end or a timeout.
+    func response() -> RTSPMessage? {
+        var parser = RTSPMessageParser()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return nil }
+            guard let elements = try? parser.append(buffer[..<count]) else { return nil }
+            for case .message(let message) in elements { return message }
+        }
+    }
+
+    /// Whether the server closed the connection (read returns 0) within the receive timeout.
+    func isClosedByPeer() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return true }
+            if count < 0 { return errno == ECONNRESET }
+        }
+    }
+
+    /// OPTIONS, DESCRIBE, SETUP over TCP interleaved and PLAY: the stream starts coming.
+    func play(_ url: String) throws {
+        send("DESCRIBE \(url) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\n\r\n")
+        guard let described = response(), case .response(200, _) = described.startLine else { throw TestFailure("DESCRIBE failed") }
+        send("SETUP \(url)/trackID=0 RTSP/1.0\r\nCSeq: 2\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n\r\n")
+        guard let setUp = response(), case .response(200, _) = setUp.startLine, let session = setUp["Session"]?.split(separator: ";").first else { throw TestFailure("SETUP failed") }
+        send("PLAY \(url) RTSP/1.0\r\nCSeq: 3\r\nSession: \(session)\r\n\r\n")
+    }
+}
+
+/// The RTSP server under hostile and heavy use, over real sockets on loopback.
+@Suite("RTSP server under load and abuse", .serialized)
+struct RTSPServerLoadTests {
+    static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
+
+    static func start(_ media: RTSPServer.Media, _ options: RTSPServer.Options = .init()) async throws -> (RTSPServer, Task<Void, any Error>, Int) {
+        var options = options
+        options.port = try freeTCPPort()
+        let server = try RTSPServer(options: options)
+        try server.serve(media, at: "/live")
+        let task = Task { try await server.run() }
+        try #require(await waitUntilListening(options.port))
+        return (server, task, options.port)
+    }
+
+    @Test("garbage, a huge header, an HTTP request, a path outside, a silent connection: 4xx or closed, counted; a client plays meanwhile")
+    func hostileRequests() async throws {
+        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(idleConnectionTimeout: 1))
+        defer { task.cancel() }
+        let url = "rtsp://127.0.0.1:\(port)/live"
+        // A well-behaved client plays through all of it.
+        let client = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(sampleLimit: 60), transport: .tcp))
+        async let played = client.receive { _ in }
+
+        let garbage = try RawRTSPConnection(port: port)
+        garbage.send([0x00, 0xFF, 0x13, 0x37] + Array("\r\n\r\n".utf8))
+        #expect(garbage.response().map { if case .response(400, _) = $0.startLine { true } else { false } } == true)
+        #expect(garbage.isClosedByPeer())
+
+        let http = try RawRTSPConnection(port: port)
+        http.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(http.response().map { if case .response(400, _) = $0.startLine { true } else { false } } == true)
+
+        let huge = try RawRTSPConnection(port: port)
+        huge.send("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nX-Filler: " + String(repeating: "a", count: 20_000))
+        #expect(huge.response().map { if case .response(413, _) = $0.startLine { true } else { false } } == true)
+        #expect(huge.isClosedByPeer())
+
+        let outside = try RawRTSPConnection(port: port)
+        for (sequence, path) in ["/../../etc/passwd", "/live/../../etc/passwd", "/%2e%2e/secret", "/nothing"].enumerated() {
+            outside.send("DESCRIBE rtsp://127.0.0.1:\(port)\(path) RTSP/1.0\r\nCSeq: \(sequence + 1)\r\n\r\n")
+            #expect(outside.response().map { if case .response(404, _) = $0.startLine { true } else { false } } == true, "\(path)")
+        }
+        outside.send("OPTIONS * RTSP/1.0\r\nCSeq: 9\r\n\r\n")  // the connection goes on after its 4xx
+        #expect(outside.response().map { if case .response(200, _) = $0.startLine { true } else { false } } == true)
+
+        let silent = try RawRTSPConnection(port: port)
+        #expect(silent.isClosedByPeer(), "a connection that never sends a request is closed after the idle timeout")
+
+        let report = try await played
+        #expect(report.samples == 60 && report.depacketizer.packetsLost == 0, "\(report)")
+        let statistics = server.statistics
+        #expect(statistics.errorsAnswered >= 7, "\(statistics)")
+    }
+
+    @Test("clients that stop reading fall behind, are counted and cost the server no more than their queue; a reader beside them gets every frame")
+    func clientsThatNeverRead() async throws {
+        // Ten times real time and 32 KiB queues, so that a client that does not read fills its
+        // queue (and its socket buffer, as large) within a second.
+        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(rate: 10, clientQueueLimit: 32 << 10))
+        defer { task.cancel() }
+        let url = "rtsp://127.0.0.1:\(port)/live"
+        var stalled: [RawRTSPConnection] = []
+        for _ in 0..<3 {
+            let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
+            try connection.play(url)
+            stalled.append(connection)
+        }
+        let reader = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(sampleLimit: 300), transport: .tcp))
+        var times: [Int64] = []
+        let report = try await reader.receive { times.append($0.presentationTime.converted(toTimescale: 90_000, rounding: .halfAwayFromZero).value) }
+        #expect(report.samples == 300 && report.depacketizer.packetsLost == 0, "\(report)")
+        // Every frame, none skipped by the server: presentation times one frame apart.
+        let sorted = times.sorted()
+        #expect(zip(sorted, sorted.dropFirst()).allSatisfy { $1 - $0 == 3003 }, "the reader missed frames")
+        let statistics = server.statistics
+        #expect(statistics.clientsFellBehind >= 3 && statistics.accessUnitsDroppedBehind > 0, "\(statistics)")
+        withExtendedLifetime(stalled) {}
+    }
+
+    @Test("two hundred clients join in the same second (UDP and TCP), twenty of them never read: every reader gets its frames from a sync sample")
+    func twoHundredClients() async throws {
+        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true))
+        defer { task.cancel() }
+        let url = try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live")
+        var stalled: [RawRTSPConnection] = []
+        for _ in 0..<20 {
+            let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
+            try connection.play(url.description)
+            stalled.append(connection)
+        }
+        final class Results: Sendable { let all = Mutex<[(samples: Int, firstIsSync: Bool)]>([]) }
+        let results = Results()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<180 {
+                group.addTask {
+                    let client = RTSPClient(url: url, options: .init(receiver: .init(idleTimeout: .seconds(10), sampleLimit: 40),
+                                                                     transport: index.isMultiple(of: 2) ? .tcp : .udp))
+                    var first: Bool?
+                    let report = try await client.receive { sample in if first == nil { first = sample.isSync } }
+                    results.all.withLock { $0.append((report.samples, first ?? false)) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let all = results.all.withLock { $0 }
+        #expect(all.count == 180)
+        #expect(all.allSatisfy { $0.samples == 40 && $0.firstIsSync }, "\(all.filter { $0.samples != 40 || !$0.firstIsSync }.count) clients short or not starting at a sync sample")
+        let statistics = server.statistics
+        #expect(statistics.sessionsPlayed >= 200 && statistics.connectionsRefused == 0, "\(statistics)")
+        withExtendedLifetime(stalled) {}
+    }
+
+    @Test("a UDP client that goes silent (no request, no RTCP) loses its session after the session timeout")
+    func sessionTimeout() async throws {
+        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(sessionTimeout: 1))
+        defer { task.cancel() }
+        let silent = try RawRTSPConnection(port: port)
+        let rtp = try freeUDPPortPair()
+        silent.send("SETUP rtsp://127.0.0.1:\(port)/live/trackID=0 RTSP/1.0\r\nCSeq: 1\r\nTransport: RTP/AVP;unicast;client_port=\(rtp)-\(rtp + 1)\r\n\r\n")
+        let setUp = try #require(silent.response())
+        let session = try #require(setUp["Session"]?.split(separator: ";").first)
+        silent.send("PLAY rtsp://127.0.0.1:\(port)/live RTSP/1.0\r\nCSeq: 2\r\nSession: \(session)\r\n\r\n")
+        _ = silent.response()
+        for _ in 0..<100 where server.statistics.sessionsPlaying == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.statistics.sessionsPlaying == 1)
+        try await Task.sleep(for: .milliseconds(2500))
+        let statistics = server.statistics
+        #expect(statistics.sessionsPlaying == 0 && statistics.sessionsTimedOut == 1, "\(statistics)")
+    }
+}
