@@ -1,14 +1,22 @@
 // An RTSP connection's bytes through the message parser, whole and in chunks the input chooses
 // (the same elements, or an error both ways); messages written back parse to themselves; every
-// Transport header through the transport parser.
+// Transport header through the transport parser; every request through the server's state
+// machine (with credentials or not: each answer a response that parses, its CSeq echoed) and
+// every response through the client's; authentication headers and URLs through their parsers.
 import FuzzSupport
 import H264Network
+
+/// A payload format to serve at /live (Constrained Baseline 320x240).
+let format = try! H264PayloadFormat(medium: .init(type: "video", port: 0, formats: ["96"], attributes: [
+    "rtpmap:96 H264/90000", "fmtp:96 packetization-mode=1; sprop-parameter-sets=Z0LAHtoCgL/lhAAAAwAEAAADAPA8WLqA,aM4PLIA=", "control:trackID=0",
+]))
 
 @_cdecl("FuzzRTSP_main")
 func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     runFuzzer(argc, argv) { input in
         var choice = FuzzOptions(input)
         let chunk = Int(choice.byte()) + 1
+        let withCredentials = choice.byte() & 1 == 0
         let bytes = [UInt8](choice.rest)
         var whole = RTSPMessageParser()
         let all = try? whole.append(bytes)
@@ -22,6 +30,11 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
         }
         fuzzCheck((all == nil) == (chunked == nil), "an error \(all == nil ? "at once" : "in \(chunk)-byte pieces") only")
         if let all, let chunked { fuzzCheck(all == chunked, "\(all.count) elements at once, \(chunked.count) in \(chunk)-byte pieces") }
+        let authenticator = RTSPAuthenticator(credentials: .init(user: "u", password: "p"), nonce: "abc")
+        var server = RTSPServerConnection(configuration: .init(authenticator: withCredentials ? authenticator : nil, serverPorts: 6970...6971), seed: 1)
+        var client = RTSPClientSession(url: RTSPURL(host: "h", path: "/live", credentials: .init(user: "u", password: "p")),
+                                       transports: [RTSPTransport(lower: .udp, clientPorts: 5000...5001), RTSPTransport(lower: .tcp, interleaved: 0...1)])
+        _ = client.start()
         for element in all ?? [] {
             guard case .message(let message) = element else { continue }
             if let transport = message["Transport"], let offers = try? RTSPTransport.parse(header: transport) {
@@ -29,6 +42,23 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
                     let again = try? RTSPTransport.parse(header: offer.description)
                     fuzzCheck(again?.first == offer || offer.otherParameters.contains { $0.contains(",") || $0.contains(";") }, "a transport changed across description and parse: \(offer)")
                 }
+            }
+            switch message.startLine {
+            case .request(let method, let url):
+                _ = try? RTSPURL(parsing: url)
+                let (response, _) = server.respond(to: message) { path in
+                    path == "/live" ? .playable(format) : path == "/publish" ? .recordable : nil
+                }
+                guard case .response(let status, _) = response.startLine else { fuzzCheck(false, "a request answered with a request"); return }
+                fuzzCheck((100...599).contains(status), "status \(status)")
+                if let sequence = message["CSeq"], message.sequenceNumber != nil { fuzzCheck(response["CSeq"] == String(sequence.prefix(16)), "CSeq not echoed") }
+                var parser = RTSPMessageParser()
+                fuzzCheck((try? parser.append(response.bytes)) == [.message(response)], "a response that does not parse back")
+                if let authorization = message["Authorization"] { _ = authenticator.accepts(authorization, method: method) }
+            case .response:
+                _ = try? client.receive(message)
+                let challenges = message.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
+                if !challenges.isEmpty { _ = try? RTSPCredentials(user: "u", password: "p").authorization(method: "DESCRIBE", uri: "rtsp://h/x", challenges: challenges) }
             }
             let writable = !message.headers.contains { $0.value.contains("\r") || $0.name.contains("\r") || $0.name.isEmpty }
             guard writable else { continue }
