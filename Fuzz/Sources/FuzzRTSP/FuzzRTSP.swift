@@ -53,7 +53,10 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
                 fuzzCheck((100...599).contains(status), "status \(status)")
                 if let sequence = message["CSeq"], message.sequenceNumber != nil { fuzzCheck(response["CSeq"] == String(sequence.prefix(16)), "CSeq not echoed") }
                 var parser = RTSPMessageParser()
-                fuzzCheck((try? parser.append(response.bytes)) == [.message(response)], "a response that does not parse back")
+                let parsed = try? parser.append(response.bytes)
+                guard case .message(var back)? = parsed?.first, parsed?.count == 1 else { fuzzCheck(false, "a response that does not parse back"); return }
+                back.headers.removeAll { $0.name.lowercased() == "content-length" }  // added by `bytes` for a body
+                fuzzCheck(back == response, "a response that does not parse back to itself")
                 if let authorization = message["Authorization"] { _ = authenticator.accepts(authorization, method: method) }
             case .response:
                 _ = try? client.receive(message)
