@@ -28,5 +28,7 @@ let package = Package(
         ),
         // Peak memory of a session's frames sequence with a fast and a slow consumer.
         .executableTarget(name: "FramesConsumer", dependencies: [.product(name: "H264Kit", package: "H264Kit")], path: "Sources/FramesConsumer"),
+        // RTP: packetize + depacketize throughput on one core, and loopback latency at 30 fps.
+        .executableTarget(name: "RTPLatency", dependencies: [.product(name: "H264Kit", package: "H264Kit")], path: "Sources/RTPLatency"),
     ]
 )

@@ -39,6 +39,14 @@ public struct H264Depacketizer: Sendable {
         public var nalUnits: [[UInt8]]
         /// Whether it holds an IDR picture's slices.
         public var isIDR: Bool
+
+        /// An access unit (for a builder fed from elsewhere than a depacketizer).
+        public init(timestamp: UInt32, extendedTimestamp: Int64, nalUnits: [[UInt8]], isIDR: Bool) {
+            self.timestamp = timestamp
+            self.extendedTimestamp = extendedTimestamp
+            self.nalUnits = nalUnits
+            self.isIDR = isIDR
+        }
     }
 
     /// What the depacketizer has seen.

@@ -27,6 +27,9 @@ public struct RTPReceivingSession: Sendable {
         /// Seconds a missing packet is waited for (packets behind it held) before it counts as
         /// lost: the jitter buffer's latency (its depth in packets is the depacketizer's).
         public var maximumReorderDelay: Double
+        /// How access units become sample buffers (``RTPSampleBufferBuilder/Options/isLowLatency``
+        /// hands each on at once when the stream reorders no frame).
+        public var sampleBuilder: RTPSampleBufferBuilder.Options = .init()
 
         /// A configuration: a report a second, a PLI at most every 200 ms, 20 ms for a late packet.
         public init(depacketizer: H264Depacketizer.Configuration = .init(), ssrc: UInt32 = .random(in: 1...UInt32.max), reportInterval: Double = 1,
@@ -76,7 +79,7 @@ public struct RTPReceivingSession: Sendable {
     public init(configuration: Configuration = Configuration(), formatDescription: VideoFormatDescription? = nil) {
         self.configuration = configuration
         depacketizer = H264Depacketizer(configuration: configuration.depacketizer)
-        builder = RTPSampleBufferBuilder(formatDescription: formatDescription)
+        builder = RTPSampleBufferBuilder(formatDescription: formatDescription, options: configuration.sampleBuilder)
     }
 
     /// Takes an RTP datagram that arrived at `arrival` seconds (any monotonic origin); returns

@@ -20,11 +20,18 @@ public struct RTPSampleBufferBuilder: Sendable {
         public var keepsParameterSetsInBand: Bool
         /// The AVCC length-prefix size.
         public var nalUnitLengthSize: Int
+        /// Hand each sample on as soon as it is complete when the stream reorders no frame
+        /// (its SPS says so): for a live consumer (a display, a relay), no frame of latency. Its
+        /// duration is then an estimate, the smallest step between presentation times seen so
+        /// far (1 tick for the first), which a movie writer stretches to meet the next sample.
+        /// Off, a sample waits for the next, whose time gives its exact duration.
+        public var isLowLatency: Bool
 
         /// Options.
-        public init(keepsParameterSetsInBand: Bool = false, nalUnitLengthSize: Int = 4) {
+        public init(keepsParameterSetsInBand: Bool = false, nalUnitLengthSize: Int = 4, isLowLatency: Bool = false) {
             self.keepsParameterSetsInBand = keepsParameterSetsInBand
             self.nalUnitLengthSize = nalUnitLengthSize
+            self.isLowLatency = isLowLatency
         }
     }
 
@@ -51,6 +58,9 @@ public struct RTPSampleBufferBuilder: Sendable {
     private var ready: (unit: Pending, decode: Int64)?
     private var sps: [UInt8]?
     private var pps: [UInt8]?
+    /// The low-latency path's last decoding time and smallest step.
+    private var lastImmediate: Int64?
+    private var smallestStep: Int64?
 
     /// The RTP clock rate of H.264 (RFC 6184 §8.2.1).
     public static let timescale: Int32 = 90_000
@@ -94,6 +104,17 @@ public struct RTPSampleBufferBuilder: Sendable {
         guard let description = formatDescription, !data.isEmpty else {
             droppedBeforeParameterSets += 1
             return []
+        }
+        if options.isLowLatency, description.sps.reorderDepth == 0, pending.isEmpty, ready == nil {
+            // No reordering: the decoding time is the presentation time, known now.
+            var decode = unit.extendedTimestamp
+            if let last = lastImmediate {
+                if decode <= last { decode = last + 1 }
+                smallestStep = min(smallestStep ?? (decode - last), decode - last)
+            }
+            lastImmediate = decode
+            let now = Pending(data: data, description: description, presentation: unit.extendedTimestamp, isSync: unit.isIDR)
+            return [Self.sample(now, decode: decode, duration: smallestStep ?? 1)]
         }
         pending.append(Pending(data: data, description: description, presentation: unit.extendedTimestamp, isSync: unit.isIDR))
         let insertion = times.firstIndex { $0 > unit.extendedTimestamp } ?? times.count

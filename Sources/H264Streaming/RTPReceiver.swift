@@ -27,6 +27,13 @@ public struct RTPReceiver: Sendable {
             get { session.depacketizer }
             set { session.depacketizer = newValue }
         }
+        /// Hand each sample on as soon as it is complete when the stream reorders no frame
+        /// (``RTPSampleBufferBuilder/Options/isLowLatency``): no frame of latency, an estimated
+        /// duration.
+        public var isLowLatency: Bool {
+            get { session.sampleBuilder.isLowLatency }
+            set { session.sampleBuilder.isLowLatency = newValue }
+        }
         /// Stop after this long without a packet (RTP or RTCP).
         public var idleTimeout: Duration
         /// Stop after this many samples (nil: no limit).

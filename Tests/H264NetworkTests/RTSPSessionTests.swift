@@ -182,6 +182,27 @@ struct RTSPSessionTests {
         if url.user != nil { #expect(parsed.credentials?.password == "p@ss" && !parsed.description.contains("p@ss")) }
     }
 
+    @Test("low latency: a stream that reorders nothing has each access unit handed on at once, its duration the smallest step yet; the default waits one")
+    func lowLatencyBuilder() throws {
+        let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x58, 0xBA, 0x80]
+        let pps: [UInt8] = [0x68, 0xCE, 0x0F, 0x2C, 0x80]
+        let units = [0, 3000, 6000, 7500, 10_500].enumerated().map { index, time in
+            H264Depacketizer.AccessUnit(timestamp: UInt32(time), extendedTimestamp: Int64(time),
+                                        nalUnits: index == 0 ? [sps, pps, [0x65, 0x88, 0x11]] : [[0x41, 0x9A, 0x22]], isIDR: index == 0)
+        }
+        var immediate = RTPSampleBufferBuilder(options: .init(isLowLatency: true))
+        var waiting = RTPSampleBufferBuilder()
+        var durations: [Int64] = []
+        for unit in units {
+            let now = try immediate.append(unit)
+            #expect(now.count == 1 && now[0].decodeTime == now[0].presentationTime)
+            durations += now.map(\.duration.value)
+            #expect(try waiting.append(unit).count <= 1)
+        }
+        #expect(durations == [1, 3000, 3000, 1500, 1500])
+        #expect(waiting.finish().count >= 1 && immediate.finish().isEmpty)
+    }
+
     @Test("the receiving session asks for a picture after a loss, once per interval, and reports reception")
     func pictureLossIndication() throws {
         var packetizer = try H264Packetizer(configuration: .init(ssrc: 0x1234))
