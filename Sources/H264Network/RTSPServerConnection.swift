@@ -288,7 +288,7 @@ public struct RTSPServerConnection: Sendable {
     private mutating func reply(_ status: Int, _ reason: String, to request: RTSPMessage, note: String? = nil) -> RTSPMessage {
         if status >= 400 { errorsAnswered += 1 }
         var headers: [(name: String, value: String)] = []
-        if let sequence = request["CSeq"] { headers.append(("CSeq", String(sequence.prefix(16)))) }
+        if let sequence = request.sequenceNumber { headers.append(("CSeq", String(sequence))) }
         headers.append(("Server", configuration.serverName))
         var body: [UInt8] = []
         if let note, status >= 400 {
