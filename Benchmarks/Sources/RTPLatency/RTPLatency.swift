@@ -119,7 +119,8 @@ final class LoopbackSender: Sendable {
     let port: UInt16
 
     init() throws {
-        descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        self.descriptor = descriptor
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
