@@ -41,6 +41,9 @@ public struct RTPSampleBufferBuilder: Sendable {
     public private(set) var formatDescription: VideoFormatDescription?
     /// Access units dropped because no parameter sets had come before them.
     public private(set) var droppedBeforeParameterSets = 0
+    /// Access units dropped because, with frames lost before them, no decoding time both after
+    /// the previous one's and not after their own presentation time was left.
+    public private(set) var droppedOutOfOrder = 0
 
     private struct Pending {
         var data: [UInt8]
@@ -153,10 +156,17 @@ public struct RTPSampleBufferBuilder: Sendable {
             }
             shift = Int64(depth) * lastDuration
         }
-        var decode = smallest - (shift ?? 0)
+        // Never decoded after it is shown, and decoding times rising (equal presentation times).
+        var decode = min(smallest - (shift ?? 0), unit.presentation)
         var previous: SampleBuffer?
         if let (before, beforeDecode) = ready {
-            if decode <= beforeDecode { decode = beforeDecode + 1 }  // equal presentation times: keep decoding times rising
+            if decode <= beforeDecode { decode = beforeDecode + 1 }
+            guard decode <= unit.presentation else {
+                // Frames lost before it put this one's turn after its own time (it would be
+                // shown before it is decoded): it cannot be placed, and is counted.
+                droppedOutOfOrder += 1
+                return nil
+            }
             lastDuration = decode - beforeDecode
             previous = Self.sample(before, decode: beforeDecode, duration: lastDuration)
         }

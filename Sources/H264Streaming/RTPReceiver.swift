@@ -78,6 +78,9 @@ public struct RTPReceiver: Sendable {
         public var droppedBeforeParameterSets: Int
         /// Access units refused because their parameter sets in band do not parse.
         public var refusedForParameterSets: Int
+        /// Access units dropped because frames lost before them left no decoding time for them
+        /// (``RTPSampleBufferBuilder/droppedOutOfOrder``).
+        public var droppedOutOfOrder = 0
         /// The interarrival jitter (RFC 3550 A.8) at the end, in seconds.
         public var jitter: Double
         /// RTCP packets received (compound packets count once).
@@ -139,7 +142,7 @@ public struct RTPReceiver: Sendable {
 
     /// What reaches the receiving loop: datagrams from either port, and the clock.
     private enum Input: Sendable {
-        case rtp([UInt8])
+        case rtp([[UInt8]])
         case rtcp([UInt8], from: SocketAddress)
         case tick
     }
@@ -148,12 +151,12 @@ public struct RTPReceiver: Sendable {
         let host = endpoint.host.isEmpty ? "0.0.0.0" : endpoint.host
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
         let rtp = try await Self.bind(host: host, port: endpoint.port, receiveBufferSize: options.receiveBufferSize) {
-            input.yield(.rtp(Array($0.data.readableBytesView)))
+            input.yield(.rtp($0.map(\.bytes)))
         }
         let rtcp: any Channel
         do {
             rtcp = try await Self.bind(host: host, port: endpoint.port + 1, receiveBufferSize: 1 << 20) {
-                input.yield(.rtcp(Array($0.data.readableBytesView), from: $0.remoteAddress))
+                for datagram in $0 { input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) }
             }
         } catch {
             try? await rtp.close()
@@ -181,9 +184,9 @@ public struct RTPReceiver: Sendable {
             let now = monotonicSeconds()
             var samples: [SampleBuffer] = []
             switch event {
-            case .rtp(let bytes):
+            case .rtp(let datagrams):
                 lastArrival = .now
-                samples = bytes.withUnsafeBytes { session.receiveRTP($0, arrival: now) }
+                for bytes in datagrams { samples += bytes.withUnsafeBytes { session.receiveRTP($0, arrival: now) } }
             case .rtcp(let bytes, let from):
                 lastArrival = .now
                 let events = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: now) }
@@ -217,12 +220,12 @@ public struct RTPReceiver: Sendable {
     }
 
     /// A UDP channel on `host:port` handing each datagram to `forward`.
-    static func bind(host: String, port: Int, receiveBufferSize: Int, _ forward: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) async throws(NetworkError) -> any Channel {
+    static func bind(host: String, port: Int, receiveBufferSize: Int, _ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(NetworkError) -> any Channel {
         do {
             return try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
-                .channelOption(.datagramVectorReadMessageCount, value: 8)
+                .readingWholeDatagrams(16)
+                .channelOption(.maxMessagesPerRead, value: 8)
                 .channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramForwarder(forward)) }
@@ -252,5 +255,6 @@ extension RTPReceiver.Report {
                   droppedBeforeParameterSets: session.builder.droppedBeforeParameterSets, refusedForParameterSets: session.refusedForParameterSets,
                   jitter: (session.reception?.jitter ?? 0) / 90_000, controlPackets: session.controlPackets, ssrc: session.reception?.ssrc,
                   receiverReports: session.receiverReports, pictureLossIndications: session.pictureLossIndications)
+        droppedOutOfOrder = session.builder.droppedOutOfOrder
     }
 }

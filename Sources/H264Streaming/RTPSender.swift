@@ -181,12 +181,11 @@ public struct RTPSender: Sendable {
         -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
     {
         do {
-            // Every datagram whole (NIO's default read buffer for UDP is 2,048 bytes, and a
-            // longer datagram would be cut: a mode-0 packet can be 65,507), several per system call.
+            // Every datagram whole (NIO's default read buffer for UDP is 2,048 bytes); a sender
+            // reads only RTCP.
             var bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
-                .channelOption(.datagramVectorReadMessageCount, value: 8)
+                .readingWholeDatagrams(1)
             if let receiveBufferSize { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize)) }
             return try await bootstrap.bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -112,7 +112,7 @@ public struct RTSPClient: Sendable {
     private enum Input: Sendable {
         case response(RTSPMessage)
         case interleaved(channel: UInt8, payload: [UInt8])
-        case rtp([UInt8])
+        case rtp([[UInt8]])
         case rtcp([UInt8], from: SocketAddress)
         case tick
         case closed
@@ -135,8 +135,8 @@ public struct RTSPClient: Sendable {
         if lower == .udp {
             do {
                 udp = try await Self.bindPortPair(
-                    rtp: { input.yield(.rtp(Array($0.data.readableBytesView))) },
-                    rtcp: { input.yield(.rtcp(Array($0.data.readableBytesView), from: $0.remoteAddress)) })
+                    rtp: { input.yield(.rtp($0.map(\.bytes))) },
+                    rtcp: { for datagram in $0 { input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) } })
             } catch {
                 try? await connection.channel.close()
                 throw error
@@ -236,10 +236,11 @@ public struct RTSPClient: Sendable {
                     guard let event = next else { break playing }
                     var samples: [SampleBuffer] = []
                     switch event {
-                    case .rtp(let bytes):
+                    case .rtp(let datagrams):
                         lastArrival = .now
                         anyRTP = true
-                        samples = bytes.withUnsafeBytes { session.receiveRTP($0, arrival: monotonicSeconds()) }
+                        let arrival = monotonicSeconds()
+                        for bytes in datagrams { samples += bytes.withUnsafeBytes { session.receiveRTP($0, arrival: arrival) } }
                     case .interleaved(let channel, let payload) where channel == rtpChannel:
                         lastArrival = .now
                         anyRTP = true
@@ -293,13 +294,12 @@ public struct RTSPClient: Sendable {
 
     /// Two UDP ports, an even one for RTP and the next for RTCP, on every IPv4 address; what
     /// arrives on them goes to `rtp` and `rtcp` (on an event loop).
-    static func bindPortPair(rtp: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void,
-                             rtcp: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) async throws(NetworkError) -> (rtp: any Channel, rtcp: any Channel) {
-        func bootstrap(_ forward: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) -> DatagramBootstrap {
+    static func bindPortPair(rtp: @escaping @Sendable ([ReceivedDatagram]) -> Void,
+                             rtcp: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(NetworkError) -> (rtp: any Channel, rtcp: any Channel) {
+        func bootstrap(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) -> DatagramBootstrap {
             DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
-                .channelOption(.datagramVectorReadMessageCount, value: 8)
+                .readingWholeDatagrams(16)
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramForwarder(forward)) }
@@ -318,14 +318,36 @@ public struct RTSPClient: Sendable {
     }
 }
 
-/// Hands each datagram to a closure.
-final class DatagramForwarder: ChannelInboundHandler, Sendable {
+/// A datagram received: its bytes (copied out of the channel's receive buffer, so that SwiftNIO
+/// can read into that buffer again) and where it came from.
+struct ReceivedDatagram: Sendable {
+    var bytes: [UInt8]
+    var remoteAddress: SocketAddress
+}
+
+/// Hands the datagrams of each read to a closure, together (a read takes up to
+/// `datagramVectorReadMessageCount` at a time, and a burst several reads): one call a burst
+/// rather than one a datagram.
+final class DatagramForwarder: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let forward: @Sendable (AddressedEnvelope<ByteBuffer>) -> Void
+    let forward: @Sendable ([ReceivedDatagram]) -> Void
+    private var pending: [ReceivedDatagram] = []
 
-    init(_ forward: @escaping @Sendable (AddressedEnvelope<ByteBuffer>) -> Void) { self.forward = forward }
+    init(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) { self.forward = forward }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) { forward(unwrapInboundIn(data)) }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        pending.append(ReceivedDatagram(bytes: Array(envelope.data.readableBytesView), remoteAddress: envelope.remoteAddress))
+        if pending.count >= 256 { flush() }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) { flush() }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {}
+
+    private func flush() {
+        guard !pending.isEmpty else { return }
+        forward(pending)
+        pending.removeAll(keepingCapacity: true)
+    }
 }

@@ -109,6 +109,7 @@ public struct RTSPIngest: Sendable {
             var receiving: RTPReceivingSession?
             var lastArrival: Double?
             var goodbyeAt: Double?
+            var tornDownAt: Double?
             var ended = false
             var droppedForSlowConsumer = 0
             var failure: NetworkError?
@@ -154,16 +155,13 @@ public struct RTSPIngest: Sendable {
             }
         }
 
-        /// The publisher's session ended (TEARDOWN, its connection closed).
+        /// The publisher's session ended (TEARDOWN, its connection closed). Its last RTP
+        /// packets come over UDP, and may still wait in the socket after the TEARDOWN came over
+        /// TCP: the stream ends 250 ms later (``tick(idleTimeout:)``), taking them meanwhile.
         func end(session id: String) {
-            let ended = state.withLock { state -> Bool in
-                guard state.sessionID == id, !state.ended else { return false }
-                state.ended = true
-                return true
-            }
-            if ended {
-                yield(.ended(.teardown))
-                continuation.finish()
+            state.withLock { state in
+                guard state.sessionID == id, !state.ended, state.tornDownAt == nil else { return }
+                state.tornDownAt = monotonicSeconds()
             }
         }
 
@@ -173,6 +171,7 @@ public struct RTSPIngest: Sendable {
             let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
                 guard !state.ended, let last = state.lastArrival else { return (nil, []) }
                 let samples = state.receiving?.expire(now: now) ?? []
+                if let tornDown = state.tornDownAt, now - tornDown > 0.25 { state.ended = true; return (.teardown, samples) }
                 if state.goodbyeAt != nil, now - last > 0.1 { state.ended = true; return (.goodbye, samples) }
                 let limit = Double(idleTimeout.components.seconds) + Double(idleTimeout.components.attoseconds) / 1e18
                 if now - last > limit { state.ended = true; return (.idleTimeout, samples) }

@@ -339,7 +339,7 @@ final class ServerCore: Sendable {
         let core = self
         return DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+            .readingWholeDatagrams(8)
             .channelOption(.writeBufferWaterMark, value: .init(low: 4 << 20, high: 8 << 20))
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
             .channelInitializer { channel in
