@@ -18,7 +18,7 @@ import Glibc
 /// ffmpeg decodes to the source's frames; what ffmpeg sends, ``RTPReceiver`` records into a
 /// movie with the source's frames and times; and the two of ours together through a relay
 /// that loses, reorders and duplicates packets.
-@Suite("RTP over UDP: RTPSender and RTPReceiver", .requires(.ffmpeg, .ffprobe), .serialized)
+@Suite("RTP over UDP: RTPSender and RTPReceiver", .requires(.ffmpeg, .ffprobe), .serialized, .timely)
 struct RTPStreamingTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
@@ -135,6 +135,27 @@ struct RTPStreamingTests {
         #expect(received.ending == .goodbye && received.samples == summary.samples, "\(received)")
         #expect(received.ssrc == summary.ssrc && received.controlPackets >= 2)
         #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
+    }
+
+    @Test("mode 0 with NAL units past 8 KiB (a 720p stream at high quality, one datagram each): every one arrives whole")
+    func largeDatagramsArriveWhole() async throws {
+        let stream = try Checkout.temporaryFile(try x264Stream(frames: 20, size: "1280x720", arguments: ["--qp", "12", "--keyint", "10"]), suffix: ".264")
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { for path in [stream, movie] { try? FileManager.default.removeItem(atPath: path) } }
+        var largest = 0
+        let reader = try SampleBufferReader(path: stream)
+        while let sample = try reader.next() { largest = max(largest, try sample.nalUnits().map(\.count).max() ?? 0) }
+        try #require(largest > 16 << 10, "the stream's largest NAL unit is \(largest) bytes")
+        let port = try freeUDPPortPair()
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port))
+        async let report = receiver.record(to: .init(path: movie))
+        try await Self.waitUntilBound(port)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port),
+                                   options: .init(packetizer: .init(packetizationMode: 0, maximumPacketSize: 65_507), rate: 5))
+        _ = try await sender.send(MediaFileSamples(path: stream))
+        let received = try await report
+        #expect(received.samples == 20 && received.depacketizer.packetsInvalid == 0 && received.depacketizer.accessUnitsDropped == 0, "\(received)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(stream))
     }
 
     @Test("through a relay that loses 1%, swaps and duplicates packets: loss counted, every frame recorded is a source frame, the output decodes cleanly")

@@ -12,14 +12,14 @@ import Glibc
 
 /// A plain blocking RTSP connection to 127.0.0.1 for tests that misbehave on purpose: bytes as
 /// given, responses read (or never read).
-final class RawRTSPConnection {
+final class RawRTSPConnection: @unchecked Sendable {
     let descriptor: Int32
 
-    init(port: Int, receiveBuffer: Int32? = nil) throws {
+    init(port: Int, receiveBuffer: Int32? = nil, receiveTimeout: Int = 5) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestFailure("socket: errno \(errno)") }
         if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -70,7 +70,7 @@ final class RawRTSPConnection {
 }
 
 /// The RTSP server under hostile and heavy use, over real sockets on loopback.
-@Suite("RTSP server under load and abuse", .serialized)
+@Suite("RTSP server under load and abuse", .serialized, .timely)
 struct RTSPServerLoadTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
@@ -80,43 +80,58 @@ struct RTSPServerLoadTests {
         let server = try RTSPServer(options: options)
         try server.serve(media, at: "/live")
         let task = Task { try await server.run() }
-        try #require(await waitUntilListening(options.port))
+        try #require(await waitUntilListening(options.port, seconds: 60))
         return (server, task, options.port)
     }
 
     @Test("garbage, a huge header, an HTTP request, a path outside, a silent connection: 4xx or closed, counted; a client plays meanwhile")
     func hostileRequests() async throws {
-        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(idleConnectionTimeout: 1))
+        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(idleConnectionTimeout: 10))
         defer { task.cancel() }
         let url = "rtsp://127.0.0.1:\(port)/live"
         // A well-behaved client plays through all of it.
         let client = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(sampleLimit: 60), transport: .tcp))
         async let played = client.receive { _ in }
-
-        let garbage = try RawRTSPConnection(port: port)
-        garbage.send([0x00, 0xFF, 0x13, 0x37] + Array("\r\n\r\n".utf8))
-        #expect(garbage.response().map { if case .response(400, _) = $0.startLine { true } else { false } } == true)
-        #expect(garbage.isClosedByPeer())
-
-        let http = try RawRTSPConnection(port: port)
-        http.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(http.response().map { if case .response(400, _) = $0.startLine { true } else { false } } == true)
-
-        let huge = try RawRTSPConnection(port: port)
-        huge.send("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nX-Filler: " + String(repeating: "a", count: 20_000))
-        #expect(huge.response().map { if case .response(413, _) = $0.startLine { true } else { false } } == true)
-        #expect(huge.isClosedByPeer())
-
-        let outside = try RawRTSPConnection(port: port)
-        for (sequence, path) in ["/../../etc/passwd", "/live/../../etc/passwd", "/%2e%2e/secret", "/nothing"].enumerated() {
-            outside.send("DESCRIBE rtsp://127.0.0.1:\(port)\(path) RTSP/1.0\r\nCSeq: \(sequence + 1)\r\n\r\n")
-            #expect(outside.response().map { if case .response(404, _) = $0.startLine { true } else { false } } == true, "\(path)")
+        @Sendable func status(_ response: RTSPMessage?) -> Int? {
+            if case .response(let status, _)? = response?.startLine { return status }
+            return nil
         }
-        outside.send("OPTIONS * RTSP/1.0\r\nCSeq: 9\r\n\r\n")  // the connection goes on after its 4xx
-        #expect(outside.response().map { if case .response(200, _) = $0.startLine { true } else { false } } == true)
-
-        let silent = try RawRTSPConnection(port: port)
-        #expect(silent.isClosedByPeer(), "a connection that never sends a request is closed after the idle timeout")
+        // (Each exchange blocks on its socket: on a thread of its own, off the shared pool.)
+        let garbage = try await offThePool { () throws -> (Int?, Bool) in
+            let connection = try RawRTSPConnection(port: port)
+            connection.send([0x00, 0xFF, 0x13, 0x37] + Array("\r\n\r\n".utf8))
+            return (status(connection.response()), connection.isClosedByPeer())
+        }
+        #expect(garbage.0 == 400 && garbage.1)
+        let http = try await offThePool { () throws -> Int? in
+            let connection = try RawRTSPConnection(port: port)
+            connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return status(connection.response())
+        }
+        #expect(http == 400)
+        let huge = try await offThePool { () throws -> (Int?, Bool) in
+            let connection = try RawRTSPConnection(port: port)
+            connection.send("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nX-Filler: " + String(repeating: "a", count: 20_000))
+            return (status(connection.response()), connection.isClosedByPeer())
+        }
+        #expect(huge.0 == 413 && huge.1)
+        let outside = try await offThePool { () throws -> [Int?] in
+            let connection = try RawRTSPConnection(port: port)
+            var statuses: [Int?] = []
+            for (sequence, path) in ["/../../etc/passwd", "/live/../../etc/passwd", "/%2e%2e/secret", "/nothing"].enumerated() {
+                connection.send("DESCRIBE rtsp://127.0.0.1:\(port)\(path) RTSP/1.0\r\nCSeq: \(sequence + 1)\r\n\r\n")
+                statuses.append(status(connection.response()))
+            }
+            connection.send("OPTIONS * RTSP/1.0\r\nCSeq: 9\r\n\r\n")  // the connection goes on after its 4xx
+            statuses.append(status(connection.response()))
+            return statuses
+        }
+        #expect(outside == [404, 404, 404, 404, 200])
+        let silentClosed = try await offThePool { () throws -> Bool in
+            let connection = try RawRTSPConnection(port: port, receiveTimeout: 20)
+            return connection.isClosedByPeer()
+        }
+        #expect(silentClosed, "a connection that never sends a request is closed after the idle timeout")
 
         let report = try await played
         #expect(report.samples == 60 && report.depacketizer.packetsLost == 0, "\(report)")
@@ -131,11 +146,12 @@ struct RTSPServerLoadTests {
         let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(rate: 10, clientQueueLimit: 32 << 10))
         defer { task.cancel() }
         let url = "rtsp://127.0.0.1:\(port)/live"
-        var stalled: [RawRTSPConnection] = []
-        for _ in 0..<3 {
-            let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
-            try connection.play(url)
-            stalled.append(connection)
+        let stalled = try await offThePool {
+            try (0..<3).map { _ in
+                let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
+                try connection.play(url)
+                return connection
+            }
         }
         let reader = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(sampleLimit: 300), transport: .tcp))
         var times: [Int64] = []
@@ -154,11 +170,12 @@ struct RTSPServerLoadTests {
         let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true))
         defer { task.cancel() }
         let url = try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live")
-        var stalled: [RawRTSPConnection] = []
-        for _ in 0..<20 {
-            let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
-            try connection.play(url.description)
-            stalled.append(connection)
+        let stalled = try await offThePool {
+            try (0..<20).map { _ in
+                let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
+                try connection.play(url.description)
+                return connection
+            }
         }
         final class Results: Sendable { let all = Mutex<[(samples: Int, firstIsSync: Bool)]>([]) }
         let results = Results()
@@ -186,13 +203,16 @@ struct RTSPServerLoadTests {
     func sessionTimeout() async throws {
         let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(sessionTimeout: 1))
         defer { task.cancel() }
-        let silent = try RawRTSPConnection(port: port)
         let rtp = try freeUDPPortPair()
-        silent.send("SETUP rtsp://127.0.0.1:\(port)/live/trackID=0 RTSP/1.0\r\nCSeq: 1\r\nTransport: RTP/AVP;unicast;client_port=\(rtp)-\(rtp + 1)\r\n\r\n")
-        let setUp = try #require(silent.response())
-        let session = try #require(setUp["Session"]?.split(separator: ";").first)
-        silent.send("PLAY rtsp://127.0.0.1:\(port)/live RTSP/1.0\r\nCSeq: 2\r\nSession: \(session)\r\n\r\n")
-        _ = silent.response()
+        let silent = try await offThePool { () throws -> RawRTSPConnection in
+            let silent = try RawRTSPConnection(port: port)
+            silent.send("SETUP rtsp://127.0.0.1:\(port)/live/trackID=0 RTSP/1.0\r\nCSeq: 1\r\nTransport: RTP/AVP;unicast;client_port=\(rtp)-\(rtp + 1)\r\n\r\n")
+            guard let session = silent.response()?["Session"]?.split(separator: ";").first else { throw TestFailure("SETUP failed") }
+            silent.send("PLAY rtsp://127.0.0.1:\(port)/live RTSP/1.0\r\nCSeq: 2\r\nSession: \(session)\r\n\r\n")
+            _ = silent.response()
+            return silent
+        }
+        defer { withExtendedLifetime(silent) {} }
         for _ in 0..<100 where server.statistics.sessionsPlaying == 0 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(server.statistics.sessionsPlaying == 1)
         try await Task.sleep(for: .milliseconds(2500))

@@ -14,7 +14,7 @@ import Glibc
 /// RTSP over loopback with real peers: ffmpeg and GStreamer play what ``RTSPServer`` serves (UDP
 /// and TCP interleaved) to the source's frames; ``RTSPClient`` plays a GStreamer RTSP server and
 /// ours; ``RTSPIngest`` records what ffmpeg publishes; and the server under hostile and heavy use.
-@Suite("RTSP: server, client and ingest", .requires(.ffmpeg, .ffprobe), .serialized)
+@Suite("RTSP: server, client and ingest", .requires(.ffmpeg, .ffprobe), .serialized, .timely)
 struct RTSPTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
@@ -25,7 +25,7 @@ struct RTSPTests {
         let server = try RTSPServer(options: options)
         try server.serve(media, at: "/live")
         let task = Task { try await server.run() }
-        try #require(await waitUntilListening(options.port), "the server never listened on \(options.port)")
+        try #require(await waitUntilListening(options.port, seconds: 60), "the server never listened on \(options.port)")
         return (server, task, options.port)
     }
 
@@ -123,7 +123,7 @@ struct RTSPTests {
         let port = try freeTCPPort()
         let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
         async let report = ingest.record(to: .init(path: movie))
-        try #require(await waitUntilListening(port))
+        try #require(await waitUntilListening(port, seconds: 60))
         let publisher = try await Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", sent, "-c", "copy", "-f", "rtsp",
                                                                    "-rtsp_transport", transport, "rtsp://127.0.0.1:\(port)/live"])
         #expect(publisher.status == 0, "\(publisher.stderrText)")
@@ -162,7 +162,7 @@ struct RTSPTests {
             """
         let gstreamer = try ChildProcess(URL(fileURLWithPath: python), ["-c", script, String(port), sent])
         defer { kill(gstreamer.pid, SIGTERM) }
-        try #require(await waitUntilListening(port), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
+        try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
         let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: .seconds(2))))
         let report = try await client.record(to: .init(path: movie))
         #expect(report.samples == 90, "\(report)")

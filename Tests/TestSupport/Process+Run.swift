@@ -110,7 +110,7 @@ public func ffmpegFrameHashes(_ path: String, format: String? = nil, extra: [Str
 /// A child process a test drives while it runs: its standard input is a pipe the test
 /// writes, its output goes to `stdout` (a path: /dev/null, /dev/full, a file) and its errors to
 /// a file read at the end. posix_spawn, as ``runProcess(_:_:stdin:)``.
-public final class ChildProcess {
+public final class ChildProcess: @unchecked Sendable {  // (driven by one thread at a time)
     public let pid: pid_t
     private let input: Int32
     private let errorPath: String

@@ -27,3 +27,23 @@ extension Trait where Self == ConditionTrait {
         .enabled(if: Corpus.directory != nil, "needs the shared corpus: set H264KIT_CORPUS to a directory with MANIFEST.tsv")
     }
 }
+
+/// Runs each test of a suite at high priority. Swift's cooperative pool has one thread a core
+/// and runs jobs in order within a priority: a test whose timing matters (a server, a stream
+/// at its pace, a client's timeouts) would otherwise wait behind every blocking test of a
+/// parallel run, measured here: a server task not started for over a minute while the corpus
+/// tests ran. Task-locals go with it (the test being run, for `#expect`).
+public struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        try await withoutActuallyEscaping(function) { function in
+            try await Task(priority: .high) { try await function() }.value
+        }
+    }
+}
+
+extension Trait where Self == TimelyTrait {
+    /// Runs the tests at high priority (see ``TimelyTrait``).
+    public static var timely: Self { TimelyTrait() }
+}

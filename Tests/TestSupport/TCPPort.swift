@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,4 +37,13 @@ public func waitUntilListening(_ port: Int, seconds: Double = 10) async -> Bool 
         try? await Task.sleep(for: .milliseconds(10))
     }
     return tcpPortIsListening(UInt16(port))
+}
+
+/// Runs blocking work (a socket read, a child process) on a thread of its own rather than one
+/// of Swift's cooperative pool, whose few threads (one a core) every async test shares: a test
+/// that blocks one stalls the others.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
 }
