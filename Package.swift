@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
-let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session", "H264Network", "H264Streaming"]
+let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session", "H264Network", "H264Streaming", "H264Display"]
 
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
@@ -40,6 +40,13 @@ var targets: [Target] = [
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
     ]),
 
+    // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.
+    .target(name: "H264Display", dependencies: [
+        "H264Streaming", "H264Network", "H264Session", "H264Container", "MediaCore",
+        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+        .product(name: "Logging", package: "swift-log"),
+    ], resources: [.copy("Resources/player.html"), .copy("Resources/player.js")]),
+
     // One import for library users.
     .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) }),
 
@@ -58,6 +65,7 @@ var targets: [Target] = [
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
     .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
+    .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "H264Session", "MediaCore", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]
@@ -81,6 +89,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: targets
 )

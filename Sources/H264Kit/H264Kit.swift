@@ -7,3 +7,4 @@
 @_exported public import H264Session
 @_exported public import H264Network
 @_exported public import H264Streaming
+@_exported public import H264Display

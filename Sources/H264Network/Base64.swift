@@ -1,9 +1,9 @@
 /// Base64 (RFC 4648 §4) for `sprop-parameter-sets` and RTSP authentication, without Foundation.
-enum Base64 {
+package enum Base64 {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// The padded encoding of `bytes`.
-    static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var index = 0
@@ -22,7 +22,7 @@ enum Base64 {
     }
 
     /// The bytes of `text` (padding optional), or nil when it is not base64.
-    static func decode(some text: some StringProtocol) -> [UInt8]? {
+    package static func decode(some text: some StringProtocol) -> [UInt8]? {
         var value: UInt32 = 0, bits = 0
         var out: [UInt8] = []
         var ended = false
@@ -48,5 +48,5 @@ enum Base64 {
         return out
     }
 
-    static func decode(_ text: some StringProtocol) -> [UInt8]? { decode(some: text) }
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? { decode(some: text) }
 }

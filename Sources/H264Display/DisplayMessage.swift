@@ -1,0 +1,83 @@
+public import MediaCore
+import H264Network
+
+/// What the server says to a page over its WebSocket: JSON text messages for control, binary
+/// messages for the samples. The page (`player.js`) reads the same layout.
+///
+/// A sample message is a 40-byte header, all integers big-endian, then the AVCC bytes:
+///
+/// | bytes | field |
+/// | --- | --- |
+/// | 0 | message kind: 1, a sample |
+/// | 1 | flags: 1 sync sample, 2 not to be shown (decoded before a seek target), 4 first after a flush |
+/// | 2–3 | reserved, 0 |
+/// | 4–7 | the sample's number in the stream (decode order, from 0) |
+/// | 8–15 | presentation time, microseconds (WebCodecs' `timestamp`) |
+/// | 16–23 | decode time, microseconds |
+/// | 24–31 | duration, microseconds |
+/// | 32–39 | when the server got it, wall-clock microseconds since 1970 (live latency) |
+enum DisplayMessage {
+    /// The sample header's size.
+    static let headerSize = 40
+
+    /// Microseconds of a media time (rounded), as WebCodecs counts.
+    static func microseconds(_ time: MediaTime) -> Int64 {
+        guard time.isNumeric else { return 0 }
+        return time.converted(toTimescale: 1_000_000, rounding: .halfAwayFromZero).value
+    }
+
+    /// A sample message.
+    static func sample(_ sample: SampleBuffer, number: Int, hidden: Bool, afterFlush: Bool, arrival: Int64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(headerSize + sample.data.count)
+        bytes.append(1)
+        bytes.append((sample.isSync ? 1 : 0) | (hidden ? 2 : 0) | (afterFlush ? 4 : 0))
+        bytes += [0, 0]
+        append(UInt32(truncatingIfNeeded: number), to: &bytes)
+        append(UInt64(bitPattern: microseconds(sample.presentationTime)), to: &bytes)
+        append(UInt64(bitPattern: microseconds(sample.decodeTime)), to: &bytes)
+        append(UInt64(bitPattern: microseconds(sample.duration)), to: &bytes)
+        append(UInt64(bitPattern: arrival), to: &bytes)
+        sample.data.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// The `config` message: what a page configures its `VideoDecoder` with (the RFC 6381 codec
+    /// string, the avcC record as the decoder's `description`, the coded size and the colour
+    /// description when the stream gives one).
+    static func configuration(_ description: VideoFormatDescription, live: Bool) -> String {
+        var fields: [String] = [
+            "\"type\":\"config\"", "\"codec\":\"\(description.codecString)\"",
+            "\"description\":\"\(Base64.encode(description.avcC))\"",
+            "\"width\":\(description.width)", "\"height\":\(description.height)", "\"live\":\(live)",
+        ]
+        if let colour = description.colour {
+            fields.append("\"colour\":{\"primaries\":\(colour.primaries),\"transfer\":\(colour.transfer),\"matrix\":\(colour.matrix),\"fullRange\":\(colour.fullRange)}")
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// The `timebase` message: the control timebase's time (seconds) and rate, now.
+    static func timebase(time: MediaTime, rate: Double) -> String {
+        "{\"type\":\"timebase\",\"time\":\(time.isNumeric ? time.seconds : 0),\"rate\":\(rate.isFinite ? rate : 0)}"
+    }
+
+    /// `info`: the stream's length in seconds (a file).
+    static func info(duration: MediaTime) -> String {
+        "{\"type\":\"info\",\"duration\":\(duration.isNumeric ? duration.seconds : 0)}"
+    }
+
+    /// `flush`: drop every queued and decoded frame; the next sample is a sync sample.
+    static let flush = "{\"type\":\"flush\"}"
+    /// `end`: no more samples; the page reports `ended` once it has shown the last.
+    static let end = "{\"type\":\"end\"}"
+
+    /// `capture`: send back, as PNG, what the canvas shows for these presentation times (µs).
+    static func capture(_ timestamps: [Int64]) -> String {
+        "{\"type\":\"capture\",\"timestamps\":[" + timestamps.map(String.init).joined(separator: ",") + "]}"
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+public import H264Network
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+import NIOCore
+import NIOWebSocket
+import Synchronization
+
+/// The web server of the display: it serves the player page (plain HTML and JavaScript shipped
+/// in this module's resources, decoding with WebCodecs) and, over a WebSocket, the samples of a
+/// ``DisplayLayer`` to every page that opens it. Hummingbird 2 with its WebSocket module.
+///
+/// A page watches either one layer every page shares (``show(_:)``: an application's stream, a
+/// live source), or a layer of its own that ``onPage(_:)`` feeds (a file, each page from its
+/// start, with its own seeks). Nothing is served but the page, its script and the WebSocket;
+/// what a page sends is bounded (``Options/maximumMessageSize``) and checked, a page that sends
+/// nonsense is logged and goes on or is closed, and a page that stops reading falls behind on
+/// its own.
+public final class DisplayServer: Sendable {
+    /// How the server runs.
+    public struct Options: Sendable {
+        /// The address to listen on: loopback unless another is asked for.
+        public var host: String
+        /// The TCP port (0: any free port; ``run(onListening:)`` says which).
+        public var port: Int
+        /// The most pages at once; one more is refused.
+        public var maximumPages: Int
+        /// The largest message a page may send (a PNG capture of a large picture is the largest).
+        public var maximumMessageSize: Int
+        /// How each layer made for a page feeds it (``onPage(_:)``).
+        public var layer: DisplayLayer.Options
+
+        /// Options: 127.0.0.1:8080, 16 pages, 32 MiB messages.
+        public init(host: String = "127.0.0.1", port: Int = 8080, maximumPages: Int = 16, maximumMessageSize: Int = 32 << 20, layer: DisplayLayer.Options = .init()) {
+            self.host = host
+            self.port = port
+            self.maximumPages = maximumPages
+            self.maximumMessageSize = maximumMessageSize
+            self.layer = layer
+        }
+    }
+
+    /// What the server has done.
+    public struct Statistics: Sendable, Hashable, Codable {
+        /// Pages that connected.
+        public var pages = 0
+        /// Pages refused (``Options/maximumPages``).
+        public var pagesRefused = 0
+        /// Messages from pages that were not understood (ignored).
+        public var badMessages = 0
+        /// Pages closed for a message that broke the protocol or its size limit.
+        public var pagesClosedForBadInput = 0
+    }
+
+    /// How the server runs.
+    public let options: Options
+    private enum Source: Sendable {
+        case none
+        case shared(DisplayLayer)
+        case perPage(@Sendable (DisplayLayer) async -> Void)
+    }
+    private let source = Mutex<Source>(.none)
+    private let counts = Mutex(Statistics())
+    private let nextPage = Atomic<Int>(0)
+    private let page: [UInt8]
+    private let script: [UInt8]
+    private let logger: Logger
+
+    /// A server with `options`; fails when the page's resources are missing.
+    public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.display")) throws(NetworkError) {
+        guard (0...65535).contains(options.port), options.maximumPages > 0, options.maximumMessageSize >= 1024 else {
+            throw NetworkError(.unsupported, "display server options: a port of 0-65535, at least one page, messages of at least 1 KiB")
+        }
+        guard let html = Bundle.module.url(forResource: "player", withExtension: "html").flatMap({ try? Data(contentsOf: $0) }),
+              let javascript = Bundle.module.url(forResource: "player", withExtension: "js").flatMap({ try? Data(contentsOf: $0) })
+        else {
+            throw NetworkError(.source, "the player page is missing from H264Display's resources (\(Bundle.module.bundlePath))")
+        }
+        self.options = options
+        self.logger = logger
+        page = Array(html)
+        script = Array(javascript)
+    }
+
+    /// Every page watches `layer`.
+    public func show(_ layer: DisplayLayer) {
+        source.withLock { $0 = .shared(layer) }
+    }
+
+    /// Each page gets a layer of its own, which `feed` fills (it is cancelled when the page goes).
+    public func onPage(_ feed: @escaping @Sendable (DisplayLayer) async -> Void) {
+        source.withLock { $0 = .perPage(feed) }
+    }
+
+    /// What the server has done.
+    public var statistics: Statistics { counts.withLock { $0 } }
+
+    /// Serves until the task is cancelled; `onListening` gets the page's URL once the server
+    /// listens (with the port the system chose for port 0).
+    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws(NetworkError) {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        let page = ByteBuffer(bytes: self.page), script = ByteBuffer(bytes: self.script)
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: page))
+        }
+        router.get("/player.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: script))
+        }
+        router.ws("/stream") { [self] _, _ in
+            let refused = counts.withLock { counts -> Bool in
+                guard activePages.load(ordering: .relaxed) < options.maximumPages else {
+                    counts.pagesRefused += 1
+                    return true
+                }
+                return false
+            }
+            if refused { logger.warning("a page refused: \(options.maximumPages) pages already watch") }
+            return refused ? .dontUpgrade : .upgrade([:])
+        } onUpgrade: { [self] inbound, outbound, _ in
+            await serve(inbound: inbound, outbound: outbound)
+        }
+        let host = options.host
+        let application = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: options.maximumMessageSize))),
+            configuration: .init(address: .hostname(host, port: options.port), serverName: "H264Kit"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                onListening("http://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
+            },
+            logger: logger
+        )
+        do {
+            // Stopping closes every page's WebSocket: the server waits for its connections to end.
+            try await withTaskCancellationHandler {
+                try await application.run()
+            } onCancel: {
+                for close in closers.withLock({ Array($0.values) }) { close() }
+            }
+        } catch is CancellationError {
+        } catch {
+            throw NetworkError(.socket, "display server on \(host):\(options.port): \(error)")
+        }
+    }
+
+    private let activePages = Atomic<Int>(0)
+    /// How to close each page's WebSocket, for stopping.
+    private let closers = Mutex<[Int: @Sendable () -> Void]>([:])
+
+    /// One page's WebSocket: its layer's messages out, its reports and requests in.
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        let id = nextPage.add(1, ordering: .relaxed).newValue
+        activePages.add(1, ordering: .relaxed)
+        counts.withLock { $0.pages += 1 }
+        defer { activePages.subtract(1, ordering: .relaxed) }
+        let layer: DisplayLayer
+        var feed: (@Sendable (DisplayLayer) async -> Void)?
+        switch source.withLock({ $0 }) {
+        case .shared(let shared): layer = shared
+        case .perPage(let makeFeed):
+            layer = DisplayLayer(options: options.layer)
+            feed = makeFeed
+        case .none:
+            try? await outbound.close(.unexpectedServerError, reason: "nothing to show")
+            return
+        }
+        let connection = PageConnection(id: id, maximumQueuedSamples: layer.options.maximumQueuedSamples)
+        closers.withLock { $0[id] = { Task { try? await outbound.close(.goingAway, reason: "the server is stopping") } } }
+        defer { closers.withLock { _ = $0.removeValue(forKey: id) } }
+        layer.attach(connection)
+        logger.info("page \(id) watching")
+        await withTaskGroup(of: Void.self) { group in
+            if let feed { group.addTask { await feed(layer) } }
+            group.addTask {
+                // The writer: the page's queue onto its socket.
+                for await message in connection.messages {
+                    do {
+                        switch message {
+                        case .text(let text):
+                            try await outbound.write(.text(text))
+                        case .sample(let sample, let generation):
+                            defer { connection.taken() }
+                            guard connection.isCurrent(generation) else { continue }
+                            try await outbound.write(.binary(ByteBuffer(bytes: DisplayMessage.sample(sample.sample, number: sample.number, hidden: sample.hidden,
+                                                                                                       afterFlush: sample.afterFlush, arrival: sample.arrival))))
+                        }
+                    } catch {
+                        return
+                    }
+                }
+            }
+            // The reader: what the page says, until it goes.
+            do {
+                for try await message in inbound.messages(maxSize: options.maximumMessageSize) {
+                    handle(message, from: connection, layer: layer)
+                }
+            } catch {
+                counts.withLock { $0.pagesClosedForBadInput += 1 }
+                logger.warning("page \(id) closed: \(error)")
+            }
+            connection.finish()
+            group.cancelAll()
+        }
+        layer.detach(connection)
+        logger.info("page \(id) gone")
+    }
+
+    private func handle(_ message: WebSocketMessage, from connection: PageConnection, layer: DisplayLayer) {
+        switch message {
+        case .text(let text):
+            guard let data = text.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let type = object["type"] as? String else {
+                bad(connection, "a text message that is not a JSON object with a type")
+                return
+            }
+            switch type {
+            case "status", "report":
+                guard let report = try? JSONDecoder().decode(PageReport.self, from: data) else {
+                    bad(connection, "a \(type) that does not read as a report")
+                    return
+                }
+                layer.record(report, from: connection)
+                if let error = report.error, type == "report" { logger.error("page \(connection.id): \(error)") }
+            case "control":
+                guard let action = object["action"] as? String else { return bad(connection, "a control without an action") }
+                layer.control(action, value: object["value"] as? Double)
+            case "error":
+                logger.error("page \(connection.id): \((object["message"] as? String)?.prefix(500) ?? "an error")")
+                if var report = layer.pageReports.last {
+                    report.error = (object["message"] as? String).map { String($0.prefix(500)) }
+                    layer.record(report, from: connection)
+                }
+            default:
+                bad(connection, "a message of type \(type.prefix(40))")
+            }
+        case .binary(var buffer):
+            // A capture: kind 2, the presentation time (µs, 8 bytes), the PNG.
+            guard buffer.readableBytes > 9, buffer.readInteger(as: UInt8.self) == 2, let timestamp = buffer.readInteger(as: Int64.self) else {
+                return bad(connection, "a binary message that is not a capture")
+            }
+            layer.captured(timestamp: timestamp, png: Array(buffer.readableBytesView))
+        }
+    }
+
+    private func bad(_ connection: PageConnection, _ what: String) {
+        counts.withLock { $0.badMessages += 1 }
+        logger.warning("page \(connection.id) sent \(what); ignored")
+    }
+}

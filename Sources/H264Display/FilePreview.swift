@@ -1,0 +1,191 @@
+public import H264Session
+public import MediaCore
+import H264Container
+import Synchronization
+
+/// Plays a media file (anything ``MediaSource`` reads: Annex-B, MP4, MOV) into a
+/// ``DisplayLayer``: seed 003's case study 1 as one call. Samples are enqueued while the layer is
+/// ready (``DisplayLayer/requestMediaDataWhenReady()``), so memory stays flat for any file, and
+/// the layer's control timebase starts at `rate` from the first frame.
+///
+/// A page's seek is carried out here: the layer is flushed, the file is read again from the
+/// sync sample before the target (a movie seeks there; an Annex-B stream is read from its start
+/// keeping one group of pictures), and the frames before the target are decoded but not shown,
+/// so the page lands on the exact frame. At the end of the file the layer is told (or, looping,
+/// the file starts again with times rising); a seek after the end plays again from there.
+public struct FilePreview: Sendable {
+    /// The file.
+    public let path: String
+    /// How it is read.
+    public let options: MediaSource.Options
+    /// Start again after the last sample, without end.
+    public let loops: Bool
+    /// Where to start (a seek before playing), nil for the beginning.
+    public let start: MediaTime?
+    /// The rate to play at (1: real time).
+    public let rate: Double
+
+    /// A preview of the file at `path`.
+    public init(path: String, options: MediaSource.Options = .init(), loops: Bool = false, start: MediaTime? = nil, rate: Double = 1) {
+        self.path = path
+        self.options = options
+        self.loops = loops
+        self.start = start
+        self.rate = rate
+    }
+
+    /// The presentation times of the file's frames, in presentation order (to name frames by
+    /// their number, as `preview --capture` does).
+    public func presentationTimes() throws(SessionError) -> [MediaTime] {
+        let source = try MediaSource(path: path, options: options)
+        var times: [MediaTime] = []
+        while let sample = try source.next() { if !sample.attachments.doNotDisplay { times.append(sample.presentationTime) } }
+        return times.sorted { $0 < $1 }
+    }
+
+    /// Feeds `layer` until the task is cancelled (the page went away), or the file has ended and
+    /// no seek follows.
+    public func feed(_ layer: DisplayLayer) async {
+        let seeks = SeekInbox()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await request in layer.controlRequests {
+                    if case .seek(let time) = request {
+                        seeks.request(time)
+                        layer.flush()
+                    }
+                }
+            }
+            group.addTask {
+                do { try await play(layer, seeks) } catch {}
+                layer.endOfStream()
+            }
+            _ = await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func play(_ layer: DisplayLayer, _ seeks: SeekInbox) async throws {
+        var target = start
+        var reader = try Reader(path: path, options: options, loops: loops, layer: layer)
+        var first = true, initial = true
+        while true {
+            try Task.checkCancellation()
+            if let seek = seeks.take() {
+                target = seek
+                first = true
+            }
+            if first {
+                if let target { try reader.seek(to: target) } else { try reader.restart() }
+                let time = target ?? reader.firstPresentation ?? .zero
+                // The first time at the preview's rate; after a seek, at the rate the page has.
+                if initial { layer.setRate(rate, time: time) } else { layer.setTime(time) }
+                initial = false
+                first = false
+            }
+            try await layer.requestMediaDataWhenReady()
+            if seeks.pending { continue }
+            guard let sample = try reader.next() else {
+                layer.endOfStream()
+                // Ended: a seek plays again.
+                while !seeks.pending { try await Task.sleep(for: .milliseconds(20)) }
+                continue
+            }
+            let hidden = target.map { sample.presentationTime < $0 } ?? false
+            layer.enqueue(sample, hidden: hidden)
+        }
+    }
+}
+
+/// The seek a page asked for last, between the control reader and the player.
+private final class SeekInbox: Sendable {
+    private let target = Mutex<MediaTime?>(nil)
+
+    func request(_ time: MediaTime) { target.withLock { $0 = time } }
+    func take() -> MediaTime? { target.withLock { value in defer { value = nil }; return value } }
+    var pending: Bool { target.withLock { $0 != nil } }
+}
+
+/// A file's samples, looped with rising times, positioned by presentation time.
+private struct Reader {
+    let path: String
+    let options: MediaSource.Options
+    let loops: Bool
+    var source: MediaSource
+    var offset = MediaTime.zero
+    var end: MediaTime?
+    var passSamples = 0
+    /// Samples read ahead while seeking in a stream that cannot seek (one group of pictures).
+    var buffered: [SampleBuffer] = []
+    var firstPresentation: MediaTime?
+
+    init(path: String, options: MediaSource.Options, loops: Bool, layer: DisplayLayer) throws {
+        self.path = path
+        self.options = options
+        self.loops = loops
+        source = try MediaSource(path: path, options: options)
+        if let track = source.track, track.timescale > 0 {
+            layer.mediaDuration = MediaTime(value: Int64(clamping: track.mediaDuration), timescale: track.timescale)
+        }
+    }
+
+    mutating func restart() throws {
+        source = try MediaSource(path: path, options: options)
+        offset = .zero
+        end = nil
+        passSamples = 0
+        buffered = []
+        firstPresentation = nil
+        if let sample = try source.next() {
+            firstPresentation = sample.presentationTime
+            buffered = [sample]
+        }
+    }
+
+    /// Positions at the sync sample before `time` (a movie seeks; a stream is read from its
+    /// start, keeping the group of pictures that holds `time`).
+    mutating func seek(to time: MediaTime) throws {
+        try restart()
+        buffered = []
+        if source.seek(toPresentationTime: time) { return }
+        var group: [SampleBuffer] = []
+        while let sample = try source.next() {
+            if sample.isSync {
+                if sample.presentationTime > time, !group.isEmpty {
+                    buffered = group + [sample]
+                    return
+                }
+                group = []
+            }
+            group.append(sample)
+            guard group.count <= 4096 else { break }  // a group of pictures past any real one
+        }
+        buffered = group
+    }
+
+    mutating func next() throws -> SampleBuffer? {
+        while true {
+            var sample: SampleBuffer
+            if !buffered.isEmpty {
+                sample = buffered.removeFirst()
+            } else if let read = try source.next() {
+                sample = read
+            } else {
+                guard loops, passSamples > 0 else { return nil }
+                source = try MediaSource(path: path, options: options)
+                passSamples = 0
+                guard let read = try source.next(), let end else { return nil }
+                offset = end - read.decodeTime
+                sample = read
+            }
+            passSamples += 1
+            if offset != .zero {
+                sample.timing.presentationTime = sample.presentationTime + offset
+                sample.timing.decodeTime = sample.decodeTime + offset
+            }
+            let sampleEnd = sample.decodeTime + sample.duration
+            if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }
+            return sample
+        }
+    }
+}

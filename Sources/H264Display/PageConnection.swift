@@ -1,0 +1,132 @@
+import MediaCore
+import Synchronization
+
+/// A sample on its way to a page.
+struct OutgoingSample: Sendable {
+    var sample: SampleBuffer
+    var number: Int
+    var hidden: Bool
+    var afterFlush: Bool
+    /// When the layer got it, wall-clock microseconds (a live page reports the latency from here).
+    var arrival: Int64
+}
+
+/// One page watching a layer: the messages waiting for its WebSocket (drained by the server's
+/// writer for that socket), and what the page last reported.
+///
+/// Samples wait in order, at most the layer's `maximumQueuedSamples`; one that does not fit is
+/// dropped with everything up to the next sync sample (counted): the page fell behind. A page
+/// starts at a sync sample. A flush makes the samples still waiting stale (the writer skips
+/// them) and sends the page a `flush`.
+final class PageConnection: Sendable {
+    enum Outgoing: Sendable {
+        case text(String)
+        case sample(OutgoingSample, generation: Int)
+    }
+
+    private struct State {
+        var queued = 0
+        var waitingForSync = true
+        var fellBehind = false
+        var dropped = 0
+        var generation = 0
+        var configured: VideoFormatDescription?
+        var status: PageReport?
+        var statusReceived: ContinuousClock.Instant?
+        var lastQueuedPresentation: MediaTime?
+    }
+
+    let id: Int
+    let messages: AsyncStream<Outgoing>
+    private let continuation: AsyncStream<Outgoing>.Continuation
+    private let limit: Int
+    private let state = Mutex(State())
+
+    init(id: Int, maximumQueuedSamples: Int) {
+        self.id = id
+        limit = maximumQueuedSamples
+        (messages, continuation) = AsyncStream.makeStream()
+    }
+
+    /// Samples dropped because the page fell behind.
+    var droppedSamples: Int { state.withLock { $0.dropped } }
+
+    /// Queues a sample (its decoder configuration first when it changes); false when dropped.
+    func send(_ outgoing: OutgoingSample, live: Bool) -> Bool {
+        let (messages, accepted) = state.withLock { state -> ([Outgoing], Bool) in
+            if state.waitingForSync, !outgoing.sample.isSync { return ([], false) }
+            guard state.queued < limit else {
+                state.waitingForSync = true
+                state.fellBehind = true
+                state.dropped += 1
+                return ([], false)
+            }
+            state.waitingForSync = false
+            state.fellBehind = false
+            var messages: [Outgoing] = []
+            let description = outgoing.sample.formatDescription
+            if state.configured != description {
+                state.configured = description
+                messages.append(.text(DisplayMessage.configuration(description, live: live)))
+            }
+            state.queued += 1
+            state.lastQueuedPresentation = outgoing.sample.presentationTime
+            messages.append(.sample(outgoing, generation: state.generation))
+            return (messages, true)
+        }
+        for message in messages { continuation.yield(message) }
+        return accepted
+    }
+
+    /// Queues a control message.
+    func sendText(_ text: String) {
+        continuation.yield(.text(text))
+    }
+
+    /// Whether a sample of this generation should still go out (not flushed since).
+    func isCurrent(_ generation: Int) -> Bool { state.withLock { $0.generation == generation } }
+
+    /// The writer took a sample off the queue (sent or skipped).
+    func taken() {
+        state.withLock { $0.queued -= 1 }
+    }
+
+    /// Drops what is waiting; the page is told to drop what it holds.
+    func flush() {
+        state.withLock { state in
+            state.generation += 1
+            state.waitingForSync = true
+            state.lastQueuedPresentation = nil
+        }
+        continuation.yield(.text(DisplayMessage.flush))
+    }
+
+    /// The page's latest status.
+    func noteStatus(_ report: PageReport) {
+        state.withLock { state in
+            state.status = report
+            state.statusReceived = .now
+        }
+    }
+
+    /// Room for more: not fallen behind, queue not full, and (a file) less than `ahead` seconds
+    /// of media past the page's clock (its last report, moved on at its rate since).
+    func hasRoom(lastPresentation: MediaTime?, ahead: Double, live: Bool) -> Bool {
+        state.withLock { state in
+            guard !state.fellBehind, state.queued < limit / 2 else { return false }
+            if live { return true }
+            guard let status = state.status, let received = state.statusReceived else {
+                return state.queued < 30  // the page has not reported yet
+            }
+            guard let last = lastPresentation ?? state.lastQueuedPresentation, last.isNumeric else { return true }
+            let elapsed = ContinuousClock.now - received
+            let clock = status.time + (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * status.rate
+            return last.seconds - clock < ahead
+        }
+    }
+
+    /// No more messages (the socket closed).
+    func finish() {
+        continuation.finish()
+    }
+}

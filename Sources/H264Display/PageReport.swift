@@ -1,0 +1,84 @@
+/// What a page measured, as it reports it (a `status` message several times a second, and a
+/// `report` at the end of playback): `preview --report` writes the last one as JSON.
+public struct PageReport: Sendable, Hashable, Codable {
+    /// Lateness percentiles in milliseconds: when a frame was drawn less when its presentation
+    /// time came on the page's clock.
+    public struct Lateness: Sendable, Hashable, Codable {
+        /// The median.
+        public var p50: Double
+        /// The 95th percentile.
+        public var p95: Double
+        /// The largest.
+        public var max: Double
+
+        /// Percentiles.
+        public init(p50: Double = 0, p95: Double = 0, max: Double = 0) {
+            self.p50 = p50
+            self.p95 = p95
+            self.max = max
+        }
+    }
+
+    /// Samples received over the WebSocket.
+    public var framesReceived: Int
+    /// Frames the `VideoDecoder` output.
+    public var framesDecoded: Int
+    /// Frames drawn on the canvas.
+    public var framesPresented: Int
+    /// Frames decoded but never drawn: late (a later frame was due too) or flushed.
+    public var framesDropped: Int
+    /// Decoder errors (a sample the browser could not decode).
+    public var decodeErrors: Int
+    /// When frames were drawn against when they were due.
+    public var latenessMs: Lateness
+    /// The codec string the decoder was configured with (`avc1.64001f`).
+    public var codec: String
+    /// The picture width.
+    public var width: Int
+    /// The picture height.
+    public var height: Int
+    /// The browser's `navigator.userAgent`.
+    public var userAgent: String
+    /// Samples waiting in the decoder (`decodeQueueSize`).
+    public var decodeQueue: Int
+    /// Decoded frames waiting for their time.
+    public var framesWaiting: Int
+    /// The page clock's media time, seconds.
+    public var time: Double
+    /// The page clock's rate (0: paused).
+    public var rate: Double
+    /// Whether the page has shown everything up to the end of the stream.
+    public var ended: Bool
+    /// Why the stream cannot play here (the browser does not support its configuration), if so.
+    public var error: String?
+    /// Live sources: added latency in milliseconds, from a sample's arrival at the server to
+    /// its drawing (p50, p95, max); nil for files.
+    public var liveLatencyMs: Lateness?
+    /// The page's JavaScript heap in bytes, where the browser says (`performance.memory`).
+    public var heapBytes: Int?
+
+    /// A report with nothing measured yet.
+    public init(framesReceived: Int = 0, framesDecoded: Int = 0, framesPresented: Int = 0, framesDropped: Int = 0, decodeErrors: Int = 0,
+                latenessMs: Lateness = .init(), codec: String = "", width: Int = 0, height: Int = 0, userAgent: String = "", decodeQueue: Int = 0,
+                framesWaiting: Int = 0, time: Double = 0, rate: Double = 0, ended: Bool = false, error: String? = nil, liveLatencyMs: Lateness? = nil,
+                heapBytes: Int? = nil) {
+        self.framesReceived = framesReceived
+        self.framesDecoded = framesDecoded
+        self.framesPresented = framesPresented
+        self.framesDropped = framesDropped
+        self.decodeErrors = decodeErrors
+        self.latenessMs = latenessMs
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.userAgent = userAgent
+        self.decodeQueue = decodeQueue
+        self.framesWaiting = framesWaiting
+        self.time = time
+        self.rate = rate
+        self.ended = ended
+        self.error = error
+        self.liveLatencyMs = liveLatencyMs
+        self.heapBytes = heapBytes
+    }
+}

@@ -1,0 +1,160 @@
+public import H264Network
+public import H264Streaming
+public import MediaCore
+import Synchronization
+
+/// `h264kit preview` as one call: a ``DisplayServer`` showing a file (each page gets it from
+/// its start, with its own seeks) or a live RTP/RTSP source (every page watches the same layer,
+/// frames drawn as they arrive), until the task is cancelled or, with
+/// ``Options/exitsAfterPlayback``, until a page has shown the stream to its end.
+public struct Preview: Sendable {
+    /// What is shown.
+    public enum Source: Sendable {
+        /// A media file.
+        case file(FilePreview)
+        /// An RTP stream (an `RTPReceiver`: `rtp://@:PORT` or a session description).
+        case rtp(RTPReceiver)
+        /// An RTSP stream to play.
+        case rtsp(RTSPClient)
+    }
+
+    /// How the preview runs.
+    public struct Options: Sendable {
+        /// The web server.
+        public var server: DisplayServer.Options
+        /// End once a page has shown the stream to its end (a file's end, a live stream's BYE).
+        public var exitsAfterPlayback: Bool
+        /// Frames (numbers in presentation order, from 0) whose picture pages send back as PNG.
+        public var captures: [Int]
+
+        /// Options: serve until cancelled, no captures.
+        public init(server: DisplayServer.Options = .init(), exitsAfterPlayback: Bool = false, captures: [Int] = []) {
+            self.server = server
+            self.exitsAfterPlayback = exitsAfterPlayback
+            self.captures = captures
+        }
+    }
+
+    /// What is shown.
+    public let source: Source
+    /// How the preview runs.
+    public let options: Options
+
+    /// A preview of `source`.
+    public init(source: Source, options: Options = Options()) {
+        self.source = source
+        self.options = options
+    }
+
+    /// Serves the preview; `onListening` gets the page's URL, `onCapture` each PNG a page sends
+    /// back (the frame's number and the bytes). Returns the report of the page that ended (or of
+    /// every page, when cancelled).
+    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in },
+                    onCapture: @escaping @Sendable (Int, [UInt8]) -> Void = { _, _ in }) async throws(NetworkError) -> [PageReport] {
+        var serverOptions = options.server
+        if case .file = source {} else { serverOptions.layer.isLive = true }
+        let server = try DisplayServer(options: serverOptions)
+        let outcome = Outcome()
+        var captureTimes: [MediaTime] = []
+        if case .file(let file) = source, !options.captures.isEmpty {
+            let times: [MediaTime]
+            do { times = try file.presentationTimes() } catch { throw NetworkError(.source, "\(file.path): \(error)") }
+            for number in options.captures {
+                guard times.indices.contains(number) else { throw NetworkError(.source, "\(file.path): no frame \(number) to capture (it has \(times.count))") }
+                captureTimes.append(times[number])
+            }
+        }
+        let numbers = Dictionary(zip(captureTimes.map(DisplayMessage.microseconds), options.captures), uniquingKeysWith: { a, _ in a })
+        let requestedTimes = captureTimes
+        let watch: @Sendable (DisplayLayer) async -> Void = { layer in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await (timestamp, png) in layer.captures { if let number = numbers[timestamp] { onCapture(number, png) } }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(50))
+                        let reports = layer.pageReports
+                        outcome.latest(reports)
+                        if let ended = reports.first(where: \.ended) { outcome.ended(ended) }
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
+        let shared: DisplayLayer?
+        switch source {
+        case .file(let file):
+            shared = nil
+            server.onPage { layer in
+                if !requestedTimes.isEmpty { layer.requestCaptures(at: requestedTimes) }
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await watch(layer) }
+                    group.addTask { await file.feed(layer) }
+                    _ = await group.next()
+                    group.cancelAll()
+                }
+            }
+        case .rtp, .rtsp:
+            let layer = DisplayLayer(options: serverOptions.layer)
+            server.show(layer)
+            shared = layer
+        }
+        let source = self.source
+        let exits = options.exitsAfterPlayback
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.run(onListening: onListening) }
+                if let shared {
+                    group.addTask { await watch(shared) }
+                    group.addTask {
+                        // A live source: samples to the layer as they come, the end told.
+                        defer { shared.endOfStream() }
+                        switch source {
+                        case .rtp(let receiver):
+                            var options = receiver.options
+                            options.isLowLatency = true
+                            _ = try await RTPReceiver(endpoint: receiver.endpoint, payloadFormat: receiver.payloadFormat, options: options).receive { shared.enqueue($0) }
+                        case .rtsp(let client):
+                            var options = client.options
+                            options.receiver.isLowLatency = true
+                            _ = try await RTSPClient(url: client.url, options: options).receive { shared.enqueue($0) }
+                        case .file:
+                            break
+                        }
+                        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+                    }
+                }
+                if exits {
+                    group.addTask { await outcome.waitForEnd() }
+                    _ = try await group.next()
+                } else {
+                    try await group.next()
+                }
+                group.cancelAll()
+            }
+        } catch let error as NetworkError {
+            throw error
+        } catch is CancellationError {
+        } catch {
+            throw NetworkError(.socket, "\(error)")
+        }
+        return outcome.reports
+    }
+}
+
+/// The pages' reports as the preview runs, and the end of playback.
+private final class Outcome: Sendable {
+    private let state = Mutex<(latest: [PageReport], ended: PageReport?)>(([], nil))
+
+    func latest(_ reports: [PageReport]) { state.withLock { if $0.ended == nil { $0.latest = reports } } }
+    func ended(_ report: PageReport) { state.withLock { $0.ended = $0.ended ?? report } }
+    var reports: [PageReport] { state.withLock { $0.ended.map { [$0] } ?? $0.latest } }
+
+    func waitForEnd() async {
+        while state.withLock({ $0.ended == nil }) {
+            try? await Task.sleep(for: .milliseconds(20))
+            if Task.isCancelled { return }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+// The H264Kit display layer's page: samples over a WebSocket, decoded with WebCodecs'
+// VideoDecoder, each frame drawn on the canvas when the control timebase (mapped onto
+// performance.now()) reaches its presentation time. Late frames (a later one is due too) are
+// dropped and counted; every VideoFrame is closed once drawn or dropped. Live streams are drawn
+// as they are decoded. The page reports what it measured (status ten times a second, a report
+// at the end) and sends back PNGs of the frames asked for. No framework, no build step.
+'use strict';
+
+const canvas = document.getElementById('screen');
+const context = canvas.getContext('2d');
+const overlay = document.getElementById('overlay');
+const message = document.getElementById('message');
+const playButton = document.getElementById('play');
+const stepButton = document.getElementById('step');
+const rateSelect = document.getElementById('rate');
+const seekBar = document.getElementById('seek');
+const timeLabel = document.getElementById('time');
+
+const HEADER = 40;
+const counts = { received: 0, decoded: 0, presented: 0, dropped: 0, decodeErrors: 0 };
+
+// Percentiles from a fixed histogram (0.25 ms bins up to 4 s): memory stays flat however long.
+class Histogram {
+  constructor() { this.bins = new Uint32Array(16001); this.count = 0; this.max = 0; }
+  add(ms) {
+    const value = Math.max(0, ms);
+    this.bins[Math.min(16000, Math.floor(value * 4))]++;
+    this.count++;
+    if (value > this.max) this.max = value;
+  }
+  percentile(p) {
+    if (this.count === 0) return 0;
+    let rank = Math.ceil(this.count * p), seen = 0;
+    for (let i = 0; i < this.bins.length; i++) {
+      seen += this.bins[i];
+      if (seen >= rank) return Math.min(this.max, (i + 1) / 4);
+    }
+    return this.max;
+  }
+  summary() { return { p50: this.percentile(0.5), p95: this.percentile(0.95), max: this.max }; }
+}
+const lateness = new Histogram();
+const liveLatency = new Histogram();
+
+let configuration = null;   // the last config message
+let decoder = null;
+let live = false;
+let frames = [];            // decoded, waiting for their time: { frame, arrival }
+const pending = new Map();  // presentation time (µs) -> { hidden, arrival } of samples in the decoder
+let error = null;
+let endRequested = false, flushing = false, ended = false, reported = false;
+let captures = new Set();
+let lastDrawn = null;       // presentation time (µs) of the frame on screen
+let duration = 0;
+
+// The clock: the control timebase's time and rate, anchored on performance.now().
+const clock = { time: 0, rate: 0, wall: performance.now(), waitingForFirstFrame: true };
+function clockTime() { return clock.time + (performance.now() - clock.wall) / 1000 * clock.rate; }
+function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); }
+
+const socket = new WebSocket(`ws://${location.host}/stream`);
+socket.binaryType = 'arraybuffer';
+socket.onmessage = (event) => {
+  if (typeof event.data === 'string') {
+    let control;
+    try { control = JSON.parse(event.data); } catch (e) { return; }
+    onControl(control);
+  } else {
+    onSample(event.data);
+  }
+};
+socket.onclose = () => { overlay.textContent += '\n(disconnected)'; };
+
+function send(object) { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(object)); }
+
+function fail(text) {
+  error = text;
+  message.textContent = text;
+  send({ type: 'error', message: text });
+  sendReport('report');
+}
+
+function base64Bytes(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function onControl(control) {
+  switch (control.type) {
+    case 'config': configure(control); break;
+    case 'timebase':
+      setClock(control.time, control.rate);
+      if (control.rate > 0 && counts.presented === 0) clock.waitingForFirstFrame = true;
+      playButton.textContent = control.rate > 0 ? '⏸' : '▶';
+      break;
+    case 'info':
+      duration = control.duration || 0;
+      seekBar.max = String(duration);
+      break;
+    case 'flush': flushAll(); break;
+    case 'end': endRequested = true; break;
+    case 'capture': for (const t of control.timestamps) captures.add(t); break;
+  }
+}
+
+function decoderConfig(control) {
+  return { codec: control.codec, description: base64Bytes(control.description), optimizeForLatency: !!control.live };
+}
+
+function configure(control) {
+  configuration = control;
+  live = !!control.live;
+  canvas.width = control.width;
+  canvas.height = control.height;
+  const config = decoderConfig(control);
+  VideoDecoder.isConfigSupported(config).then((support) => {
+    if (!support.supported) fail(`This browser cannot decode ${control.codec} (${control.width}x${control.height}).`);
+  }, (e) => fail(`This browser cannot decode ${control.codec}: ${e.message}`));
+  try {
+    if (!decoder || decoder.state === 'closed') decoder = new VideoDecoder({ output: onFrame, error: onDecoderError });
+    decoder.configure(config);   // a new configuration applies from the next sample (a sync sample)
+  } catch (e) {
+    fail(`This browser cannot decode ${control.codec}: ${e.message}`);
+  }
+}
+
+function onDecoderError(e) {
+  counts.decodeErrors++;
+  if (!error) fail(`Decoder error: ${e.message}`);
+}
+
+function onSample(buffer) {
+  const view = new DataView(buffer);
+  if (buffer.byteLength < HEADER || view.getUint8(0) !== 1) return;
+  counts.received++;
+  const flags = view.getUint8(1);
+  const timestamp = Number(view.getBigInt64(8));
+  const sampleDuration = Number(view.getBigInt64(24));
+  const arrival = Number(view.getBigInt64(32));
+  if (!decoder || decoder.state !== 'configured') return;
+  pending.set(timestamp, { hidden: (flags & 2) !== 0, arrival });
+  try {
+    decoder.decode(new EncodedVideoChunk({
+      type: (flags & 1) ? 'key' : 'delta', timestamp, duration: sampleDuration, data: new Uint8Array(buffer, HEADER),
+    }));
+  } catch (e) {
+    pending.delete(timestamp);
+    counts.decodeErrors++;
+    if (!error) fail(`Decoder error: ${e.message}`);
+  }
+}
+
+function onFrame(frame) {
+  counts.decoded++;
+  const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
+  pending.delete(frame.timestamp);
+  if (info.hidden) { frame.close(); return; }   // decoded on the way to a seek's target
+  let index = frames.length;
+  while (index > 0 && frames[index - 1].frame.timestamp > frame.timestamp) index--;
+  frames.splice(index, 0, { frame, arrival: info.arrival });
+}
+
+function flushAll() {
+  for (const entry of frames) { entry.frame.close(); counts.dropped++; }
+  frames = [];
+  pending.clear();
+  if (decoder && decoder.state !== 'closed') {
+    decoder.reset();   // unconfigures: the configuration comes again before the next sample
+    if (configuration) { try { decoder.configure(decoderConfig(configuration)); } catch (e) { fail(e.message); } }
+  }
+  clock.waitingForFirstFrame = true;
+  endRequested = false;
+  ended = false;
+  reported = false;
+}
+
+function draw(entry) {
+  const frame = entry.frame;
+  context.drawImage(frame, 0, 0, canvas.width, canvas.height);
+  counts.presented++;
+  lastDrawn = frame.timestamp;
+  if (live && entry.arrival > 0) liveLatency.add(performance.timeOrigin + performance.now() - entry.arrival / 1000);
+  if (captures.has(frame.timestamp)) capture(frame.timestamp);
+  frame.close();
+}
+
+function capture(timestamp) {
+  captures.delete(timestamp);
+  canvas.toBlob((blob) => {
+    blob.arrayBuffer().then((png) => {
+      const bytes = new Uint8Array(9 + png.byteLength);
+      bytes[0] = 2;
+      new DataView(bytes.buffer).setBigInt64(1, BigInt(timestamp));
+      bytes.set(new Uint8Array(png), 9);
+      socket.send(bytes);
+    });
+  }, 'image/png');
+}
+
+// Each animation frame: draw the frame whose time has come, drop those it supersedes.
+function tick() {
+  if (frames.length > 0) {
+    if (live) {
+      while (frames.length > 1) {
+        const superseded = frames.shift();
+        if (captures.has(superseded.frame.timestamp)) { draw(superseded); counts.presented--; counts.dropped++; } else { superseded.frame.close(); counts.dropped++; }
+      }
+      draw(frames.shift());
+    } else {
+      if (clock.waitingForFirstFrame && clock.rate > 0) {
+        // Playing starts when the first frame is ready: its time is now.
+        setClock(frames[0].frame.timestamp / 1e6, clock.rate);
+        clock.waitingForFirstFrame = false;
+      }
+      const now = clockTime() * 1e6 + 500;   // (half a millisecond of rounding)
+      let due = -1;
+      for (let i = 0; i < frames.length && frames[i].frame.timestamp <= now; i++) due = i;
+      if (due < 0 && clock.rate === 0 && lastDrawn === null) due = 0;   // paused before the first frame: show it
+      if (due >= 0) {
+        for (let i = 0; i < due; i++) {
+          const late = frames[i];
+          if (captures.has(late.frame.timestamp)) { draw(late); counts.presented--; } else { late.frame.close(); }
+          counts.dropped++;
+        }
+        const entry = frames[due];
+        if (clock.rate > 0) {
+          const dueWall = clock.wall + (entry.frame.timestamp / 1e6 - clock.time) / clock.rate * 1000;
+          lateness.add(performance.now() - dueWall);
+        }
+        frames = frames.slice(due + 1);
+        draw(entry);
+      }
+    }
+  }
+  if (endRequested && !flushing && !ended && decoder && decoder.state === 'configured' && pending.size > 0 && decoder.decodeQueueSize === 0) {
+    // The last samples are in: the decoder gives back the frames it holds for reordering.
+    flushing = true;
+    decoder.flush().catch(() => {}).finally(() => { flushing = false; pending.clear(); });
+  }
+  if (endRequested && !ended && !flushing && pending.size === 0 && frames.length === 0) {
+    ended = true;
+    sendReport('report');
+  }
+  showOverlay();
+  requestAnimationFrame(tick);
+}
+
+let lastCount = 0, lastCountTime = performance.now(), fps = 0;
+function showOverlay() {
+  const now = performance.now();
+  if (now - lastCountTime >= 1000) {
+    fps = (counts.presented - lastCount) * 1000 / (now - lastCountTime);
+    lastCount = counts.presented;
+    lastCountTime = now;
+  }
+  const c = configuration;
+  const lines = [
+    c ? `${c.width}x${c.height} ${c.codec}${live ? ' (live)' : ''}` : 'waiting for the stream',
+    `${fps.toFixed(1)} fps, presented ${counts.presented}, dropped ${counts.dropped}, late p95 ${lateness.percentile(0.95).toFixed(1)} ms`,
+    `decode queue ${decoder ? decoder.decodeQueueSize : 0}, waiting ${frames.length}, errors ${counts.decodeErrors}`,
+  ];
+  if (live) lines.push(`added latency p50 ${liveLatency.percentile(0.5).toFixed(1)} ms, p95 ${liveLatency.percentile(0.95).toFixed(1)} ms`);
+  overlay.textContent = lines.join('\n');
+  const time = live ? (lastDrawn || 0) / 1e6 : clockTime();
+  timeLabel.textContent = time.toFixed(3);
+  if (document.activeElement !== seekBar && duration > 0) seekBar.value = String(Math.min(duration, time));
+}
+
+function report(type) {
+  const c = configuration || {};
+  const result = {
+    type, framesReceived: counts.received, framesDecoded: counts.decoded, framesPresented: counts.presented,
+    framesDropped: counts.dropped, decodeErrors: counts.decodeErrors, latenessMs: lateness.summary(),
+    codec: c.codec || '', width: c.width || 0, height: c.height || 0, userAgent: navigator.userAgent,
+    decodeQueue: decoder ? decoder.decodeQueueSize : 0, framesWaiting: frames.length,
+    time: live ? (lastDrawn || 0) / 1e6 : clockTime(), rate: clock.rate, ended,
+  };
+  if (error) result.error = error;
+  if (live) result.liveLatencyMs = liveLatency.summary();
+  if (performance.memory) result.heapBytes = performance.memory.usedJSHeapSize;
+  return result;
+}
+
+function sendReport(type) {
+  if (type === 'report') { if (reported) return; reported = true; }
+  send(report(type));
+}
+
+setInterval(() => sendReport('status'), 100);
+
+// Controls: play, pause and rate change the layer's timebase; seek and step go to the source.
+playButton.onclick = () => send({ type: 'control', action: clock.rate > 0 ? 'pause' : 'play', value: Number(rateSelect.value) });
+rateSelect.onchange = () => send({ type: 'control', action: 'rate', value: Number(rateSelect.value) });
+seekBar.onchange = () => { if (!live) send({ type: 'control', action: 'seek', value: Number(seekBar.value) }); };
+stepButton.onclick = () => {
+  if (live || clock.rate > 0 || frames.length === 0) return;
+  const entry = frames.shift();
+  setClock(entry.frame.timestamp / 1e6, 0);
+  draw(entry);
+  send({ type: 'control', action: 'step', value: lastDrawn / 1e6 });
+};
+
+requestAnimationFrame(tick);

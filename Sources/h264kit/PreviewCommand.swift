@@ -1,0 +1,122 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import H264Kit
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct PreviewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preview",
+        abstract: "Show SOURCE in a web browser: the page decodes with WebCodecs and draws each frame on time.",
+        discussion: """
+            The first line on standard output is the page's URL (open it in Chrome, Edge or Firefox; --open \
+            starts the desktop's browser). A file plays in each page from its start, paced by the control \
+            timebase, with play/pause, rate, seek (to the exact frame) and frame step; a live source \
+            (rtp://@:PORT, FILE.sdp, rtsp://HOST:PORT/PATH) is drawn as it arrives. The server stops reading \
+            while the page is saturated, so memory stays flat for any file length. Localhost by default.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A file (.264, .mp4, .mov), or a live source as `receive` takes.", valueName: "SOURCE"))
+    var source: String
+
+    @Option(help: "The address to listen on (another than loopback only when you mean it).")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port (0: any free port).")
+    var port = 8080
+
+    @Flag(help: "Start the file again after its end, times rising.")
+    var loop = false
+
+    @Option(help: "Play at this rate (0.25 to 4).")
+    var rate: Double = 1
+
+    @Option(help: ArgumentHelp("Start at this time of the file.", valueName: "SECONDS"))
+    var start: Double?
+
+    @Flag(help: "Open the page in the desktop's browser (xdg-open).")
+    var open = false
+
+    @Flag(help: "End once a page has shown the stream to its end.")
+    var exitAfterPlayback = false
+
+    @Option(help: ArgumentHelp("Write what the page measured as JSON.", valueName: "FILE.json"))
+    var report: String?
+
+    @Option(help: ArgumentHelp("Frames (presentation order, from 0) the page sends back as PNG.", valueName: "N,N,..."))
+    var capture: String?
+
+    @Option(help: ArgumentHelp("Where the captures go (DIR/frame-N.png).", valueName: "DIR"))
+    var captureDir: String?
+
+    @OptionGroup var limits: LimitOptions
+
+    var isLive: Bool {
+        let lower = source.lowercased()
+        return lower.hasPrefix("rtp://") || lower.hasPrefix("rtsp://") || lower.hasSuffix(".sdp")
+    }
+
+    var captureNumbers: [Int] { capture?.split(separator: ",").compactMap { Int($0.filter { $0 != " " }) } ?? [] }
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port \(port): 0-65535") }
+        guard rate >= 0.25, rate <= 4 else { throw ValidationError("--rate \(rate): 0.25 to 4") }
+        if let start, !(start >= 0 && start.isFinite) { throw ValidationError("--start \(start): a time in seconds, 0 or more") }
+        if let capture {
+            let numbers = capture.split(separator: ",").map { Int($0.filter { $0 != " " }) }
+            guard !numbers.isEmpty, numbers.allSatisfy({ ($0 ?? -1) >= 0 }) else { throw ValidationError("--capture \(capture): frame numbers, as 0,30,59") }
+            guard captureDir != nil else { throw ValidationError("--capture needs --capture-dir DIR") }
+            if isLive { throw ValidationError("--capture names frames of a file") }
+        }
+        if isLive, loop || start != nil { throw ValidationError("--loop and --start are for a file; a live source plays as it comes") }
+    }
+
+    func run() async throws {
+        let previewSource: Preview.Source
+        do {
+            if source.lowercased().hasPrefix("rtsp://") {
+                previewSource = .rtsp(RTSPClient(url: try RTSPURL(parsing: source)))
+            } else if source.lowercased().hasPrefix("rtp://") {
+                previewSource = .rtp(RTPReceiver(endpoint: try RTPDestination(parsing: source), options: .init(idleTimeout: .seconds(3600))))
+            } else if source.lowercased().hasSuffix(".sdp") {
+                let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: source)).prefix(SessionDescription.maximumSize), as: UTF8.self)
+                previewSource = .rtp(try RTPReceiver(sessionDescription: SessionDescription(parsing: text), options: .init(idleTimeout: .seconds(3600))))
+            } else {
+                var options = MediaSource.Options()
+                options.movieLimits = limits.movie
+                previewSource = .file(FilePreview(path: source, options: options, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }, rate: rate))
+            }
+        } catch { throw ToolError("\(source): \(error)") }
+        if let captureDir { try FileManager.default.createDirectory(atPath: captureDir, withIntermediateDirectories: true) }
+
+        let preview = Preview(source: previewSource, options: .init(server: .init(host: host, port: port), exitsAfterPlayback: exitAfterPlayback, captures: captureNumbers))
+        let opens = open, directory = captureDir
+        let task = Task {
+            try await preview.run(onListening: { url in
+                // The URL first, at once (a script or test reads it from a pipe).
+                let line = Array((url + "\n").utf8)
+                _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                if opens { DispatchQueue.global().async { _ = try? SystemIO.ChildProcess.run(["/usr/bin/xdg-open", url]) } }
+            }, onCapture: { number, png in
+                guard let directory else { return }
+                do { try writeFile("\(directory)/frame-\(number).png", png) } catch { printError("capture \(number): \(error)") }
+            })
+        }
+        let stop = InterruptionSignals { task.cancel() }
+        defer { stop.restore() }
+        let reports: [PageReport]
+        do { reports = try await task.value } catch { throw ToolError("\(source): \(error)") }
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try writeFile(report, Array(try encoder.encode(reports.first ?? PageReport())))
+        }
+        if let failure = reports.compactMap(\.error).first {
+            throw ToolError("\(source): the page could not play it: \(failure)")
+        }
+    }
+}
