@@ -43,7 +43,7 @@ var targets: [Target] = [
     // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.
     .target(name: "H264Display", dependencies: [
         "H264Streaming", "H264Network", "H264Session", "H264Container", "MediaCore",
-        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         .product(name: "Logging", package: "swift-log"),
     ], resources: [.copy("Resources/player.html"), .copy("Resources/player.js")]),
 

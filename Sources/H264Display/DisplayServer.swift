@@ -1,6 +1,7 @@
 import Foundation
 public import H264Network
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
@@ -99,7 +100,7 @@ public final class DisplayServer: Sendable {
     /// Serves until the task is cancelled; `onListening` gets the page's URL once the server
     /// listens (with the port the system chose for port 0).
     public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws(NetworkError) {
-        let router = Router(context: BasicWebSocketRequestContext.self)
+        let router = Router(context: BasicRequestContext.self)
         let page = ByteBuffer(bytes: self.page), script = ByteBuffer(bytes: self.script)
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: page))
@@ -107,23 +108,30 @@ public final class DisplayServer: Sendable {
         router.get("/player.js") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: script))
         }
-        router.ws("/stream") { [self] _, _ in
-            let refused = counts.withLock { counts -> Bool in
-                guard activePages.load(ordering: .relaxed) < options.maximumPages else {
-                    counts.pagesRefused += 1
-                    return true
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: options.maximumMessageSize))
+        let connections = self.connections
+        // Every connection is noted as it is accepted, so that stopping can close them all.
+        let server = HTTPServerBuilder { responder in
+            TrackingChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration) { [self] head, _, _ in
+                guard head.path?.split(separator: "?").first == "/stream" else { return .dontUpgrade }
+                let refused = counts.withLock { counts -> Bool in
+                    guard activePages.load(ordering: .relaxed) < options.maximumPages else {
+                        counts.pagesRefused += 1
+                        return true
+                    }
+                    return false
                 }
-                return false
-            }
-            if refused { logger.warning("a page refused: \(options.maximumPages) pages already watch") }
-            return refused ? .dontUpgrade : .upgrade([:])
-        } onUpgrade: { [self] inbound, outbound, _ in
-            await serve(inbound: inbound, outbound: outbound)
+                if refused {
+                    logger.warning("a page refused: \(options.maximumPages) pages already watch")
+                    return .dontUpgrade
+                }
+                return .upgrade([:]) { [self] inbound, outbound, _ in await serve(inbound: inbound, outbound: outbound) }
+            }, connections: connections)
         }
         let host = options.host
         let application = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: options.maximumMessageSize))),
+            server: server,
             configuration: .init(address: .hostname(host, port: options.port), serverName: "H264Kit"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -132,11 +140,13 @@ public final class DisplayServer: Sendable {
             logger: logger
         )
         do {
-            // Stopping closes every page's WebSocket: the server waits for its connections to end.
+            // Stopping closes every connection (a page's WebSocket, a browser's idle HTTP
+            // connection): the server waits for its connections to end, and a browser may keep
+            // one open for minutes.
             try await withTaskCancellationHandler {
                 try await application.run()
             } onCancel: {
-                for close in closers.withLock({ Array($0.values) }) { close() }
+                connections.closeAll()
             }
         } catch is CancellationError {
         } catch {
@@ -145,8 +155,8 @@ public final class DisplayServer: Sendable {
     }
 
     private let activePages = Atomic<Int>(0)
-    /// How to close each page's WebSocket, for stopping.
-    private let closers = Mutex<[Int: @Sendable () -> Void]>([:])
+    /// Every connection open, to close them all when stopping.
+    private let connections = ConnectionRegistry()
 
     /// One page's WebSocket: its layer's messages out, its reports and requests in.
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
@@ -166,8 +176,6 @@ public final class DisplayServer: Sendable {
             return
         }
         let connection = PageConnection(id: id, maximumQueuedSamples: layer.options.maximumQueuedSamples)
-        closers.withLock { $0[id] = { Task { try? await outbound.close(.goingAway, reason: "the server is stopping") } } }
-        defer { closers.withLock { _ = $0.removeValue(forKey: id) } }
         layer.attach(connection)
         logger.info("page \(id) watching")
         await withTaskGroup(of: Void.self) { group in
@@ -245,5 +253,35 @@ public final class DisplayServer: Sendable {
     private func bad(_ connection: PageConnection, _ what: String) {
         counts.withLock { $0.badMessages += 1 }
         logger.warning("page \(connection.id) sent \(what); ignored")
+    }
+}
+
+/// The connections a server has open.
+final class ConnectionRegistry: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    func add(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        let added = channels.withLock { $0.updateValue(channel, forKey: key) == nil }
+        if added { channel.closeFuture.whenComplete { [self] _ in channels.withLock { _ = $0.removeValue(forKey: key) } } }
+    }
+
+    func closeAll() {
+        for channel in channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+    }
+}
+
+/// A server's child channels as Hummingbird sets them up, each noted in a registry first.
+struct TrackingChildChannel<Base: ServerChildChannel>: ServerChildChannel {
+    let base: Base
+    let connections: ConnectionRegistry
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Base.Value> {
+        connections.add(channel)
+        return base.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Base.Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
     }
 }

@@ -53,7 +53,8 @@ struct DisplayTests {
         }
         let browser = try HeadlessChromium(url: try #require(address))
         defer { browser.stop() }
-        return (try await reports, shared.captures.withLock { $0 })
+        let result = try await reports
+        return (result, shared.captures.withLock { $0 })
     }
 
     @Test("a file plays in Chromium: every frame presented, no decode error, late by less than a frame; the report names codec, size and browser")
