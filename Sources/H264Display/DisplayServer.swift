@@ -32,8 +32,8 @@ public final class DisplayServer: Sendable {
         /// How each layer made for a page feeds it (``onPage(_:)``).
         public var layer: DisplayLayer.Options
 
-        /// Options: 127.0.0.1:8080, 16 pages, 32 MiB messages.
-        public init(host: String = "127.0.0.1", port: Int = 8080, maximumPages: Int = 16, maximumMessageSize: Int = 32 << 20, layer: DisplayLayer.Options = .init()) {
+        /// Options: 127.0.0.1:8080, 256 pages, 32 MiB messages.
+        public init(host: String = "127.0.0.1", port: Int = 8080, maximumPages: Int = 256, maximumMessageSize: Int = 32 << 20, layer: DisplayLayer.Options = .init()) {
             self.host = host
             self.port = port
             self.maximumPages = maximumPages
@@ -129,6 +129,10 @@ public final class DisplayServer: Sendable {
             }, connections: connections)
         }
         let host = options.host
+        // Hummingbird's own messages (at error level for a connection cancelled while the
+        // server stops) only when tracing: the server's events are logged here.
+        var frameworkLogger = logger
+        if logger.logLevel > .debug { frameworkLogger.logLevel = .critical }
         let application = Application(
             router: router,
             server: server,
@@ -137,7 +141,7 @@ public final class DisplayServer: Sendable {
                 let port = channel.localAddress?.port ?? 0
                 onListening("http://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
             },
-            logger: logger
+            logger: frameworkLogger
         )
         do {
             // Stopping closes every connection (a page's WebSocket, a browser's idle HTTP
@@ -203,6 +207,7 @@ public final class DisplayServer: Sendable {
                 for try await message in inbound.messages(maxSize: options.maximumMessageSize) {
                     handle(message, from: connection, layer: layer)
                 }
+            } catch is CancellationError {
             } catch {
                 counts.withLock { $0.pagesClosedForBadInput += 1 }
                 logger.warning("page \(id) closed: \(error)")
@@ -233,11 +238,8 @@ public final class DisplayServer: Sendable {
                 guard let action = object["action"] as? String else { return bad(connection, "a control without an action") }
                 layer.control(action, value: object["value"] as? Double)
             case "error":
+                // (The page's report that follows carries it.)
                 logger.error("page \(connection.id): \((object["message"] as? String)?.prefix(500) ?? "an error")")
-                if var report = layer.pageReports.last {
-                    report.error = (object["message"] as? String).map { String($0.prefix(500)) }
-                    layer.record(report, from: connection)
-                }
             default:
                 bad(connection, "a message of type \(type.prefix(40))")
             }

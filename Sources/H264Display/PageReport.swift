@@ -45,6 +45,8 @@ public struct PageReport: Sendable, Hashable, Codable {
     public var framesWaiting: Int
     /// The page clock's media time, seconds.
     public var time: Double
+    /// The presentation time of the frame on screen, seconds (nil before the first).
+    public var presentedTime: Double?
     /// The page clock's rate (0: paused).
     public var rate: Double
     /// Whether the page has shown everything up to the end of the stream.
@@ -60,7 +62,7 @@ public struct PageReport: Sendable, Hashable, Codable {
     /// A report with nothing measured yet.
     public init(framesReceived: Int = 0, framesDecoded: Int = 0, framesPresented: Int = 0, framesDropped: Int = 0, decodeErrors: Int = 0,
                 latenessMs: Lateness = .init(), codec: String = "", width: Int = 0, height: Int = 0, userAgent: String = "", decodeQueue: Int = 0,
-                framesWaiting: Int = 0, time: Double = 0, rate: Double = 0, ended: Bool = false, error: String? = nil, liveLatencyMs: Lateness? = nil,
+                framesWaiting: Int = 0, time: Double = 0, presentedTime: Double? = nil, rate: Double = 0, ended: Bool = false, error: String? = nil, liveLatencyMs: Lateness? = nil,
                 heapBytes: Int? = nil) {
         self.framesReceived = framesReceived
         self.framesDecoded = framesDecoded
@@ -75,6 +77,7 @@ public struct PageReport: Sendable, Hashable, Codable {
         self.decodeQueue = decodeQueue
         self.framesWaiting = framesWaiting
         self.time = time
+        self.presentedTime = presentedTime
         self.rate = rate
         self.ended = ended
         self.error = error

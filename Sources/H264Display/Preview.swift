@@ -6,7 +6,8 @@ import Synchronization
 /// `h264kit preview` as one call: a ``DisplayServer`` showing a file (each page gets it from
 /// its start, with its own seeks) or a live RTP/RTSP source (every page watches the same layer,
 /// frames drawn as they arrive), until the task is cancelled or, with
-/// ``Options/exitsAfterPlayback``, until a page has shown the stream to its end.
+/// ``Options/exitsAfterPlayback``, until a page has shown the stream to its end or stopped
+/// on an error it cannot go past (``PageReport/error``: a stream the browser cannot decode).
 public struct Preview: Sendable {
     /// What is shown.
     public enum Source: Sendable {
@@ -76,7 +77,7 @@ public struct Preview: Sendable {
                         try? await Task.sleep(for: .milliseconds(50))
                         let reports = layer.pageReports
                         outcome.latest(reports)
-                        if let ended = reports.first(where: \.ended) { outcome.ended(ended) }
+                        if let ended = reports.first(where: { $0.ended || $0.error != nil }) { outcome.ended(ended) }
                     }
                 }
                 await group.waitForAll()

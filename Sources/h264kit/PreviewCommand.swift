@@ -115,6 +115,9 @@ struct PreviewCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try writeFile(report, Array(try encoder.encode(reports.first ?? PageReport())))
         }
+        if let shown = reports.first, shown.error == nil, shown.decodeErrors > 0 {
+            printError("warning: \(source): the page could not decode \(shown.decodeErrors) sample(s) and went on at the next sync sample")
+        }
         if let failure = reports.compactMap(\.error).first {
             throw ToolError("\(source): the page could not play it: \(failure)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import H264Display
+import H264Bitstream
 import H264Session
 import MediaCore
 import Synchronization
@@ -31,14 +32,24 @@ final class HeadlessChromium: @unchecked Sendable {
     }
 }
 
+/// The suites that run servers and browsers in real time: one test at a time, at high priority
+/// (a page drops frames when the machine's two cores are taken by 200 clients beside it).
+@Suite("Display in real time", .serialized, .timely)
+enum RealTimeDisplay {}
+
 /// The display layer with real pages: headless Chromium decodes with WebCodecs what the server
 /// sends; reports, captures and the timebase checked against ffmpeg and the clock.
-@Suite("Display layer in headless Chromium", .requires(.chromium, .ffmpeg, .ffprobe), .serialized, .timely)
+extension RealTimeDisplay {
+@Suite("Display layer in headless Chromium", .requires(.chromium, .ffmpeg, .ffprobe))
 struct DisplayTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
     /// Runs `preview` with a page in Chromium until the page has shown the stream to its end.
-    static func play(_ preview: Preview) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
+    static func play(_ preview: Preview, seconds: Double = 120) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
+        try await withDeadline(seconds: seconds, "a page playing the preview to its end") { try await playToEnd(preview) }
+    }
+
+    static func playToEnd(_ preview: Preview) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
         final class Shared: Sendable {
             let url = Mutex<String?>(nil)
             let captures = Mutex<[Int: [UInt8]]>([:])
@@ -70,12 +81,159 @@ struct DisplayTests {
     }
 }
 
+}
+
+extension RealTimeDisplay.DisplayTests {
+    /// Every picture of `path` as ffmpeg decodes it, converted to RGB with the matrix and range
+    /// of its VUI (BT.709 limited range where it gives none, as Chromium shows such a stream).
+    static func referencePictures(_ path: String, width: Int, height: Int) throws -> [[UInt8]] {
+        let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=color_space,color_range", "-of", "default=noprint_wrappers=1", path])
+        var fields: [String: String] = [:]
+        for line in probe.stdoutText.split(separator: "\n") {
+            let pair = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { fields[pair[0]] = pair[1] }
+        }
+        let matrix = fields["color_space"].flatMap { ["bt709": "bt709", "bt470bg": "bt601", "smpte170m": "bt601", "fcc": "fcc", "smpte240m": "smpte240m"][$0] } ?? "bt709"
+        let range = fields["color_range"] == "pc" ? "pc" : "tv"
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-vf", "scale=in_color_matrix=\(matrix):in_range=\(range):out_range=pc:flags=bilinear",
+                                         "-pix_fmt", "rgb24", "-f", "rawvideo", "-"]).stdout
+        let size = width * height * 3
+        return stride(from: 0, to: decoded.count - size + 1, by: size).map { [UInt8](decoded[$0..<($0 + size)]) }
+    }
+
+    /// A PNG's pixels as RGB, through ffmpeg.
+    static func pixels(ofPNG png: [UInt8]) throws -> [UInt8] {
+        let path = try Checkout.temporaryFile(png, suffix: ".png")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return [UInt8](try run("ffmpeg", ["-v", "error", "-i", path, "-pix_fmt", "rgb24", "-f", "rawvideo", "-"]).stdout)
+    }
+
+    static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
+        guard a.count == b.count, !a.isEmpty else { return 0 }
+        var sum = 0.0
+        for index in a.indices { let d = Double(Int(a[index]) - Int(b[index])); sum += d * d }
+        let mse = sum / Double(a.count)
+        return mse == 0 ? 100 : 10 * log10(255 * 255 / mse)
+    }
+
+    @Test("the picture is right: frames the page drew, sent back as PNG, match ffmpeg's decode in RGB (PSNR >= 40 dB; the wrong range gives 38), with and without a colour description",
+          arguments: [false, true])
+    func capturedPicturesMatchFFmpeg(colourDescription: Bool) async throws {
+        var path = Self.source
+        if colourDescription {
+            // Full-range BT.601 with its VUI saying so: the page must honour the matrix and the
+            // range. (Primaries BT.709 and the sRGB transfer: Chromium manages colour, and with
+            // BT.470BG primaries it converts the gamut as well, which ffmpeg's scale does not —
+            // measured: the green bar gains 28 of blue.)
+            path = try Checkout.temporaryFile([], suffix: ".mp4")
+            let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "50", "-vf", "scale=out_range=pc",
+                                          "-pix_fmt", "yuvj420p", "-c:v", "libx264", "-preset", "veryfast", "-color_range", "pc", "-colorspace", "bt470bg",
+                                          "-color_primaries", "bt709", "-color_trc", "iec61966-2-1", path])
+            try #require(made.status == 0, "\(made.stderrText)")
+        }
+        defer { if colourDescription { try? FileManager.default.removeItem(atPath: path) } }
+        let numbers = [0, 17, 40]
+        let preview = Preview(source: .file(FilePreview(path: path)), options: .init(server: .init(port: 0), exitsAfterPlayback: true, captures: numbers))
+        let (reports, captures) = try await Self.play(preview)
+        #expect(reports.first?.ended == true && reports.first?.error == nil, "\(reports)")
+        let reference = try Self.referencePictures(path, width: 320, height: 240)
+        for number in numbers {
+            let png = try #require(captures[number], "no capture of frame \(number)")
+            let value = Self.psnr(try Self.pixels(ofPNG: png), reference[number])
+            #expect(value >= 40, "frame \(number): \(value) dB")
+        }
+    }
+
+    /// A layer fed by a looped file, shown to one Chromium page, for driving its timebase.
+    static func withLoopedPage(_ body: (DisplayLayer) async throws -> Void) async throws {
+        let server = try DisplayServer(options: .init(port: 0))
+        final class Shared: Sendable { let url = Mutex<String?>(nil) }
+        let shared = Shared()
+        let layer = DisplayLayer()
+        server.show(layer)
+        let serving = Task { try await server.run { address in shared.url.withLock { $0 = address } } }
+        defer { serving.cancel() }
+        let feeding = Task { await FilePreview(path: source, loops: true).feed(layer) }
+        defer { feeding.cancel() }
+        var address: String?
+        for _ in 0..<6000 where address == nil {
+            address = shared.url.withLock { $0 }
+            if address == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let browser = try HeadlessChromium(url: try #require(address))
+        defer { browser.stop() }
+        // Playing: frames presented.
+        for _ in 0..<3000 where (layer.pageReports.first?.framesPresented ?? 0) < 10 { try await Task.sleep(for: .milliseconds(10)) }
+        try await body(layer)
+    }
+
+    /// The page's next report after now.
+    static func freshReport(_ layer: DisplayLayer) async throws -> PageReport {
+        try await Task.sleep(for: .milliseconds(250))
+        return try #require(layer.pageReports.first)
+    }
+
+    @Test("the control timebase drives the page: pause holds the frame and stops the clock; rate 2 plays twice as fast; a seek lands on the exact frame; a flush empties the queues")
+    func timebaseSemantics() async throws {
+        try await Self.withLoopedPage { layer in
+            // Pause: the clock and the frame on screen stay.
+            layer.setRate(0)
+            let paused = try await Self.freshReport(layer)
+            try await Task.sleep(for: .seconds(1))
+            let stillPaused = try await Self.freshReport(layer)
+            #expect(abs(stillPaused.time - paused.time) < 0.001 && stillPaused.framesPresented == paused.framesPresented && stillPaused.presentedTime == paused.presentedTime,
+                    "\(paused.time) -> \(stillPaused.time), \(paused.framesPresented) -> \(stillPaused.framesPresented)")
+
+            // Rate 2 for 3 seconds of wall clock: 6 seconds of media, within 5%.
+            layer.setRate(2)
+            let start = try await Self.freshReport(layer)
+            let wall = ContinuousClock.now
+            try await Task.sleep(for: .seconds(3))
+            let end = try #require(layer.pageReports.first)
+            let elapsed = ContinuousClock.now - wall
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 - 0.25
+            let advanced = (end.presentedTime ?? 0) - (start.presentedTime ?? 0)
+            #expect(abs(advanced / (seconds + 0.25) - 2) <= 0.1, "media advanced \(advanced) s in \(seconds + 0.25) s of wall clock")
+            #expect(abs((end.time - start.time) / (seconds + 0.25) - 2) <= 0.1, "the page clock advanced \(end.time - start.time) s")
+
+            // Seek while paused: the frame on screen is the one asked for (a B-frame between sync samples).
+            layer.setRate(0)
+            let target = MediaTime(value: 45 * 1001, timescale: 30_000)  // frame 45
+            layer.control("seek", value: target.seconds)
+            var landed: PageReport?
+            for _ in 0..<300 {
+                try await Task.sleep(for: .milliseconds(20))
+                if let report = layer.pageReports.first, let shown = report.presentedTime, abs(shown - target.seconds) < 0.0005 { landed = report; break }
+            }
+            #expect(landed != nil, "the page shows \(layer.pageReports.first?.presentedTime ?? -1), not \(target.seconds)")
+
+            // Flush: nothing waits in the page afterwards.
+            layer.setRate(1)
+            try await Task.sleep(for: .milliseconds(500))
+            layer.flush()
+            let flushed = try await Self.freshReport(layer)
+            #expect(flushed.framesWaiting <= 2, "\(flushed.framesWaiting) frames still waiting")
+            #expect(layer.statistics.flushes >= 2)
+        }
+    }
+
+    @Test("a stream the browser cannot decode (baseline with FMO: ffmpeg decodes none of it either) ends with an error saying so, not a blank success")
+    func undecodableStream() async throws {
+        let fixture = Checkout.root.path + "/Tests/Fixtures/jcodec-fmo-explicit.264"
+        let preview = Preview(source: .file(FilePreview(path: fixture)), options: .init(server: .init(port: 0), exitsAfterPlayback: true))
+        let (reports, _) = try await Self.play(preview)
+        let report = try #require(reports.first)
+        #expect(report.framesPresented == 0 && report.decodeErrors > 0, "\(report)")
+        #expect(report.error?.contains("No frame could be decoded") == true, "\(report)")
+    }
+}
+
 /// The wire format and the layer's bookkeeping, without a browser.
 @Suite("Display messages and layer")
 struct DisplayLayerTests {
     @Test("a sample message: the 40-byte header then the AVCC bytes; the config message names the codec and carries the avcC")
     func messageLayout() throws {
-        let reader = try SampleBufferReader(path: DisplayTests.source)
+        let reader = try SampleBufferReader(path: RealTimeDisplay.DisplayTests.source)
         let sample = try #require(try reader.next())
         let bytes = DisplayMessage.sample(sample, number: 7, hidden: true, afterFlush: false, arrival: 1234)
         #expect(bytes.count == 40 + sample.data.count && bytes[0] == 1 && bytes[1] == 0b011)
@@ -94,7 +252,7 @@ struct DisplayLayerTests {
         let page = PageConnection(id: 1, maximumQueuedSamples: 8)
         layer.attach(page)
         #expect(layer.isReadyForMoreMediaData)
-        let reader = try SampleBufferReader(path: DisplayTests.source)
+        let reader = try SampleBufferReader(path: RealTimeDisplay.DisplayTests.source)
         var enqueued = 0
         while layer.isReadyForMoreMediaData, let sample = try reader.next() {
             layer.enqueue(sample)

@@ -47,3 +47,24 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
+
+/// The test's bound on something that waits for another program (a browser, a peer): past
+/// `seconds`, `body` is cancelled and the test fails with `what` instead of hanging the run.
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public let description: String
+}
+
+public func withDeadline<T: Sendable>(seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw DeadlineExceeded(description: "\(what): not done in \(seconds) s")
+        }
+        return value
+    }
+}

@@ -47,7 +47,9 @@ let decoder = null;
 let live = false;
 let frames = [];            // decoded, waiting for their time: { frame, arrival }
 const pending = new Map();  // presentation time (µs) -> { hidden, arrival } of samples in the decoder
-let error = null;
+let error = null;           // a fatal error: playback stopped (the stream cannot be decoded here)
+let waitingForKey = false;
+let lastDecodeError = '';  // after a decode error: the decoder is new, and needs a sync sample
 let endRequested = false, flushing = false, ended = false, reported = false;
 let captures = new Set();
 let lastDrawn = null;       // presentation time (µs) of the frame on screen
@@ -74,6 +76,7 @@ socket.onclose = () => { overlay.textContent += '\n(disconnected)'; };
 function send(object) { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(object)); }
 
 function fail(text) {
+  if (error) return;
   error = text;
   message.textContent = text;
   send({ type: 'error', message: text });
@@ -116,19 +119,37 @@ function configure(control) {
   canvas.height = control.height;
   const config = decoderConfig(control);
   VideoDecoder.isConfigSupported(config).then((support) => {
-    if (!support.supported) fail(`This browser cannot decode ${control.codec} (${control.width}x${control.height}).`);
-  }, (e) => fail(`This browser cannot decode ${control.codec}: ${e.message}`));
+    if (!support.supported) stop(`This browser cannot decode ${control.codec} (${control.width}x${control.height}).`);
+  }, (e) => stop(`This browser cannot decode ${control.codec}: ${e.message}`));
   try {
     if (!decoder || decoder.state === 'closed') decoder = new VideoDecoder({ output: onFrame, error: onDecoderError });
     decoder.configure(config);   // a new configuration applies from the next sample (a sync sample)
   } catch (e) {
-    fail(`This browser cannot decode ${control.codec}: ${e.message}`);
+    stop(`This browser cannot decode ${control.codec}: ${e.message}`);
   }
 }
 
+// A fatal error: the decoder goes, nothing more is decoded, the report says why.
+function stop(text) {
+  if (decoder && decoder.state !== 'closed') decoder.close();
+  for (const entry of frames) entry.frame.close();
+  frames = [];
+  pending.clear();
+  fail(text);
+}
+
+// A damaged sample closes the decoder (WebCodecs): count it, start a new decoder from the same
+// configuration and go on at the next sync sample, as ffmpeg conceals and resumes.
 function onDecoderError(e) {
   counts.decodeErrors++;
-  if (!error) fail(`Decoder error: ${e.message}`);
+  lastDecodeError = e.message;
+  if (error) return;
+  counts.dropped += pending.size;
+  pending.clear();
+  if (counts.decodeErrors > 1000) { stop(`Decoder error: ${e.message} (${counts.decodeErrors} errors)`); return; }
+  decoder = null;
+  waitingForKey = true;
+  if (configuration) configure(configuration);
 }
 
 function onSample(buffer) {
@@ -140,6 +161,10 @@ function onSample(buffer) {
   const sampleDuration = Number(view.getBigInt64(24));
   const arrival = Number(view.getBigInt64(32));
   if (!decoder || decoder.state !== 'configured') return;
+  if (waitingForKey) {
+    if ((flags & 1) === 0) { counts.dropped++; return; }
+    waitingForKey = false;
+  }
   pending.set(timestamp, { hidden: (flags & 2) !== 0, arrival });
   try {
     decoder.decode(new EncodedVideoChunk({
@@ -147,8 +172,7 @@ function onSample(buffer) {
     }));
   } catch (e) {
     pending.delete(timestamp);
-    counts.decodeErrors++;
-    if (!error) fail(`Decoder error: ${e.message}`);
+    onDecoderError(e);
   }
 }
 
@@ -241,6 +265,9 @@ function tick() {
   }
   if (endRequested && !ended && !flushing && pending.size === 0 && frames.length === 0) {
     ended = true;
+    if (counts.presented === 0 && counts.decodeErrors > 0 && !error) {
+      error = `No frame could be decoded: ${counts.decodeErrors} decode error(s), the last: ${lastDecodeError}`;
+    }
     sendReport('report');
   }
   showOverlay();
@@ -277,6 +304,7 @@ function report(type) {
     decodeQueue: decoder ? decoder.decodeQueueSize : 0, framesWaiting: frames.length,
     time: live ? (lastDrawn || 0) / 1e6 : clockTime(), rate: clock.rate, ended,
   };
+  if (lastDrawn !== null) result.presentedTime = lastDrawn / 1e6;
   if (error) result.error = error;
   if (live) result.liveLatencyMs = liveLatency.summary();
   if (performance.memory) result.heapBytes = performance.memory.usedJSHeapSize;
