@@ -27,9 +27,10 @@ enum DisplayMessage {
     }
 
     /// A sample message.
-    static func sample(_ sample: SampleBuffer, number: Int, hidden: Bool, afterFlush: Bool, arrival: Int64) -> [UInt8] {
+    /// `inBand`: NAL units (parameter sets) to put before the sample's own, in its AVCC framing.
+    static func sample(_ sample: SampleBuffer, number: Int, hidden: Bool, afterFlush: Bool, arrival: Int64, inBand: [[UInt8]] = []) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(headerSize + sample.data.count)
+        bytes.reserveCapacity(headerSize + sample.data.count + inBand.reduce(0) { $0 + $1.count + 4 })
         bytes.append(1)
         bytes.append((sample.isSync ? 1 : 0) | (hidden ? 2 : 0) | (afterFlush ? 4 : 0))
         bytes += [0, 0]
@@ -38,6 +39,11 @@ enum DisplayMessage {
         append(UInt64(bitPattern: microseconds(sample.decodeTime)), to: &bytes)
         append(UInt64(bitPattern: microseconds(sample.duration)), to: &bytes)
         append(UInt64(bitPattern: arrival), to: &bytes)
+        let lengthSize = sample.formatDescription.nalUnitLengthSize
+        for unit in inBand {
+            for shift in stride(from: (lengthSize - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: unit.count >> shift)) }
+            bytes += unit
+        }
         sample.data.withUnsafeBytes { bytes.append(contentsOf: $0) }
         return bytes
     }

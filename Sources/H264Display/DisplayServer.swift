@@ -195,7 +195,7 @@ public final class DisplayServer: Sendable {
                             defer { connection.taken() }
                             guard connection.isCurrent(generation) else { continue }
                             try await outbound.write(.binary(ByteBuffer(bytes: DisplayMessage.sample(sample.sample, number: sample.number, hidden: sample.hidden,
-                                                                                                       afterFlush: sample.afterFlush, arrival: sample.arrival))))
+                                                                                                       afterFlush: sample.afterFlush, arrival: sample.arrival, inBand: sample.inBand))))
                         }
                     } catch {
                         return

@@ -9,6 +9,9 @@ struct OutgoingSample: Sendable {
     var afterFlush: Bool
     /// When the layer got it, wall-clock microseconds (a live page reports the latency from here).
     var arrival: Int64
+    /// Parameter sets to send in band before the sample's NAL units (new ones that arrived
+    /// between sync samples: a decoder is configured again only at a sync sample).
+    var inBand: [[UInt8]] = []
 }
 
 /// One page watching a layer: the messages waiting for its WebSocket (drained by the server's
@@ -64,10 +67,18 @@ final class PageConnection: Sendable {
             state.waitingForSync = false
             state.fellBehind = false
             var messages: [Outgoing] = []
+            var outgoing = outgoing
             let description = outgoing.sample.formatDescription
             if state.configured != description {
+                if outgoing.sample.isSync || state.configured == nil {
+                    messages.append(.text(DisplayMessage.configuration(description, live: live)))
+                } else {
+                    // New parameter sets between sync samples (a stream that sends a PPS with
+                    // every picture): WebCodecs wants a key frame after configure(), so they go
+                    // in band, where the decoder takes them as it would in an Annex-B stream.
+                    outgoing.inBand = description.sequenceParameterSets + description.sequenceParameterSetExtensions + description.pictureParameterSets
+                }
                 state.configured = description
-                messages.append(.text(DisplayMessage.configuration(description, live: live)))
             }
             state.queued += 1
             state.lastQueuedPresentation = outgoing.sample.presentationTime

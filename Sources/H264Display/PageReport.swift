@@ -51,6 +51,13 @@ public struct PageReport: Sendable, Hashable, Codable {
     public var rate: Double
     /// Whether the page has shown everything up to the end of the stream.
     public var ended: Bool
+    /// Something the page noticed that did not stop playback (the browser's decoder returned
+    /// fewer frames than it was given, without an error).
+    public var warning: String?
+    /// How fast the browser decoded: frames out per second from the first sample handed to the
+    /// decoder to the last frame out. Below the stream's frame rate, the decoder cannot keep up
+    /// (frames are then late and dropped); while it keeps up, the pacing holds it near the rate.
+    public var decodeFramesPerSecond: Double?
     /// Why the stream cannot play here (the browser does not support its configuration), if so.
     public var error: String?
     /// Live sources: added latency in milliseconds, from a sample's arrival at the server to

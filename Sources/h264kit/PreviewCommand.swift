@@ -115,6 +115,7 @@ struct PreviewCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try writeFile(report, Array(try encoder.encode(reports.first ?? PageReport())))
         }
+        if let warning = reports.first?.warning { printError("warning: \(source): \(warning)") }
         if let shown = reports.first, shown.error == nil, shown.decodeErrors > 0 {
             printError("warning: \(source): the page could not decode \(shown.decodeErrors) sample(s) and went on at the next sync sample")
         }

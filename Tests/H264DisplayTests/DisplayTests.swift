@@ -272,3 +272,51 @@ struct DisplayLayerTests {
         #expect(layer.statistics.flushes == 1)
     }
 }
+
+extension RealTimeDisplay.DisplayTests {
+    static let corpusStreams = Corpus.entries().filter { !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
+
+    @Test("every corpus stream this Chromium decodes plays whole at 1x: every frame ffmpeg decodes presented, no decode error, late by at most a frame at p95; any other ends with a clear error or warning",
+          arguments: corpusStreams)
+    func corpusInChromium(_ entry: Corpus.Entry) async throws {
+        let file = FilePreview(path: entry.url.path)
+        let times = try file.presentationTimes()
+        let steps = zip(times, times.dropFirst()).map { ($1 - $0).seconds }.sorted()
+        let frameDuration = steps.isEmpty ? 1.0 / 25 : steps[steps.count / 2]
+        let seconds = (times.last.map { ($0 - times[0]).seconds } ?? 0) + 60
+        let (reports, _) = try await Self.play(Preview(source: .file(file), options: .init(server: .init(port: 0), exitsAfterPlayback: true)), seconds: seconds)
+        let report = try #require(reports.first, "no page report")
+        if let error = report.error {
+            // Not decodable by this browser (14-bit, say): said clearly, nothing claimed.
+            #expect(error.count > 20 && report.framesPresented == 0, "\(entry): \(report)")
+            print("corpus in Chromium: \(entry.path): \(error)")
+            return
+        }
+        if let warning = report.warning {
+            // The browser's decoder dropped frames without an error (measured with Chromium 156:
+            // B-frames after a second IDR picture, a QuickTime file's last frame): the page says
+            // so; what it did show is checked below as for every stream.
+            withKnownIssue("\(entry.path): \(warning)") { Issue.record("\(warning)") }
+            #expect(report.ended && report.framesPresented == report.framesDecoded - report.framesDropped, "\(entry): \(report)")
+            return
+        }
+        // Every frame ffmpeg decodes (Chromium may decode a damaged one ffmpeg skips), but one
+        // of two frames with the same presentation time (clips joined without care): only one
+        // can be on screen at that time, the other is dropped.
+        let duplicates = times.count - Set(times).count
+        #expect(report.ended && report.decodeErrors == 0 && report.framesPresented <= report.framesReceived, "\(entry): \(report)")
+        let rate = 1 / frameDuration
+        let onTime = {
+            #expect(report.framesPresented >= (entry.frames ?? 0) - duplicates && report.framesDropped <= duplicates,
+                    "\(entry): \(report.framesPresented) presented, \(report.framesDropped) dropped, \(duplicates) duplicate times")
+            #expect(report.latenessMs.p95 <= frameDuration * 1000 + 1, "\(entry): lateness \(report.latenessMs), a frame is \(frameDuration * 1000) ms")
+        }
+        if let decoding = report.decodeFramesPerSecond, decoding < rate * 0.9 {
+            // The browser decodes this stream slower than real time here (4K60 in software on
+            // two cores): frames are late and dropped by nature; measured, not hidden.
+            withKnownIssue("\(entry.path): the browser decodes \(Int(decoding)) frames a second of a \(Int(rate.rounded())) fps stream") { onTime() }
+        } else {
+            onTime()
+        }
+    }
+}

@@ -49,7 +49,9 @@ let frames = [];            // decoded, waiting for their time: { frame, arrival
 const pending = new Map();  // presentation time (µs) -> { hidden, arrival } of samples in the decoder
 let error = null;           // a fatal error: playback stopped (the stream cannot be decoded here)
 let waitingForKey = false;
-let lastDecodeError = '';  // after a decode error: the decoder is new, and needs a sync sample
+let lastDecodeError = '';
+let given = 0;              // samples handed to the decoder
+let firstDecodeAt = null, lastOutputAt = null;   // performance.now() of the first decode() and the last frame out  // after a decode error: the decoder is new, and needs a sync sample
 let endRequested = false, flushing = false, ended = false, reported = false;
 let captures = new Set();
 let lastDrawn = null;       // presentation time (µs) of the frame on screen
@@ -113,6 +115,8 @@ function decoderConfig(control) {
 }
 
 function configure(control) {
+  if (decoder && decoder.state === 'configured' && configuration && configuration.codec === control.codec
+      && configuration.description === control.description && !!configuration.live === !!control.live) return;   // nothing new
   configuration = control;
   live = !!control.live;
   canvas.width = control.width;
@@ -166,6 +170,8 @@ function onSample(buffer) {
     waitingForKey = false;
   }
   pending.set(timestamp, { hidden: (flags & 2) !== 0, arrival });
+  given++;
+  if (firstDecodeAt === null) firstDecodeAt = performance.now();
   try {
     decoder.decode(new EncodedVideoChunk({
       type: (flags & 1) ? 'key' : 'delta', timestamp, duration: sampleDuration, data: new Uint8Array(buffer, HEADER),
@@ -178,6 +184,7 @@ function onSample(buffer) {
 
 function onFrame(frame) {
   counts.decoded++;
+  lastOutputAt = performance.now();
   const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
   pending.delete(frame.timestamp);
   if (info.hidden) { frame.close(); return; }   // decoded on the way to a seek's target
@@ -305,6 +312,12 @@ function report(type) {
     time: live ? (lastDrawn || 0) / 1e6 : clockTime(), rate: clock.rate, ended,
   };
   if (lastDrawn !== null) result.presentedTime = lastDrawn / 1e6;
+  if (firstDecodeAt !== null && lastOutputAt !== null && lastOutputAt > firstDecodeAt && counts.decoded > 1) {
+    result.decodeFramesPerSecond = (counts.decoded - 1) * 1000 / (lastOutputAt - firstDecodeAt);
+  }
+  if (ended && !error && counts.decoded + counts.decodeErrors < given) {
+    result.warning = `The browser's decoder returned ${counts.decoded} of the ${given} frames it was given (no error).`;
+  }
   if (error) result.error = error;
   if (live) result.liveLatencyMs = liveLatency.summary();
   if (performance.memory) result.heapBytes = performance.memory.usedJSHeapSize;
