@@ -7,7 +7,8 @@ let package = Package(
     name: "H264KitSamples",
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "H264Kit", path: "..", traits: [])],
-    targets: [
-        .executableTarget(name: "StreamToNetwork", dependencies: [.product(name: "H264Kit", package: "H264Kit")]),
-    ]
+    targets: ["AnnexBToMP4", "DecodeFrames", "CompressToMovie", "MultiPassEncode", "TimecodeTrack", "CustomMetadata", "MediaTimeBasics",
+              "DisplayInBrowser", "StreamToNetwork"].map { name in
+        .executableTarget(name: name, dependencies: [.product(name: "H264Kit", package: "H264Kit")])
+    }
 )

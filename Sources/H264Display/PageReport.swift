@@ -54,6 +54,9 @@ public struct PageReport: Sendable, Hashable, Codable {
     /// Something the page noticed that did not stop playback (the browser's decoder returned
     /// fewer frames than it was given, without an error).
     public var warning: String?
+    /// When the first frame was drawn, in milliseconds from the page's navigation start (the
+    /// page's load, its WebSocket, the configuration and the first decode).
+    public var firstFrameMs: Double?
     /// How fast the browser decoded: frames out per second from the first sample handed to the
     /// decoder to the last frame out. Below the stream's frame rate, the decoder cannot keep up
     /// (frames are then late and dropped); while it keeps up, the pacing holds it near the rate.

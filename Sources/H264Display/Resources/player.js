@@ -55,6 +55,7 @@ let firstDecodeAt = null, lastOutputAt = null;   // performance.now() of the fir
 let endRequested = false, flushing = false, ended = false, reported = false;
 let captures = new Set();
 let lastDrawn = null;       // presentation time (µs) of the frame on screen
+let firstFrameAt = null;    // performance.now() when the first frame was drawn (from the page's navigation)
 let duration = 0;
 
 // The clock: the control timebase's time and rate, anchored on performance.now().
@@ -211,6 +212,7 @@ function draw(entry) {
   const frame = entry.frame;
   context.drawImage(frame, 0, 0, canvas.width, canvas.height);
   counts.presented++;
+  if (firstFrameAt === null) firstFrameAt = performance.now();
   lastDrawn = frame.timestamp;
   if (live && entry.arrival > 0) liveLatency.add(performance.timeOrigin + performance.now() - entry.arrival / 1000);
   if (captures.has(frame.timestamp)) capture(frame.timestamp);
@@ -312,6 +314,7 @@ function report(type) {
     time: live ? (lastDrawn || 0) / 1e6 : clockTime(), rate: clock.rate, ended,
   };
   if (lastDrawn !== null) result.presentedTime = lastDrawn / 1e6;
+  if (firstFrameAt !== null) result.firstFrameMs = firstFrameAt;
   if (firstDecodeAt !== null && lastOutputAt !== null && lastOutputAt > firstDecodeAt && counts.decoded > 1) {
     result.decodeFramesPerSecond = (counts.decoded - 1) * 1000 / (lastOutputAt - firstDecodeAt);
   }
