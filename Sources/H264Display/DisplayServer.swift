@@ -80,7 +80,11 @@ public final class DisplayServer: Sendable {
         }
         self.options = options
         self.logger = logger
-        page = Array(html)
+        // The script goes inline (one request less before the WebSocket opens); /player.js
+        // serves it too.
+        let inlined = String(decoding: html, as: UTF8.self)
+            .replacingOccurrences(of: "<script src=\"/player.js\"></script>", with: "<script>\n" + String(decoding: javascript, as: UTF8.self) + "</script>")
+        page = Array(inlined.utf8)
         script = Array(javascript)
     }
 

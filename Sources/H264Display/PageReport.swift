@@ -57,6 +57,11 @@ public struct PageReport: Sendable, Hashable, Codable {
     /// When the first frame was drawn, in milliseconds from the page's navigation start (the
     /// page's load, its WebSocket, the configuration and the first decode).
     public var firstFrameMs: Double?
+    /// Where the time to the first frame went: milliseconds from the page's navigation to its
+    /// script running (`script`), its WebSocket open (`socketOpen`), the decoder configured
+    /// (`configuration`), the first sample in (`firstSample`), the first frame out of the
+    /// decoder (`firstDecoded`) and drawn (`firstDrawn`).
+    public var startupMs: [String: Double]?
     /// How fast the browser decoded: frames out per second from the first sample handed to the
     /// decoder to the last frame out. Below the stream's frame rate, the decoder cannot keep up
     /// (frames are then late and dropped); while it keeps up, the pacing holds it near the rate.

@@ -1,5 +1,6 @@
 public import H264Network
 public import H264Streaming
+import H264Session
 public import MediaCore
 import Synchronization
 
@@ -57,6 +58,10 @@ public struct Preview: Sendable {
         let server = try DisplayServer(options: serverOptions)
         let outcome = Outcome()
         var captureTimes: [MediaTime] = []
+        if case .file(let file) = source {
+            // A file that cannot be read is an error now, not when a page comes.
+            do { _ = try MediaSource(path: file.path, options: file.options) } catch { throw NetworkError(.source, "\(file.path): \(error)") }
+        }
         if case .file(let file) = source, !options.captures.isEmpty {
             let times: [MediaTime]
             do { times = try file.presentationTimes() } catch { throw NetworkError(.source, "\(file.path): \(error)") }

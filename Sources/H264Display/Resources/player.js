@@ -56,6 +56,10 @@ let endRequested = false, flushing = false, ended = false, reported = false;
 let captures = new Set();
 let lastDrawn = null;       // presentation time (µs) of the frame on screen
 let firstFrameAt = null;    // performance.now() when the first frame was drawn (from the page's navigation)
+// Where the time to the first frame went (ms from the page's navigation): each mark once.
+const startup = {};
+function mark(name) { if (!(name in startup)) startup[name] = Math.round(performance.now() * 10) / 10; }
+mark('script');
 let duration = 0;
 
 // The clock: the control timebase's time and rate, anchored on performance.now().
@@ -65,6 +69,7 @@ function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall
 
 const socket = new WebSocket(`ws://${location.host}/stream`);
 socket.binaryType = 'arraybuffer';
+socket.onopen = () => mark('socketOpen');
 socket.onmessage = (event) => {
   if (typeof event.data === 'string') {
     let control;
@@ -116,6 +121,7 @@ function decoderConfig(control) {
 }
 
 function configure(control) {
+  mark('configuration');
   if (decoder && decoder.state === 'configured' && configuration && configuration.codec === control.codec
       && configuration.description === control.description && !!configuration.live === !!control.live) return;   // nothing new
   configuration = control;
@@ -161,6 +167,7 @@ function onSample(buffer) {
   const view = new DataView(buffer);
   if (buffer.byteLength < HEADER || view.getUint8(0) !== 1) return;
   counts.received++;
+  mark('firstSample');
   const flags = view.getUint8(1);
   const timestamp = Number(view.getBigInt64(8));
   const sampleDuration = Number(view.getBigInt64(24));
@@ -185,6 +192,7 @@ function onSample(buffer) {
 
 function onFrame(frame) {
   counts.decoded++;
+  mark('firstDecoded');
   lastOutputAt = performance.now();
   const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
   pending.delete(frame.timestamp);
@@ -192,6 +200,7 @@ function onFrame(frame) {
   let index = frames.length;
   while (index > 0 && frames[index - 1].frame.timestamp > frame.timestamp) index--;
   frames.splice(index, 0, { frame, arrival: info.arrival });
+  if (counts.presented === 0) tick(false);   // the first frame at once, not at the next animation frame
 }
 
 function flushAll() {
@@ -212,7 +221,7 @@ function draw(entry) {
   const frame = entry.frame;
   context.drawImage(frame, 0, 0, canvas.width, canvas.height);
   counts.presented++;
-  if (firstFrameAt === null) firstFrameAt = performance.now();
+  if (firstFrameAt === null) { firstFrameAt = performance.now(); mark('firstDrawn'); }
   lastDrawn = frame.timestamp;
   if (live && entry.arrival > 0) liveLatency.add(performance.timeOrigin + performance.now() - entry.arrival / 1000);
   if (captures.has(frame.timestamp)) capture(frame.timestamp);
@@ -233,7 +242,7 @@ function capture(timestamp) {
 }
 
 // Each animation frame: draw the frame whose time has come, drop those it supersedes.
-function tick() {
+function tick(animating) {
   if (frames.length > 0) {
     if (live) {
       while (frames.length > 1) {
@@ -279,6 +288,7 @@ function tick() {
     }
     sendReport('report');
   }
+  if (animating === false) return;
   showOverlay();
   requestAnimationFrame(tick);
 }
@@ -315,6 +325,7 @@ function report(type) {
   };
   if (lastDrawn !== null) result.presentedTime = lastDrawn / 1e6;
   if (firstFrameAt !== null) result.firstFrameMs = firstFrameAt;
+  result.startupMs = startup;
   if (firstDecodeAt !== null && lastOutputAt !== null && lastOutputAt > firstDecodeAt && counts.decoded > 1) {
     result.decodeFramesPerSecond = (counts.decoded - 1) * 1000 / (lastOutputAt - firstDecodeAt);
   }
