@@ -39,7 +39,11 @@ public struct AccessUnitDetector: Sendable {
     /// Decides whether `header` (with its parsed slice header, for slices whose header parsed)
     /// starts a new access unit, and updates the state.
     ///
-    /// - Parameter pictureOrderCountType: pic_order_cnt_type of the slice's SPS.
+    /// - Parameters:
+    ///   - header: the NAL unit's header.
+    ///   - slice: its parsed slice header (nil for a slice whose header did not parse, and for
+    ///     NAL units that are not slices).
+    ///   - pictureOrderCountType: pic_order_cnt_type of the slice's SPS.
     public mutating func startsNewAccessUnit(_ header: NALUnitHeader, slice: SliceHeader?, pictureOrderCountType: Int) -> Bool {
         defer { sawAnything = true }
         isFirstSliceOfPicture = false

@@ -149,6 +149,7 @@ public struct SliceHeader: Hashable, Sendable {
     /// Parses a slice header; the reader is positioned after the NAL unit header.
     ///
     /// - Parameters:
+    ///   - reader: the slice's RBSP, positioned after the NAL unit header.
     ///   - nalUnitHeader: the slice's NAL header (types 1, 2 or 5).
     ///   - parameterSets: where the slice's PPS and SPS are looked up; a missing one is an error.
     ///     The fields needed are read in place, so no parameter set is copied per slice.

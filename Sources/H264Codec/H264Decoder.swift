@@ -47,12 +47,16 @@ public struct H264Decoder: ~Copyable {
     /// The NAL length size of the samples (0 for Annex-B).
     public let nalUnitLengthSize: Int
 
-    /// - Parameter reorderDepth: how many pictures may come before one shown earlier; by default
-    ///   the SPS's (`max_num_reorder_frames`, else the level's DPB size). libavcodec otherwise
-    ///   starts with none and drops the pictures it meets out of order before it learns better
-    ///   (the `ffmpeg` tool avoids that by probing the stream first).
-    ///   libavcodec refuses pictures larger than `limits` allow (its `max_pixels`), whatever
-    ///   SPS a sample carries.
+    /// - Parameters:
+    ///   - formatDescription: the stream's parameter sets and NAL length size (nil: Annex-B
+    ///     with parameter sets in band).
+    ///   - threading: libavcodec's frame and slice threads.
+    ///   - reorderDepth: how many pictures may come before one shown earlier; by default the
+    ///     SPS's (`max_num_reorder_frames`, else the level's DPB size). libavcodec otherwise
+    ///     starts with none and drops the pictures it meets out of order before it learns better
+    ///     (the `ffmpeg` tool avoids that by probing the stream first).
+    ///   - limits: libavcodec refuses pictures larger than these allow (its `max_pixels`),
+    ///     whatever SPS a sample carries.
     public init(formatDescription: VideoFormatDescription?, threading: Threading = Threading(), reorderDepth: Int? = nil,
                 limits: PictureLimits = PictureLimits()) throws(CodecError) {
         try loadFFmpeg()

@@ -94,7 +94,7 @@ public final class MovieReader: Sendable {
         /// sample is shown (a remuxer's view).
         case shift
         /// Shifted as for ``shift``, and samples shown before the edit's start or after its
-        /// end are marked ``SampleAttachments/doNotDisplay``: they are decoded for their
+        /// end are marked `SampleAttachments/doNotDisplay`: they are decoded for their
         /// references but not shown (a player's view, and what `ffmpeg` decodes).
         case trim
     }

@@ -3,7 +3,7 @@ public import MediaCore
 import H264Container
 import Synchronization
 
-/// Plays a media file (anything ``MediaSource`` reads: Annex-B, MP4, MOV) into a
+/// Plays a media file (anything `MediaSource` reads: Annex-B, MP4, MOV) into a
 /// ``DisplayLayer``: seed 003's case study 1 as one call. Samples are enqueued while the layer is
 /// ready (``DisplayLayer/requestMediaDataWhenReady()``), so memory stays flat for any file, and
 /// the layer's control timebase starts at `rate` from the first frame.

@@ -1,6 +1,6 @@
 /// An RTCP packet (RFC 3550 §6.4–6.6, RFC 4585 §6.3.1): the reports, BYE and the picture loss
 /// indication a receiver sends when it loses a reference picture. Packets travel in compound
-/// datagrams: ``parse(compound:)`` and ``serialize(_:)``.
+/// datagrams: `parse(compound:)` and ``serialize(_:)``.
 public enum RTCPPacket: Sendable, Hashable {
     /// A sender report (SR, type 200).
     case senderReport(SenderReport)

@@ -28,6 +28,9 @@ public struct RTSPCredentials: Sendable, Hashable, CustomStringConvertible {
     /// `qop=auth` when the server asks for it), else Basic (§2).
     ///
     /// - Parameters:
+    ///   - method: the request's method (`DESCRIBE`, `SETUP`, ...).
+    ///   - uri: the request's URI, as in its request line.
+    ///   - challenges: the server's `WWW-Authenticate` header values.
     ///   - count: how many times this nonce has been used, this one included (`nc`).
     ///   - clientNonce: the client nonce when the server asks for `qop=auth`.
     public func authorization(method: String, uri: String, challenges: [String], count: Int = 1, clientNonce: String = "0a4f113b") throws(NetworkError) -> String {

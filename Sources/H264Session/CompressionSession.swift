@@ -8,7 +8,7 @@ public import MediaCore
 import Synchronization
 
 /// An encoded frame out of a ``CompressionSession``: a sample buffer in decoding order
-/// (4-byte NAL lengths, or start codes with ``EncoderSettings/annexB``), with its
+/// (4-byte NAL lengths, or start codes with `EncoderSettings/annexB`), with its
 /// presentation and decoding times, sync flag and the format description of x264's SPS/PPS.
 public struct CompressedFrame: Sendable {
     /// The encoded sample: data, timing, sync flag and format (`VTCompressionOutputCallback`'s sampleBuffer).
@@ -23,7 +23,7 @@ public struct CompressedFrame: Sendable {
 
 /// Encodes pictures with x264: the `VTCompressionSession` analogue.
 ///
-/// Pictures go in with ``encode(_:presentationTime:duration:forceKeyframe:)`` in presentation
+/// Pictures go in with `encode(_:presentationTime:duration:forceKeyframe:)` in presentation
 /// order; encoded frames come out in decoding order, to the handler given at creation or to
 /// ``frames``, an `AsyncSequence` for one consumer. Each frame's presentation time is exactly
 /// the time its picture was given (variable frame rates are kept); decode times follow the
@@ -35,12 +35,12 @@ public struct CompressedFrame: Sendable {
 /// pictures wait for the encoder plus frames wait for the consumer: a fast producer blocks (or
 /// suspends) until the consumer catches up.
 ///
-/// Pictures must have the session's size and pixel format (``EncoderSettings/width``,
-/// ``EncoderSettings/height``, ``EncoderSettings/pixelFormat``) unless
+/// Pictures must have the session's size and pixel format (`EncoderSettings/width`,
+/// `EncoderSettings/height`, `EncoderSettings/pixelFormat`) unless
 /// ``Configuration/convertsPictures`` asks for them to be converted: the same rule as the
 /// decompression session's output size, explicit in the configuration.
 ///
-/// ``completeFrames(until:)`` gets every delayed frame out (`VTCompressionSessionCompleteFrames`);
+/// `completeFrames(until:)` gets every delayed frame out (`VTCompressionSessionCompleteFrames`);
 /// the session goes on after it, the next picture starting a new GOP with an IDR.
 /// Multi-pass (``Configuration/passes`` 2): ``beginPass()``, feed every picture, ``endPass()``,
 /// which says whether another pass is wanted; the first pass analyses into a statistics file and
@@ -54,7 +54,7 @@ public final class CompressionSession: Sendable {
         public var isAsynchronous: Bool
         /// Pictures queued plus frames waiting for the consumer, at most (at least 1).
         public var maximumFramesInFlight: Int
-        /// 1, or 2 for a two-pass encode at ``EncoderSettings/rateControl``'s bit rate.
+        /// 1, or 2 for a two-pass encode at `EncoderSettings/rateControl`'s bit rate.
         public var passes: Int
         /// Where the two-pass statistics go (x264 adds `.mbtree`); a temporary file when nil.
         public var statisticsPath: String?
@@ -354,7 +354,7 @@ public final class CompressionSession: Sendable {
     // MARK: The AsyncSequence of outputs
 
     /// The encoded frames of a session made without a handler, in decoding order, for its one
-    /// consumer. Ends after ``finish()`` or ``invalidate()`` (and throws if x264 failed);
+    /// consumer. Ends after `finish()` or ``invalidate()`` (and throws if x264 failed);
     /// cancelling the consumer invalidates the session. Asking a session with a handler, or
     /// asking twice, throws.
     public var frames: Frames {

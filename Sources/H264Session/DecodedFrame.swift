@@ -16,7 +16,7 @@ public struct DecodedFrame: Sendable {
         /// Part of the picture is concealment: the decoder met damaged or missing data.
         public static let concealed = Flags(rawValue: 2)
         /// The sample was decoded (later samples need it) but its picture is not shown: it is
-        /// outside the movie's edit list (``SampleAttachments/doNotDisplay``).
+        /// outside the movie's edit list (`SampleAttachments/doNotDisplay`).
         public static let notDisplayed = Flags(rawValue: 4)
     }
 

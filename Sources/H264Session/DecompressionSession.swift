@@ -6,13 +6,13 @@ import Synchronization
 
 /// Decodes H.264 samples into pictures: the `VTDecompressionSession` analogue, over libavcodec.
 ///
-/// Samples go in with ``decode(_:)-(SampleBuffer)`` in decoding order; every sample comes out as
+/// Samples go in with `decode(_:)` in decoding order; every sample comes out as
 /// exactly one ``DecodedFrame`` (a picture, a sample not shown, or a dropped-frame report),
 /// pictures in presentation order. Outputs go to the handler given at creation, or, without
 /// one, to ``frames``, an `AsyncSequence` for one consumer.
 ///
 /// - **Synchronous** (the default): the caller's thread decodes, and the handler runs before
-///   ``decode(_:)-(SampleBuffer)`` returns. A synchronous session needs a handler.
+///   `decode(_:)` returns. A synchronous session needs a handler.
 /// - **Asynchronous** (``Configuration/isAsynchronous``): a serial dispatch queue of the
 ///   session's own decodes, off Swift's cooperative pool, and the handler runs there.
 ///
@@ -20,14 +20,14 @@ import Synchronization
 /// for the decoder plus pictures wait for their consumer. At the bound, `decode` blocks (or, in
 /// its async form, suspends) until the consumer catches up, so a slow consumer never makes the
 /// session grow. (The decoder itself holds a bounded number of pictures for reordering and
-/// threading; ``finishDelayedFrames()`` gets them out.)
+/// threading; `finishDelayedFrames()` gets them out.)
 ///
 /// A damaged sample is that frame's status (``DecodedFrame/flags``, ``DecodedFrame/error``),
 /// never the end of the stream. A sample whose format description differs from the session's
 /// (new parameter sets, a new resolution mid-stream) is decoded with its parameter sets sent in
 /// band first: the frames go on without a gap, at the new size, unless the configuration fixes
 /// a size. ``canAccept(_:)`` says which descriptions can follow (the contract of
-/// ``VideoFormatDescription/canAccept(_:)``); for the others, finish this session and make a
+/// `VideoFormatDescription/canAccept(_:)`); for the others, finish this session and make a
 /// new one.
 public final class DecompressionSession: Sendable {
     /// How the session decodes and delivers.
@@ -101,7 +101,7 @@ public final class DecompressionSession: Sendable {
     }
 
     /// Whether samples described by `description` can follow in this session (the contract of
-    /// ``VideoFormatDescription/canAccept(_:)``: H.264 with the same NAL length size; other
+    /// `VideoFormatDescription/canAccept(_:)`: H.264 with the same NAL length size; other
     /// parameter sets, even another picture size, are fine).
     public func canAccept(_ description: VideoFormatDescription) -> Bool {
         formatDescription.canAccept(description)
@@ -187,7 +187,7 @@ public final class DecompressionSession: Sendable {
     // MARK: The AsyncSequence of outputs
 
     /// The outputs of a session made without a handler, for its one consumer. The sequence ends
-    /// after ``finish()`` (every frame delivered) or ``invalidate()``, and throws if the decoder
+    /// after `finish()` (every frame delivered) or ``invalidate()``, and throws if the decoder
     /// failed as a whole. Cancelling the consuming task invalidates the session: nobody would
     /// take its frames, so producers waiting on the bound get an error instead of waiting for
     /// ever. Asking a session with a handler, or asking twice, throws.

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// The encoder is x264 with `tune=zerolatency` unless the settings name another tune: no
 /// B-frames and no look-ahead, so each picture's frame leaves the encoder before the next
-/// picture comes. The pictures come from a ``PictureReader`` (Y4M or raw), opened again for
+/// picture comes. The pictures come from a `PictureReader` (Y4M or raw), opened again for
 /// each pass when looping, times rising across passes. Memory is bounded by the session's
 /// frames in flight.
 public struct LivePictureSamples: AsyncSequence, Sendable {

@@ -14,7 +14,7 @@ public final class MediaSource {
         public var annexB: SampleBufferReader.Options
         /// For a movie: the track ID to read (nil: the first H.264 video track).
         public var trackID: UInt32?
-        /// For a movie: how the edit list applies (``MovieReader/EditListHandling/trim`` marks
+        /// For a movie: how the edit list applies (`MovieReader/EditListHandling/trim` marks
         /// the samples a player does not show).
         public var editList: MovieReader.EditListHandling
         /// For a movie: how many samples its index may declare.

@@ -11,7 +11,7 @@ public import MediaCore
 /// inputs the writer cannot put in one track (another NAL unit length size, say) are an error
 /// naming the file. The samples are read from the mapped inputs: memory is the writer's index.
 public struct MovieConcatenator: Sendable {
-    /// How the joined movie is written; ``MovieWriter/Options/keepsStartTime`` keeps the first
+    /// How the joined movie is written; `MovieWriter/Options/keepsStartTime` keeps the first
     /// input's start.
     public var options: MovieWriter.Options
     /// Where the joined movie's timecode track, metadata and display transform come from.

@@ -10,7 +10,7 @@ public enum EncodedOutput: Sendable {
     /// An Annex-B stream (`"-"` for standard output), SPS/PPS before every keyframe, as the
     /// x264 CLI writes a `.264` file.
     case annexB(path: String)
-    /// A movie through ``MovieWriter``.
+    /// A movie through `MovieWriter`.
     case movie(path: String, options: MovieWriter.Options)
 
     /// The output a file name implies: `.mp4`/`.m4v` and `.mov` are movies, anything else Annex-B.
@@ -37,7 +37,7 @@ public struct PictureEncoder: Sendable {
 
     /// What x264 encodes and how; an Annex-B output turns on `annexB` and `repeatParameterSets`.
     public var settings: EncoderSettings
-    /// 1, or 2 (at ``EncoderSettings/rateControl``'s average bit rate).
+    /// 1, or 2 (at `EncoderSettings/rateControl`'s average bit rate).
     public var passes: Int
     /// Encode at most this many pictures.
     public var frameLimit: Int?

@@ -28,7 +28,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case invalidOption(String)
     /// A live change the running encoder cannot make (x264 would ignore it).
     case unsupportedChange(LiveChangeProblem)
-    /// A call out of order (a multi-pass session's passes, encoding after ``CompressionSession/finish()``).
+    /// A call out of order (a multi-pass session's passes, encoding after `CompressionSession/finish()`).
     case outOfOrder(Call)
     /// The codec failed as a whole (the decoder could not be set up, x264 failed on a picture).
     case codecFailed(CodecError)

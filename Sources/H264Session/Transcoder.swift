@@ -7,7 +7,7 @@ import MediaIO
 import Synchronization
 
 /// Decodes an input and encodes it again: a ``FrameReader`` (reader, decompression session,
-/// scaling) into a ``CompressionSession`` into a ``MovieWriter`` or an Annex-B file, as
+/// scaling) into a ``CompressionSession`` into a `MovieWriter` or an Annex-B file, as
 /// `ffmpeg -i IN -c:v libx264 OUT` does, in one call.
 ///
 /// What carries over: every shown frame's presentation time, exactly (variable frame rates

@@ -2,10 +2,10 @@ import H264Network
 public import H264Session
 public import MediaCore
 
-/// The samples of a media file (anything ``MediaSource`` reads: Annex-B, MP4, MOV) as an async
-/// sequence for ``RTPSender/send(_:)``, optionally looped: each pass after the first is shifted
+/// The samples of a media file (anything `MediaSource` reads: Annex-B, MP4, MOV) as an async
+/// sequence for `RTPSender/send(_:)`, optionally looped: each pass after the first is shifted
 /// by the length of the ones before it, so that times keep rising (`ffmpeg -stream_loop -1`).
-/// A read error ends the sequence with a ``NetworkError/Code/source`` error naming the file.
+/// A read error ends the sequence with a `NetworkError/Code/source` error naming the file.
 public struct MediaFileSamples: AsyncSequence, Sendable {
     /// One pass over the file, or passes without end.
     public let path: String

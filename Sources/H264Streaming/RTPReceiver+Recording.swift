@@ -5,7 +5,7 @@ import MediaCore
 import SystemIO
 
 extension RTPReceiver {
-    /// Receives into a file: a movie (MP4 or MOV, through ``MovieWriter``) or an Annex-B
+    /// Receives into a file: a movie (MP4 or MOV, through `MovieWriter`) or an Annex-B
     /// stream (`"-"`: standard output, for `ffplay -`), parameter sets before every IDR. The
     /// file is finished however receiving ends, and holds every whole access unit received;
     /// nothing is left at `output` when receiving fails before its end.

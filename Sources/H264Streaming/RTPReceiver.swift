@@ -8,14 +8,14 @@ import Synchronization
 /// `ffmpeg -i stream.sdp` does, as a library call.
 ///
 /// RTP arrives on ``endpoint``'s port and RTCP on the next. Packets go through the
-/// ``H264Depacketizer`` (jitter buffer, loss, duplicates, resuming at the next IDR) and the
-/// ``RTPSampleBufferBuilder`` (AVCC sample buffers with decode and presentation times, the
+/// `H264Depacketizer` (jitter buffer, loss, duplicates, resuming at the next IDR) and the
+/// `RTPSampleBufferBuilder` (AVCC sample buffers with decode and presentation times, the
 /// format description from the session description or from parameter sets in band). Receiving
 /// ends at an RTCP BYE, after ``Options/sampleLimit`` samples, after ``Options/idleTimeout``
 /// without a packet, or when the task is cancelled; in every case the samples still held are
 /// handed on before it returns. Datagrams that are not RTP of the expected payload type are
 /// counted and ignored. Memory is bounded by the jitter buffer's depth and
-/// ``H264Depacketizer/Configuration/maximumAccessUnitSize``.
+/// `H264Depacketizer/Configuration/maximumAccessUnitSize`.
 public struct RTPReceiver: Sendable {
     /// How packets are received.
     public struct Options: Sendable, Hashable {
@@ -28,7 +28,7 @@ public struct RTPReceiver: Sendable {
             set { session.depacketizer = newValue }
         }
         /// Hand each sample on as soon as it is complete when the stream reorders no frame
-        /// (``RTPSampleBufferBuilder/Options/isLowLatency``): no frame of latency, an estimated
+        /// (`RTPSampleBufferBuilder/Options/isLowLatency`): no frame of latency, an estimated
         /// duration.
         public var isLowLatency: Bool {
             get { session.sampleBuilder.isLowLatency }
@@ -79,7 +79,7 @@ public struct RTPReceiver: Sendable {
         /// Access units refused because their parameter sets in band do not parse.
         public var refusedForParameterSets: Int
         /// Access units dropped because frames lost before them left no decoding time for them
-        /// (``RTPSampleBufferBuilder/droppedOutOfOrder``).
+        /// (`RTPSampleBufferBuilder/droppedOutOfOrder`).
         public var droppedOutOfOrder = 0
         /// The interarrival jitter (RFC 3550 A.8) at the end, in seconds.
         public var jitter: Double
@@ -128,7 +128,7 @@ public struct RTPReceiver: Sendable {
 
     /// Receives until the stream ends (see ``Ending``), handing each sample buffer to `handle`
     /// in decode order as it completes. An error `handle` throws ends receiving and is thrown
-    /// as an ``NetworkError/Code/output`` error with its words.
+    /// as an `NetworkError/Code/output` error with its words.
     public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> Report {
         do { return try await receiveUntyped(handle) } catch let error as NetworkError { throw error } catch let error as HandlerError {
             throw NetworkError(.output, "\(error.underlying)")

@@ -8,8 +8,8 @@ import Synchronization
 /// "compressing a sequence of images into an H.264 stream for the network", from the sample
 /// buffers on.
 ///
-/// Each access unit goes out in decode order as the ``H264Packetizer`` makes its packets, paced
-/// by a ``Timebase`` so that a sample leaves when the timebase reaches its decode time (the
+/// Each access unit goes out in decode order as the `H264Packetizer` makes its packets, paced
+/// by a `Timebase` so that a sample leaves when the timebase reaches its decode time (the
 /// `ffmpeg -re` behaviour; ``Options/paced`` off sends as fast as the socket takes them). RTCP
 /// goes to the next port: a sender report (NTP time against RTP time, packet and octet counts)
 /// at the start and every ``Options/senderReportInterval``, and a sender report with a BYE at
@@ -112,7 +112,7 @@ public struct RTPSender: Sendable {
         }
     }
 
-    /// Where the packets go: RTP to ``RTPDestination/port``, RTCP to the next port.
+    /// Where the packets go: RTP to `RTPDestination/port`, RTCP to the next port.
     public let destination: RTPDestination
     /// How the stream is sent.
     public let options: Options
@@ -132,7 +132,7 @@ public struct RTPSender: Sendable {
     ///
     /// RTCP from the receivers is read meanwhile: their reception reports are counted and the
     /// last one kept, and a picture loss indication (RFC 4585) calls `onPictureLoss`, where a
-    /// live encoder makes its next picture an IDR (``LivePictureSamples/requestKeyframe()``).
+    /// live encoder makes its next picture an IDR (`LivePictureSamples/requestKeyframe()`).
     public func send<Samples: AsyncSequence>(_ samples: Samples, onPictureLoss: (@Sendable () -> Void)? = nil) async throws(NetworkError) -> Summary
     where Samples.Element == SampleBuffer {
         let rtpAddress: SocketAddress, rtcpAddress: SocketAddress

@@ -8,7 +8,7 @@ public import MediaCore
 /// own SSRC, sequence numbers and timestamps; a client that joins starts at the next sync
 /// sample (parameter sets first), and one that cannot keep up skips to the next sync sample
 /// (counted), so the application is never held up by a client. Pace the samples yourself (a
-/// live source is paced by its nature; ``LivePictureSamples`` is). When a client asks for a
+/// live source is paced by its nature; `LivePictureSamples` is). When a client asks for a
 /// picture (its RTCP picture loss indication, or joining), `onKeyframeRequest` is called: an
 /// encoder makes its next picture an IDR picture there.
 public final class RTSPBroadcast: Sendable {

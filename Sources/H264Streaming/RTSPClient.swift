@@ -64,7 +64,7 @@ public struct RTSPClient: Sendable {
 
     /// Plays the stream, handing each sample to `handle` in decode order, until it ends (see
     /// the type's discussion). An error `handle` throws ends playing as a
-    /// ``NetworkError/Code/output`` error.
+    /// `NetworkError/Code/output` error.
     public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
         let attempts: [RTSPTransport.Lower] = switch options.transport {
         case .automatic: [.udp, .tcp]

@@ -35,7 +35,7 @@ public struct RTSPIngest: Sendable {
     /// Listens, and hands each sample of the first publisher's stream to `handle`, in decode
     /// order, until the stream ends (see the type's discussion). `onListening` gets the port
     /// once the server listens. An error `handle` throws ends receiving as a
-    /// ``NetworkError/Code/output`` error.
+    /// `NetworkError/Code/output` error.
     public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
         let server = try RTSPServer(options: serverOptions)
         let sink = Sink(configuration: options.session)

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// What a path serves (``Media``):
 /// - a file, to each client from its start (or from the `Range` its `PLAY` asks), paced by its
-///   own ``Timebase``; `PAUSE` holds it;
+///   own `Timebase`; `PAUSE` holds it;
 /// - a file looped, as one live stream every client joins at its next sync sample;
 /// - an ``RTSPBroadcast`` the application feeds (a compression session's output).
 ///
@@ -22,7 +22,7 @@ import Synchronization
 /// ``Options/clientQueueLimit``) drops to the next sync sample and is counted, so it never
 /// holds up the others or grows the server's memory, and one that stops talking (no request,
 /// no RTCP) loses its session after ``Options/sessionTimeout`` seconds. Requests are bounded
-/// (``RTSPMessageParser``); bad ones are answered with a 4xx and counted.
+/// (`RTSPMessageParser`); bad ones are answered with a 4xx and counted.
 public final class RTSPServer: Sendable {
     /// How the server runs.
     public struct Options: Sendable {
@@ -70,7 +70,7 @@ public final class RTSPServer: Sendable {
 
     /// What a path serves.
     public enum Media: Sendable {
-        /// A file (anything ``MediaSource`` reads); `loops`: one live stream, looped, that
+        /// A file (anything `MediaSource` reads); `loops`: one live stream, looped, that
         /// clients join; otherwise each client gets it from its start.
         case file(path: String, options: MediaSource.Options = .init(), loops: Bool = false)
         /// A live stream the application feeds.

@@ -4,14 +4,14 @@ public import H264Bitstream
 /// both fields of a pair), NAL units length-prefixed, parameter sets moved into the format
 /// description, and timestamps from the stream's timing (seed 003, "Building a CMSampleBuffer").
 ///
-/// Feed NAL units in stream order with ``append(nalUnit:at:)``, take finished samples with
+/// Feed NAL units in stream order with `append(nalUnit:at:)`, take finished samples with
 /// ``nextSample()`` as they come, and call ``finish()`` at the end. Samples come out in decoding
 /// order. A sample is released once its presentation time is known, which takes at most the
 /// stream's reorder depth of later pictures (the SPS's max_num_reorder_frames, else the level's
 /// DPB size), so memory stays bounded however long the stream is.
 ///
 /// Timing: the frame rate is the SPS VUI timing unless the caller fixes one; without either the
-/// builder throws ``BitstreamError/Code/missingTiming`` rather than guess. Presentation times
+/// builder throws `BitstreamError/Code/missingTiming` rather than guess. Presentation times
 /// are display positions times the frame duration (B-frames and pyramids reordered by picture
 /// order count), the first shown picture at 0; decode times step by one frame duration, starting
 /// the reorder depth before 0 so no sample is decoded after it is shown.
@@ -139,7 +139,7 @@ public struct SampleBufferBuilder: Sendable {
         }
     }
 
-    /// Adds the next NAL unit as an ``AnnexBReader`` returns it; large units are referenced, not
+    /// Adds the next NAL unit as an `AnnexBReader` returns it; large units are referenced, not
     /// copied (see ``append(nalUnit:at:)-(BlockBuffer,_)``).
     public mutating func append(_ nalUnit: NALUnitBuffer) throws(BitstreamError) {
         if nalUnit.count >= SampleAssembly.smallestReference {

@@ -2,7 +2,7 @@ import Dispatch
 import SystemIO
 public import H264Bitstream
 
-/// Reads an Annex-B stream as sample buffers: an ``AnnexBReader`` feeding a
+/// Reads an Annex-B stream as sample buffers: an `AnnexBReader` feeding a
 /// ``SampleBufferBuilder``, with the policies a remuxer applies as options (seed 003,
 /// "Building a CMSampleBuffer" for a whole stream).
 ///
@@ -15,7 +15,7 @@ public import H264Bitstream
 /// ``warnings``; what the stream parser found wrong stays in ``parser``'s diagnostics.
 ///
 /// Read with ``next()`` (`while let sample = try reader.next()`) or as an `AsyncSequence`.
-/// An input with no decodable picture ends with ``BitstreamError/Code/noPicture``.
+/// An input with no decodable picture ends with `BitstreamError/Code/noPicture`.
 public final class SampleBufferReader {
     /// How the stream is turned into samples.
     public struct Options: Sendable, Hashable {
@@ -25,7 +25,7 @@ public final class SampleBufferReader {
         /// when the stream's VUI timing differs); nil takes the stream's.
         public var frameRate: FrameRate?
         /// The rate for a stream without VUI timing when ``frameRate`` is nil, used with a
-        /// warning; nil makes such a stream an error (``BitstreamError/Code/missingTiming``).
+        /// warning; nil makes such a stream an error (`BitstreamError/Code/missingTiming`).
         public var assumedFrameRate: FrameRate?
         /// Leave out the samples before the first sync sample.
         public var startsAtSyncSample: Bool

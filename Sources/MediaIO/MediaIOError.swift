@@ -16,7 +16,7 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
         /// The codec library failed (PNG, MD5).
         case codec
         /// A size the format allows but over the limits set for untrusted input
-        /// (``PictureLimits``); the reason names the size and the limit.
+        /// (`PictureLimits`); the reason names the size and the limit.
         case limitExceeded
     }
 

@@ -100,7 +100,7 @@ public struct VisualSampleEntry: BoxList {
 }
 
 /// `avcC`: the AVCDecoderConfigurationRecord (ISO/IEC 14496-15 §5.3.3.1), kept as its bytes;
-/// ``VideoFormatDescription/init(avcC:codec:)`` reads it.
+/// `VideoFormatDescription/init(avcC:codec:)` reads it.
 public struct AVCConfigurationBox: Box {
     /// The box type, `avcC`.
     public var type: FourCharCode { "avcC" }
@@ -248,7 +248,7 @@ public struct TimecodeSampleEntry: BoxList {
     public var dataReferenceIndex: UInt16 = 1
     /// The reserved 32 bits after the data reference index, as stored.
     public var reserved2: UInt32 = 0
-    /// The timecode flags (``TimecodeFlags``: drop-frame, 24-hour, negative times, counter).
+    /// The timecode flags (`TimecodeFlags`: drop-frame, 24-hour, negative times, counter).
     public var flags: UInt32
     /// The time units per second of ``frameDuration``.
     public var timescale: UInt32
