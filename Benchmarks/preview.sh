@@ -12,14 +12,15 @@
 #   - a 10-minute 1080p30 file played at 1x: the server's RSS and the page's renderer RSS sampled
 #     every 30 s (flat; the server within 64 MB), and the page's JS heap at the end.
 # No tool does what preview does (a browser as the display of a Swift process): these figures
-# stand alone. Usage: Benchmarks/preview.sh [WORKDIR] [--skip-long]
+# stand alone. Usage: Benchmarks/preview.sh [WORKDIR] [--skip-long | --long-only]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 work="${1:-.build/bench-data}"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
-skipLong=false
+skipLong=false longOnly=false
 [ "${2:-}" = "--skip-long" ] && skipLong=true
+[ "${2:-}" = "--long-only" ] && longOnly=true
 swift build -c release --product h264kit >/dev/null
 bin="$PWD/.build/release/h264kit"
 live="$work/1080p-live-300.mp4"
@@ -47,13 +48,14 @@ cpuSeconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/pro
 rssMB() { awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "-"; }
 rendererRSS() {   # the renderer processes of our profile, MB
     local total=0
-    for pid in $(pgrep -f "chromium-profile.*--type=renderer" || true); do
+    for pid in $(pgrep -f -- "--type=renderer.*chromium-profile" || true); do
         total=$(( total + $(awk '/VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0) ))
     done
     awk -v k="$total" 'BEGIN { printf "%.1f", k / 1024 }'
 }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
+if ! $longOnly; then
 echo "== time to first frame (a local 1080p file; 5 runs)"
 for run in 1 2 3 4 5; do
     start=$(date +%s%N)
@@ -64,7 +66,7 @@ for run in 1 2 3 4 5; do
     wait "$preview" || true
     stopBrowser
     first=$(json "$work/first.json" 'round(r["firstFrameMs"])')
-    echo "run $run: server up ${listening} ms, page navigation -> first frame ${first} ms, total $((listening + first)) ms (goal 300)"
+    echo "run $run: server up ${listening} ms, page navigation -> first frame ${first} ms, total $((listening + first)) ms (goal 300); $(json "$work/first.json" 'r["startupMs"]')"
 done
 
 echo "== live added latency: h264kit stream (1080p30, paced) -> RTP -> h264kit preview -> Chromium"
@@ -90,6 +92,7 @@ stopBrowser
 awk -v c="$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')" -v w="$(( (t1 - t0) / 1000000 ))" 'BEGIN { printf "server CPU: %.2f s in %.1f s of playing = %.1f%% of a core per 1080p30 stream\n", c, w / 1000, 100 * c / (w / 1000) }'
 json "$work/cpu.json" '"page: presented %d, dropped %d, lateness p95 %.1f ms, decoded at %.0f fps" % (r["framesPresented"], r["framesDropped"], r["latenessMs"]["p95"], r.get("decodeFramesPerSecond", 0))'
 
+fi
 $skipLong && exit 0
 echo "== a 10-minute 1080p30 file at 1x: memory every 30 s (server RSS, page renderer RSS)"
 "$bin" preview "$tenMinutes" --port 0 --exit-after-playback --report "$work/long.json" > "$work/url.txt" 2>/dev/null & preview=$!

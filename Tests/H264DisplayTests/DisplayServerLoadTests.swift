@@ -83,12 +83,17 @@ struct DisplayServerLoadTests {
         withExtendedLifetime(stalled) {}
     }
 
-    @Test("a page that sends nonsense is ignored (counted) and keeps its samples; one that sends more than the limit is closed; the page beside them plays on")
+    @Test("a page closed mid-stream goes; a page that sends nonsense is ignored (counted) and keeps its samples; one that sends more than the limit is closed; the page beside them plays on")
     func hostilePages() async throws {
         let (server, _, task, port) = try await Self.start(.init(port: 0, maximumMessageSize: 64 << 10))
         defer { task.cancel() }
         let outcome = try await offThePool { () -> (afterNonsense: Int, oversizedClosed: Bool, neighbour: Int) in
             let neighbour = try RawWebSocket(port: port)
+            // A page closed mid-stream: a few samples read, then the connection gone.
+            var quitter: RawWebSocket? = try RawWebSocket(port: port)
+            var read = 0
+            while read < 5, let frame = quitter?.readFrame() { if frame.opcode == 2 { read += 1 } }
+            quitter = nil
             let noisy = try RawWebSocket(port: port)
             for text in ["not json", "{\"type\":\"status\",\"framesReceived\":\"many\"}", "{\"type\":\"what\"}", "{\"no\":\"type\"}", "[1,2,3]",
                          "{\"type\":\"control\"}", "{\"type\":\"control\",\"action\":\"rate\",\"value\":1e308}"] {
