@@ -112,8 +112,7 @@ private struct Reader {
     let options: MediaSource.Options
     let loops: Bool
     var source: MediaSource
-    var offset = MediaTime.zero
-    var end: MediaTime?
+    var timeline = LoopTimeline()
     var passSamples = 0
     /// Samples read ahead while seeking in a stream that cannot seek (one group of pictures).
     var buffered: [SampleBuffer] = []
@@ -131,8 +130,7 @@ private struct Reader {
 
     mutating func restart() throws {
         source = try MediaSource(path: path, options: options)
-        offset = .zero
-        end = nil
+        timeline = LoopTimeline()
         passSamples = 0
         buffered = []
         firstPresentation = nil
@@ -174,17 +172,12 @@ private struct Reader {
                 guard loops, passSamples > 0 else { return nil }
                 source = try MediaSource(path: path, options: options)
                 passSamples = 0
-                guard let read = try source.next(), let end else { return nil }
-                offset = end - read.decodeTime
+                timeline.beginPass()
+                guard let read = try source.next() else { return nil }
                 sample = read
             }
             passSamples += 1
-            if offset != .zero {
-                sample.timing.presentationTime = sample.presentationTime + offset
-                sample.timing.decodeTime = sample.decodeTime + offset
-            }
-            let sampleEnd = sample.decodeTime + sample.duration
-            if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }
+            timeline.place(&sample)
             return sample
         }
     }

@@ -44,10 +44,7 @@ struct LoopingSampleReader {
     let options: MediaSource.Options
     let loops: Bool
     var source: MediaSource?
-    var offset = MediaTime.zero
-    /// Where the samples read so far end (decode time plus duration, shifted).
-    var end: MediaTime?
-    var startsPass = false
+    var timeline = LoopTimeline()
     var samplesInPass = 0
     var finished = false
     var start: MediaTime?
@@ -72,7 +69,7 @@ struct LoopingSampleReader {
                     finished = true
                     throw NetworkError(.source, "\(path): \(error)")
                 }
-                if let start, end == nil, start > .zero { _ = source?.seek(toPresentationTime: start) }
+                if let start, timeline.end == nil, start > .zero { _ = source?.seek(toPresentationTime: start) }
             }
             let read: SampleBuffer?
             do { read = try source?.next() } catch {
@@ -85,20 +82,11 @@ struct LoopingSampleReader {
                 source = nil
                 guard loops, samplesInPass > 0 else { finished = true; return nil }
                 samplesInPass = 0
-                startsPass = true
+                timeline.beginPass()
                 continue
             }
-            if startsPass, let end {
-                offset = end - sample.decodeTime
-                startsPass = false
-            }
             samplesInPass += 1
-            if offset != .zero {
-                sample.timing.presentationTime = sample.presentationTime + offset
-                sample.timing.decodeTime = sample.decodeTime + offset
-            }
-            let sampleEnd = sample.decodeTime + sample.duration
-            if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }
+            timeline.place(&sample)
             return sample
         }
         return nil

@@ -14,17 +14,7 @@ final class RawWebSocket: @unchecked Sendable {
 
     /// Connects; `path` nil leaves the connection plain (for ``request(_:)``).
     init(port: Int, path: String? = "/stream", receiveBuffer: Int32? = nil, receiveTimeout: Int = 5) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestFailure("socket: errno \(errno)") }
-        if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { close(descriptor); throw TestFailure("connect to 127.0.0.1:\(port): errno \(errno)") }
+        descriptor = try loopbackTCPConnection(port: port, receiveBuffer: receiveBuffer, receiveTimeout: receiveTimeout)
         if let path {
             let head = try request("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", readsBody: false)

@@ -16,17 +16,7 @@ final class RawRTSPConnection: @unchecked Sendable {
     let descriptor: Int32
 
     init(port: Int, receiveBuffer: Int32? = nil, receiveTimeout: Int = 5) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestFailure("socket: errno \(errno)") }
-        if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { close(descriptor); throw TestFailure("connect to 127.0.0.1:\(port): errno \(errno)") }
+        descriptor = try loopbackTCPConnection(port: port, receiveBuffer: receiveBuffer, receiveTimeout: receiveTimeout)
     }
 
     deinit { close(descriptor) }

@@ -323,3 +323,28 @@ struct CorpusSampleTests {
         #expect(failure == nil, "\(path): \(failure ?? "")")
     }
 }
+
+@Suite struct LoopTimelineTests {
+    @Test("passes follow each other: the second pass of a B-frame stream starts where the first ends, times rising, shown order kept")
+    func passesFollow() throws {
+        // Decode order I P B B with a reorder delay of one frame (1/25 s each).
+        let tick = MediaTime(value: 1, timescale: 25)
+        let pass: [(pts: Int64, dts: Int64)] = [(1, 0), (4, 1), (2, 2), (3, 3)]
+        var timeline = LoopTimeline()
+        var placed: [(pts: MediaTime, dts: MediaTime)] = []
+        for passNumber in 0..<3 {
+            if passNumber > 0 { timeline.beginPass() }
+            for (pts, dts) in pass {
+                var sample = try SampleBufferErrorTests.sample([0, 0, 0, 1, 0x65])
+                sample.timing = SampleTiming(presentationTime: tick * pts, decodeTime: tick * dts, duration: tick)
+                timeline.place(&sample)
+                placed.append((sample.presentationTime, sample.decodeTime))
+            }
+        }
+        #expect(zip(placed, placed.dropFirst()).allSatisfy { $0.dts < $1.dts }, "decode times rise")
+        #expect(placed[4].dts == tick * 4 && placed[4].pts == tick * 5 && placed[8].dts == tick * 8)
+        #expect(timeline.end == tick * 12 && timeline.offset == tick * 8)
+        let shown = placed.map(\.pts).sorted { $0 < $1 }
+        #expect(shown == (1...12).map { tick * Int64($0) }, "every frame shown once, a tick apart")
+    }
+}
