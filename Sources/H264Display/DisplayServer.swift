@@ -50,7 +50,9 @@ public final class DisplayServer: Sendable {
         public var pagesRefused = 0
         /// Messages from pages that were not understood (ignored).
         public var badMessages = 0
-        /// Pages closed for a message that broke the protocol or its size limit.
+        /// Pages closed for a message past the size limit (with WebSocket close code 1009,
+        /// "message too big"). A single frame of more than twice the limit is refused by the
+        /// WebSocket layer before it is read: that page is closed too, but not counted here.
         public var pagesClosedForBadInput = 0
     }
 
@@ -112,7 +114,9 @@ public final class DisplayServer: Sendable {
         router.get("/player.js") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: script))
         }
-        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: options.maximumMessageSize))
+        // Frames up to twice the message limit are read, so that the server's own check of each
+        // message (which may come in several frames) is what refuses an oversized one, counted.
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: options.maximumMessageSize * 2))
         let connections = self.connections
         // Every connection is noted as it is accepted, so that stopping can close them all.
         let server = HTTPServerBuilder { responder in
@@ -208,13 +212,20 @@ public final class DisplayServer: Sendable {
             }
             // The reader: what the page says, until it goes.
             do {
-                for try await message in inbound.messages(maxSize: options.maximumMessageSize) {
+                for try await message in inbound.messages(maxSize: 2 * options.maximumMessageSize) {
+                    let size = switch message { case .text(let text): text.utf8.count; case .binary(let bytes): bytes.readableBytes }
+                    guard size <= options.maximumMessageSize else {
+                        counts.withLock { $0.pagesClosedForBadInput += 1 }
+                        logger.warning("page \(id) closed: a message of \(size) bytes, past the limit of \(options.maximumMessageSize)")
+                        try? await outbound.close(.messageTooLarge, reason: "past \(options.maximumMessageSize) bytes")
+                        break
+                    }
                     handle(message, from: connection, layer: layer)
                 }
             } catch is CancellationError {
             } catch {
-                counts.withLock { $0.pagesClosedForBadInput += 1 }
-                logger.warning("page \(id) closed: \(error)")
+                // The page went (a reset, a broken frame): nothing more to read from it.
+                logger.info("page \(id) ended: \(error)")
             }
             connection.finish()
             group.cancelAll()

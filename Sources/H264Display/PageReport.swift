@@ -54,6 +54,10 @@ public struct PageReport: Sendable, Hashable, Codable {
     /// Something the page noticed that did not stop playback (the browser's decoder returned
     /// fewer frames than it was given, without an error).
     public var warning: String?
+    /// The intervals between the page's animation frames, ms: a browser with the time it needs
+    /// runs them at the display's rate (16.7 ms at 60 Hz); far longer ones mean the machine was
+    /// too busy for the page, and frames are late for that reason.
+    public var frameLoopMs: Lateness?
     /// When the first frame was drawn, in milliseconds from the page's navigation start (the
     /// page's load, its WebSocket, the configuration and the first decode).
     public var firstFrameMs: Double?

@@ -183,8 +183,9 @@ public struct RTPSender: Sendable {
         do {
             // Every datagram whole (NIO's default read buffer for UDP is 2,048 bytes); a sender
             // reads only RTCP.
+            // No SO_REUSEADDR on an ephemeral port: with it, Linux may hand out a port that
+            // another such socket (a receiver's, in the same process) holds, and steal its packets.
             var bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .readingWholeDatagrams(1)
             if let receiveBufferSize { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize)) }
             return try await bootstrap.bind(host: host, port: port) { channel in

@@ -297,8 +297,9 @@ public struct RTSPClient: Sendable {
     static func bindPortPair(rtp: @escaping @Sendable ([ReceivedDatagram]) -> Void,
                              rtcp: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(NetworkError) -> (rtp: any Channel, rtcp: any Channel) {
         func bootstrap(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) -> DatagramBootstrap {
+            // No SO_REUSEADDR: with it, Linux may give a port another such socket holds (and
+            // the next port's bind succeeds over it), and one client's packets reach the other.
             DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .readingWholeDatagrams(16)
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                 .channelInitializer { channel in

@@ -337,8 +337,8 @@ final class ServerCore: Sendable {
 
     private func datagramBootstrap(control: Bool) -> DatagramBootstrap {
         let core = self
+        // An ephemeral pair: no SO_REUSEADDR (it lets a port be shared with another such socket).
         return DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .readingWholeDatagrams(8)
             .channelOption(.writeBufferWaterMark, value: .init(low: 4 << 20, high: 8 << 20))
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)

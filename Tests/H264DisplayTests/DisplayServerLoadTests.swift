@@ -104,13 +104,13 @@ struct DisplayServerLoadTests {
             while afterNonsense < 20, let frame = noisy.readFrame() { if frame.opcode == 2 { afterNonsense += 1 } }
             let oversized = try RawWebSocket(port: port)
             oversized.sendFrame(opcode: 1, [UInt8](repeating: 0x20, count: 100 << 10))
-            let closed = oversized.isClosedByPeer()
+            let closed = oversized.closeCode() == 1009   // message too big (RFC 6455 §7.4.1)
             var samples = 0
             while samples < 60, let frame = neighbour.readFrame() { if frame.opcode == 2 { samples += 1 } }
             return (afterNonsense, closed, samples)
         }
         #expect(outcome.afterNonsense == 20, "the noisy page stopped getting samples")
-        #expect(outcome.oversizedClosed, "a page past the message limit was not closed")
+        #expect(outcome.oversizedClosed, "a page past the message limit was not closed with 1009")
         #expect(outcome.neighbour == 60)
         var statistics = server.statistics
         for _ in 0..<200 where statistics.pagesClosedForBadInput == 0 {

@@ -105,13 +105,12 @@ final class RawWebSocket: @unchecked Sendable {
         send(frame)
     }
 
-    /// Whether the server ended the connection (a close frame, or the end) within the timeout.
-    func isClosedByPeer() -> Bool {
+    /// The code of the close frame the server sends next (other frames skipped); nil when the
+    /// connection ends or times out without one.
+    func closeCode() -> Int? {
         while let frame = readFrame() {
-            if frame.opcode == 8 { return true }
+            if frame.opcode == 8 { return frame.payload.count >= 2 ? Int(frame.payload[0]) << 8 | Int(frame.payload[1]) : 1005 }
         }
-        var probe: UInt8 = 0
-        let count = recv(descriptor, &probe, 1, 0)
-        return count == 0 || (count < 0 && errno == ECONNRESET)
+        return nil
     }
 }

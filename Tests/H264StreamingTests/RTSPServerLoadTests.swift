@@ -167,7 +167,7 @@ struct RTSPServerLoadTests {
                 return connection
             }
         }
-        final class Results: Sendable { let all = Mutex<[(samples: Int, firstIsSync: Bool)]>([]) }
+        final class Results: Sendable { let all = Mutex<[(samples: Int, firstIsSync: Bool, tcp: Bool, lost: Int, report: String)]>([]) }
         let results = Results()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<180 {
@@ -176,14 +176,18 @@ struct RTSPServerLoadTests {
                                                                      transport: index.isMultiple(of: 2) ? .tcp : .udp))
                     var first: Bool?
                     let report = try await client.receive { sample in if first == nil { first = sample.isSync } }
-                    results.all.withLock { $0.append((report.samples, first ?? false)) }
+                    results.all.withLock { $0.append((report.samples, first ?? false, index.isMultiple(of: 2), report.depacketizer.packetsLost, "\(report)")) }
                 }
             }
             try await group.waitForAll()
         }
         let all = results.all.withLock { $0 }
         #expect(all.count == 180)
-        #expect(all.allSatisfy { $0.samples == 40 && $0.firstIsSync }, "\(all.filter { $0.samples != 40 || !$0.firstIsSync }.count) clients short or not starting at a sync sample")
+        // Over TCP every frame arrives; over UDP a machine whose cores are both busy (the other
+        // suites beside this one) may drop datagrams on loopback: then the client, its loss
+        // counted, must still have been served from a sync sample.
+        let short = all.filter { !$0.firstIsSync || ($0.samples != 40 && ($0.tcp || $0.lost == 0 || $0.samples == 0)) }
+        #expect(short.isEmpty, "\(short.count) clients short or not starting at a sync sample: \(short.prefix(3).map { "\($0.tcp ? "TCP" : "UDP"), \($0.samples) samples, first sync \($0.firstIsSync): \($0.report)" })")
         let statistics = server.statistics
         #expect(statistics.sessionsPlayed >= 200 && statistics.connectionsRefused == 0, "\(statistics)")
         withExtendedLifetime(stalled) {}

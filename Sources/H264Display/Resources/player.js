@@ -40,6 +40,8 @@ class Histogram {
   summary() { return { p50: this.percentile(0.5), p95: this.percentile(0.95), max: this.max }; }
 }
 const lateness = new Histogram();
+const frameLoop = new Histogram();   // the intervals between animation frames: the browser's own punctuality
+let lastTick = null;
 const liveLatency = new Histogram();
 
 let configuration = null;   // the last config message
@@ -289,6 +291,9 @@ function tick(animating) {
     sendReport('report');
   }
   if (animating === false) return;
+  const tickAt = performance.now();
+  if (lastTick !== null && document.visibilityState === 'visible') frameLoop.add(tickAt - lastTick);
+  lastTick = tickAt;
   showOverlay();
   requestAnimationFrame(tick);
 }
@@ -325,6 +330,7 @@ function report(type) {
   };
   if (lastDrawn !== null) result.presentedTime = lastDrawn / 1e6;
   if (firstFrameAt !== null) result.firstFrameMs = firstFrameAt;
+  if (frameLoop.count > 0) result.frameLoopMs = frameLoop.summary();
   result.startupMs = startup;
   if (firstDecodeAt !== null && lastOutputAt !== null && lastOutputAt > firstDecodeAt && counts.decoded > 1) {
     result.decodeFramesPerSecond = (counts.decoded - 1) * 1000 / (lastOutputAt - firstDecodeAt);
