@@ -66,9 +66,10 @@ public struct PageReport: Sendable, Hashable, Codable {
     /// (`configuration`), the first sample in (`firstSample`), the first frame out of the
     /// decoder (`firstDecoded`) and drawn (`firstDrawn`).
     public var startupMs: [String: Double]?
-    /// How fast the browser decoded: frames out per second from the first sample handed to the
-    /// decoder to the last frame out. Below the stream's frame rate, the decoder cannot keep up
-    /// (frames are then late and dropped); while it keeps up, the pacing holds it near the rate.
+    /// How fast the browser's decoder went while samples waited in it: frames out per second
+    /// over the time it had a backlog (nil when it never had one, or for fewer than 5 frames:
+    /// it kept up with what it was given). Near or below the stream's frame rate, the decoder
+    /// cannot keep up, and frames are late and dropped for that reason.
     public var decodeFramesPerSecond: Double?
     /// Why the stream cannot play here (the browser does not support its configuration), if so.
     public var error: String?

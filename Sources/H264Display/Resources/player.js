@@ -53,7 +53,10 @@ let error = null;           // a fatal error: playback stopped (the stream canno
 let waitingForKey = false;
 let lastDecodeError = '';
 let given = 0;              // samples handed to the decoder
-let firstDecodeAt = null, lastOutputAt = null;   // performance.now() of the first decode() and the last frame out  // after a decode error: the decoder is new, and needs a sync sample
+let lastOutputAt = null;    // performance.now() of the last frame out of the decoder
+// The decoder's own speed: frames out while samples wait in it (a backlog), over that time.
+// Without a backlog it kept up with what it was given, and its speed is not measured.
+let busyFrames = 0, busyMs = 0;
 let endRequested = false, flushing = false, ended = false, reported = false;
 let captures = new Set();
 let lastDrawn = null;       // presentation time (µs) of the frame on screen
@@ -65,7 +68,16 @@ mark('script');
 let duration = 0;
 
 // The clock: the control timebase's time and rate, anchored on performance.now().
-const clock = { time: 0, rate: 0, wall: performance.now(), waitingForFirstFrame: true };
+const clock = { time: 0, rate: 0, wall: performance.now(), waitingForFirstFrame: true, waitingSince: null };
+// Before the clock starts, a few frames are decoded ahead (a player's preroll): a decoder that
+// is only just faster than real time then keeps up. The first frame is shown at once meanwhile.
+const PREROLL_FRAMES = 4, PREROLL_MS = 300;
+function prerolled() {
+  if (frames.length >= PREROLL_FRAMES) return true;
+  if (pending.size === 0) return true;   // everything sent so far is decoded
+  if (clock.waitingSince === null) clock.waitingSince = performance.now();
+  return performance.now() - clock.waitingSince >= PREROLL_MS;
+}
 function clockTime() { return clock.time + (performance.now() - clock.wall) / 1000 * clock.rate; }
 function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); }
 
@@ -181,7 +193,6 @@ function onSample(buffer) {
   }
   pending.set(timestamp, { hidden: (flags & 2) !== 0, arrival });
   given++;
-  if (firstDecodeAt === null) firstDecodeAt = performance.now();
   try {
     decoder.decode(new EncodedVideoChunk({
       type: (flags & 1) ? 'key' : 'delta', timestamp, duration: sampleDuration, data: new Uint8Array(buffer, HEADER),
@@ -195,7 +206,9 @@ function onSample(buffer) {
 function onFrame(frame) {
   counts.decoded++;
   mark('firstDecoded');
-  lastOutputAt = performance.now();
+  const outAt = performance.now();
+  if (lastOutputAt !== null && decoder && decoder.decodeQueueSize > 0) { busyFrames++; busyMs += outAt - lastOutputAt; }
+  lastOutputAt = outAt;
   const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
   pending.delete(frame.timestamp);
   if (info.hidden) { frame.close(); return; }   // decoded on the way to a seek's target
@@ -217,6 +230,14 @@ function flushAll() {
   endRequested = false;
   ended = false;
   reported = false;
+}
+
+// The first frame drawn while the preroll goes on (not yet counted as presented: it is drawn
+// again, on time, when the clock starts).
+function showPoster(entry) {
+  context.drawImage(entry.frame, 0, 0, canvas.width, canvas.height);
+  firstFrameAt = performance.now();
+  mark('firstDrawn');
 }
 
 function draw(entry) {
@@ -254,13 +275,19 @@ function tick(animating) {
       draw(frames.shift());
     } else {
       if (clock.waitingForFirstFrame && clock.rate > 0) {
-        // Playing starts when the first frame is ready: its time is now.
-        setClock(frames[0].frame.timestamp / 1e6, clock.rate);
-        clock.waitingForFirstFrame = false;
+        if (!prerolled()) {
+          if (firstFrameAt === null) showPoster(frames[0]);
+        } else {
+          // Playing starts when the first frames are ready: the first one's time is now.
+          setClock(frames[0].frame.timestamp / 1e6, clock.rate);
+          clock.waitingForFirstFrame = false;
+          clock.waitingSince = null;
+        }
       }
+      const prerolling = clock.waitingForFirstFrame && clock.rate > 0;
       const now = clockTime() * 1e6 + 500;   // (half a millisecond of rounding)
       let due = -1;
-      for (let i = 0; i < frames.length && frames[i].frame.timestamp <= now; i++) due = i;
+      for (let i = 0; !prerolling && i < frames.length && frames[i].frame.timestamp <= now; i++) due = i;
       if (due < 0 && clock.rate === 0 && lastDrawn === null) due = 0;   // paused before the first frame: show it
       if (due >= 0) {
         for (let i = 0; i < due; i++) {
@@ -332,8 +359,8 @@ function report(type) {
   if (firstFrameAt !== null) result.firstFrameMs = firstFrameAt;
   if (frameLoop.count > 0) result.frameLoopMs = frameLoop.summary();
   result.startupMs = startup;
-  if (firstDecodeAt !== null && lastOutputAt !== null && lastOutputAt > firstDecodeAt && counts.decoded > 1) {
-    result.decodeFramesPerSecond = (counts.decoded - 1) * 1000 / (lastOutputAt - firstDecodeAt);
+  if (busyFrames >= 5 && busyMs > 0) {
+    result.decodeFramesPerSecond = busyFrames * 1000 / busyMs;
   }
   if (ended && !error && counts.decoded + counts.decodeErrors < given) {
     result.warning = `The browser's decoder returned ${counts.decoded} of the ${given} frames it was given (no error).`;
