@@ -112,13 +112,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             $0.errorsAnswered += newErrors
         }
         if let id = message["Session"].map({ String($0.split(separator: ";").first ?? "") }) { sessions[id]?.subscriber?.touch() }
+        // A publisher's routes are in place before it hears 200 to its RECORD: it sends at once
+        // (ffmpeg does), and its first packets, with the first IDR picture, must not go astray.
+        var pending = event
+        if let recording = pending, case .record = recording {
+            apply(recording, context: context)
+            pending = nil
+        }
         context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: response.bytes)), promise: nil)
         if !context.channel.isWritable {
             // A client that sends requests without reading the answers: stop reading it until
             // it has read them, so that its answers cannot pile up.
             context.channel.setOption(.autoRead, value: false).whenComplete { _ in }
         }
-        if let event { apply(event, context: context) }
+        if let pending { apply(pending, context: context) }
     }
 
     private func apply(_ event: RTSPServerConnection.Event, context: ChannelHandlerContext) {
