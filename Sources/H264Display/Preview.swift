@@ -72,10 +72,16 @@ public struct Preview: Sendable {
         }
         let numbers = Dictionary(zip(captureTimes.map(DisplayMessage.microseconds), options.captures), uniquingKeysWith: { a, _ in a })
         let requestedTimes = captureTimes
+        outcome.expectCaptures(numbers.count)
         let watch: @Sendable (DisplayLayer) async -> Void = { layer in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for await (timestamp, png) in layer.captures { if let number = numbers[timestamp] { onCapture(number, png) } }
+                    for await (timestamp, png) in layer.captures {
+                        if let number = numbers[timestamp] {
+                            onCapture(number, png)
+                            outcome.captured()
+                        }
+                    }
                 }
                 group.addTask {
                     while !Task.isCancelled {
@@ -152,6 +158,10 @@ public struct Preview: Sendable {
 /// The pages' reports as the preview runs, and the end of playback.
 private final class Outcome: Sendable {
     private let state = Mutex<(latest: [PageReport], ended: PageReport?)>(([], nil))
+    private let captures = Mutex<(expected: Int, delivered: Int)>((0, 0))
+
+    func expectCaptures(_ count: Int) { captures.withLock { $0.expected = count } }
+    func captured() { captures.withLock { $0.delivered += 1 } }
 
     func latest(_ reports: [PageReport]) { state.withLock { if $0.ended == nil { $0.latest = reports } } }
     func ended(_ report: PageReport) { state.withLock { $0.ended = $0.ended ?? report } }
@@ -159,6 +169,12 @@ private final class Outcome: Sendable {
 
     func waitForEnd() async {
         while state.withLock({ $0.ended == nil }) {
+            try? await Task.sleep(for: .milliseconds(20))
+            if Task.isCancelled { return }
+        }
+        // The page sends its captures before its last report; they may still be on their way
+        // to the handler here (at most 2 s more).
+        for _ in 0..<100 where captures.withLock({ $0.delivered < $0.expected }) {
             try? await Task.sleep(for: .milliseconds(20))
             if Task.isCancelled { return }
         }

@@ -251,10 +251,14 @@ function draw(entry) {
   frame.close();
 }
 
+let capturesInFlight = 0;   // PNGs being encoded: the end is reported after them
 function capture(timestamp) {
   captures.delete(timestamp);
+  capturesInFlight++;
   canvas.toBlob((blob) => {
+    if (!blob) { capturesInFlight--; return; }
     blob.arrayBuffer().then((png) => {
+      capturesInFlight--;
       const bytes = new Uint8Array(9 + png.byteLength);
       bytes[0] = 2;
       new DataView(bytes.buffer).setBigInt64(1, BigInt(timestamp));
@@ -310,7 +314,7 @@ function tick(animating) {
     flushing = true;
     decoder.flush().catch(() => {}).finally(() => { flushing = false; pending.clear(); });
   }
-  if (endRequested && !ended && !flushing && pending.size === 0 && frames.length === 0) {
+  if (endRequested && !ended && !flushing && pending.size === 0 && frames.length === 0 && capturesInFlight === 0) {
     ended = true;
     if (counts.presented === 0 && counts.decodeErrors > 0 && !error) {
       error = `No frame could be decoded: ${counts.decodeErrors} decode error(s), the last: ${lastDecodeError}`;
