@@ -279,7 +279,7 @@ let rtspURLCases: [RTSPURLCase] = [
     RTSPURLCase(text: "rtsp://127.0.0.1:8554/live", host: "127.0.0.1", port: 8554, path: "/live"),
     RTSPURLCase(text: "rtsp://camera.local/stream1?x=1", host: "camera.local", path: "/stream1?x=1"),
     RTSPURLCase(text: "RTSP://[::1]:8554/a/b", host: "::1", port: 8554, path: "/a/b"),
-    RTSPURLCase(text: "rtsp://admin:p%40ss@10.0.0.2:554/h264", host: "10.0.0.2", path: "/h264", user: "admin"),
+    RTSPURLCase(text: "rtsp://admin:p%40ss@127.0.0.2:554/h264", host: "127.0.0.2", path: "/h264", user: "admin"),
     RTSPURLCase(text: "rtsp://host:0/x", host: nil),
     RTSPURLCase(text: "rtsp://:554/x", host: nil),
     RTSPURLCase(text: "rtsp://[::1/x", host: nil),

@@ -35,7 +35,7 @@ struct SessionDescriptionTests {
     }
 
     @Test func theDefaultPacketizationModeIsZeroAndParameterSetsMayBeInBand() throws {
-        let text = "v=0\no=- 1 1 IN IP4 10.0.0.1\ns=cam\nm=video 0 RTP/AVP 97\na=rtpmap:97 h264/90000\na=control:track1\n"
+        let text = "v=0\no=- 1 1 IN IP4 127.0.0.1\ns=cam\nm=video 0 RTP/AVP 97\na=rtpmap:97 h264/90000\na=control:track1\n"
         let format = try H264PayloadFormat(medium: try SessionDescription(parsing: text).media[0])
         #expect(format.payloadType == 97 && format.packetizationMode == 0 && format.control == "track1")
         #expect(try format.formatDescription() == nil)
