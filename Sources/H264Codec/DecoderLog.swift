@@ -2,13 +2,13 @@ import CCodecs
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import SystemIO
 
 /// libavcodec's error messages, which are how FFmpeg 5.1 tells about damage it conceals (its
 /// frames' `decode_error_flags` stay empty). The log is process-wide: messages are collected
 /// here instead of printed, and a decoder takes them after each call.
 enum DecoderLog {
-    static let messages = Mutex<[String]>([])
+    static let messages = Locked<[String]>([])
     static let limit = 256
 
     /// Installs the collector once (`av_log_set_callback`).

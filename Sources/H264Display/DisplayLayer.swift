@@ -1,5 +1,5 @@
 public import MediaCore
-import Synchronization
+import SystemIO
 
 /// A layer that shows H.264 sample buffers in the pages that open a ``DisplayServer``: the
 /// AVSampleBufferDisplayLayer of seed 003's case study 1, with the browser as the display. The
@@ -89,7 +89,7 @@ public final class DisplayLayer: Sendable {
         var afterFlush = false
         var mediaDuration: MediaTime?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A layer with `options`.
     public init(options: Options = Options()) {

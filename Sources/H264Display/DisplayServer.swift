@@ -7,6 +7,7 @@ public import Logging
 import NIOCore
 import NIOWebSocket
 import Synchronization
+import SystemIO
 
 /// The web server of the display: it serves the player page (plain HTML and JavaScript shipped
 /// in this module's resources, decoding with WebCodecs) and, over a WebSocket, the samples of a
@@ -63,8 +64,8 @@ public final class DisplayServer: Sendable {
         case shared(DisplayLayer)
         case perPage(@Sendable (DisplayLayer) async -> Void)
     }
-    private let source = Mutex<Source>(.none)
-    private let counts = Mutex(Statistics())
+    private let source = Locked<Source>(.none)
+    private let counts = Locked(Statistics())
     private let nextPage = Atomic<Int>(0)
     private let page: [UInt8]
     private let script: [UInt8]
@@ -275,7 +276,7 @@ public final class DisplayServer: Sendable {
 
 /// The connections a server has open.
 final class ConnectionRegistry: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
 
     func add(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)

@@ -1,7 +1,7 @@
 public import H264Session
 public import MediaCore
 import H264Container
-import Synchronization
+import SystemIO
 
 /// Plays a media file (anything `MediaSource` reads: Annex-B, MP4, MOV) into a
 /// ``DisplayLayer``: seed 003's case study 1 as one call. Samples are enqueued while the layer is
@@ -99,7 +99,7 @@ public struct FilePreview: Sendable {
 
 /// The seek a page asked for last, between the control reader and the player.
 private final class SeekInbox: Sendable {
-    private let target = Mutex<MediaTime?>(nil)
+    private let target = Locked<MediaTime?>(nil)
 
     func request(_ time: MediaTime) { target.withLock { $0 = time } }
     func take() -> MediaTime? { target.withLock { value in defer { value = nil }; return value } }

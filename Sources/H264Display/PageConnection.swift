@@ -1,5 +1,5 @@
 import MediaCore
-import Synchronization
+import SystemIO
 
 /// A sample on its way to a page.
 struct OutgoingSample: Sendable {
@@ -43,7 +43,7 @@ final class PageConnection: Sendable {
     let messages: AsyncStream<Outgoing>
     private let continuation: AsyncStream<Outgoing>.Continuation
     private let limit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(id: Int, maximumQueuedSamples: Int) {
         self.id = id

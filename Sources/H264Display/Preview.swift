@@ -2,7 +2,7 @@ public import H264Network
 public import H264Streaming
 import H264Session
 public import MediaCore
-import Synchronization
+import SystemIO
 
 /// `h264kit preview` as one call: a ``DisplayServer`` showing a file (each page gets it from
 /// its start, with its own seeks) or a live RTP/RTSP source (every page watches the same layer,
@@ -157,8 +157,8 @@ public struct Preview: Sendable {
 
 /// The pages' reports as the preview runs, and the end of playback.
 private final class Outcome: Sendable {
-    private let state = Mutex<(latest: [PageReport], ended: PageReport?)>(([], nil))
-    private let captures = Mutex<(expected: Int, delivered: Int)>((0, 0))
+    private let state = Locked<(latest: [PageReport], ended: PageReport?)>(([], nil))
+    private let captures = Locked<(expected: Int, delivered: Int)>((0, 0))
 
     func expectCaptures(_ count: Int) { captures.withLock { $0.expected = count } }
     func captured() { captures.withLock { $0.delivered += 1 } }

@@ -5,7 +5,7 @@ import Glibc
 import H264Bitstream
 public import H264Codec
 public import MediaCore
-import Synchronization
+import SystemIO
 
 /// An encoded frame out of a ``CompressionSession``: a sample buffer in decoding order
 /// (4-byte NAL lengths, or start codes with `EncoderSettings/annexB`), with its
@@ -79,12 +79,12 @@ public final class CompressionSession: Sendable {
 
     /// The configuration the session was made with.
     public let configuration: Configuration
-    private let engine: Mutex<Engine>
+    private let engine: Locked<Engine>
     private let pipeline: SessionPipeline<CompressedFrame>
     private let statistics: String?
     /// What the callers have submitted: checked before a picture is queued, so a misuse is an
     /// error for the caller and not the end of the session.
-    private let intake: Mutex<Intake>
+    private let intake: Locked<Intake>
     private struct Intake {
         var passOpen: Bool
         var lastTime: MediaTime?
@@ -125,9 +125,9 @@ public final class CompressionSession: Sendable {
         } else {
             encoder = nil
         }
-        engine = Mutex(Engine(encoder: encoder, settings: configuration.settings, converts: configuration.convertsPictures,
+        engine = Locked(Engine(encoder: encoder, settings: configuration.settings, converts: configuration.convertsPictures,
                               pass: configuration.passes == 1 ? 1 : 0, passes: configuration.passes))
-        intake = Mutex(Intake(passOpen: configuration.passes == 1))
+        intake = Locked(Intake(passOpen: configuration.passes == 1))
         pipeline = SessionPipeline(label: "H264Session.CompressionSession", asynchronous: configuration.isAsynchronous,
                                    limit: configuration.maximumFramesInFlight, handler: handler)
     }

@@ -2,7 +2,7 @@ import Dispatch
 import H264Bitstream
 public import H264Codec
 public import MediaCore
-import Synchronization
+import SystemIO
 
 /// Decodes H.264 samples into pictures: the `VTDecompressionSession` analogue, over libavcodec.
 ///
@@ -68,7 +68,7 @@ public final class DecompressionSession: Sendable {
     public let formatDescription: VideoFormatDescription
     /// The configuration the session was made with.
     public let configuration: Configuration
-    private let engine: Mutex<Engine>
+    private let engine: Locked<Engine>
     private let pipeline: SessionPipeline<DecodedFrame>
 
     /// A session delivering outputs to `outputHandler`.
@@ -88,7 +88,7 @@ public final class DecompressionSession: Sendable {
         self.formatDescription = formatDescription
         self.configuration = configuration
         do {
-            engine = Mutex(try Engine(formatDescription: formatDescription, configuration: configuration))
+            engine = Locked(try Engine(formatDescription: formatDescription, configuration: configuration))
         } catch {
             throw .codecFailed(error)
         }

@@ -2,7 +2,6 @@ import SystemIO
 import H264Container
 import MediaCore
 import MediaIO
-import Synchronization
 
 /// Where a compression session's frames go (an Annex-B file or the movie writer), from the
 /// session's thread or queue: ``PictureEncoder`` and ``Transcoder`` write through it. The first
@@ -16,7 +15,7 @@ final class EncodedOutputSink: Sendable {
         var bytes = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(_ output: EncodedOutput) throws(SessionError) {
         var state = State()
@@ -32,7 +31,7 @@ final class EncodedOutputSink: Sendable {
         } catch {
             throw .mediaIO(MediaIOError(.io, "\(error)"))
         }
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     var error: SessionError? { state.withLock { $0.error } }

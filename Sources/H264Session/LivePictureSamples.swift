@@ -2,6 +2,7 @@ public import H264Codec
 public import MediaCore
 public import MediaIO
 import Synchronization
+import SystemIO
 
 /// Pictures encoded as a live camera's are: each picture goes to the compression session when
 /// its presentation time comes (real time from the first, or as fast as they come with
@@ -93,8 +94,8 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
     /// The task feeding the compression session; cancelled when its iterator goes away.
     final class Producer: Sendable {
         let samples: LivePictureSamples
-        let task = Mutex<Task<Void, Never>?>(nil)
-        let error = Mutex<SessionError?>(nil)
+        let task = Locked<Task<Void, Never>?>(nil)
+        let error = Locked<SessionError?>(nil)
 
         init(_ samples: LivePictureSamples) { self.samples = samples }
 

@@ -2,6 +2,7 @@ import H264Network
 import MediaCore
 import NIOCore
 import Synchronization
+import SystemIO
 
 /// Where one client's packets go: RTP/AVP over UDP to its port pair (from the server's own
 /// pair), or interleaved in its RTSP connection (RFC 2326 §10.12).
@@ -59,7 +60,7 @@ final class RTPSubscriber: Sendable {
     let ssrc: UInt32
     let payloadType: UInt8
     private let initialTimestamp: UInt32
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let lastActivity = Atomic<Int64>(NIODeadline.now().uptimeNanoseconds.asInt64)
     static let reportInterval = TimeAmount.seconds(5)
 
@@ -69,7 +70,7 @@ final class RTPSubscriber: Sendable {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.initialTimestamp = initialTimestamp
-        state = Mutex(State(nextSequence: initialSequenceNumber, lastTimestamp: initialTimestamp))
+        state = Locked(State(nextSequence: initialSequenceNumber, lastTimestamp: initialTimestamp))
     }
 
     var counts: Counts { state.withLock { $0.counts } }
@@ -189,13 +190,13 @@ final class RTPSubscriber: Sendable {
 /// new one starts at the next sync sample); a keyframe request (a client's PLI, a new client)
 /// goes to whoever makes the stream.
 final class RTPFanOut: Sendable {
-    private let packetizer: Mutex<H264Packetizer>
-    private let subscribers = Mutex<[String: RTPSubscriber]>([:])
+    private let packetizer: Locked<H264Packetizer>
+    private let subscribers = Locked<[String: RTPSubscriber]>([:])
     private let keyframeRequest: (@Sendable () -> Void)?
     let finished = Atomic<Bool>(false)
 
     init(configuration: H264Packetizer.Configuration, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(NetworkError) {
-        packetizer = Mutex(try H264Packetizer(configuration: configuration))
+        packetizer = Locked(try H264Packetizer(configuration: configuration))
         keyframeRequest = onKeyframeRequest
     }
 

@@ -2,7 +2,7 @@ public import H264Network
 public import MediaCore
 import NIOCore
 import NIOPosix
-import Synchronization
+import SystemIO
 
 /// Sends H.264 sample buffers as RTP over UDP (RFC 6184 on RFC 3550): seed 003's case study 4,
 /// "compressing a sequence of images into an H.264 stream for the network", from the sample
@@ -82,7 +82,7 @@ public struct RTPSender: Sendable {
             public var lastJitter: Double?
         }
 
-        let state = Mutex(Counts())
+        let state = Locked(Counts())
 
         init() {}
 

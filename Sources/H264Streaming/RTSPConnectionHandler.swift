@@ -2,6 +2,7 @@ import H264Network
 import MediaCore
 import NIOCore
 import Synchronization
+import SystemIO
 
 /// One RTSP connection of the server: bytes in through the ``RTSPMessageParser``, requests
 /// through the ``RTSPServerConnection`` state machine, responses out, and its events carried

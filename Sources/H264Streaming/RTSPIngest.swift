@@ -2,7 +2,7 @@ public import H264Network
 public import H264Session
 public import MediaCore
 import NIOCore
-import Synchronization
+import SystemIO
 
 /// Receives what a publisher pushes to an RTSP path: the server side of
 /// `ffmpeg -f rtsp rtsp://HOST:PORT/PATH`, as OBS and ffmpeg publish to a media server
@@ -119,7 +119,7 @@ public struct RTSPIngest: Sendable {
         public let events: AsyncStream<Event>
         private let continuation: AsyncStream<Event>.Continuation
         private let configuration: RTPReceivingSession.Configuration
-        private let state = Mutex(State())
+        private let state = Locked(State())
 
         /// A sink receiving with `configuration`.
         public init(configuration: RTPReceivingSession.Configuration = .init()) {

@@ -4,6 +4,7 @@ import MediaCore
 import NIOCore
 import NIOPosix
 import Synchronization
+import SystemIO
 
 /// An RTSP server (RFC 2326) on SwiftNIO: serves H.264 at one or more paths to any number of
 /// clients, over RTP/AVP on UDP or interleaved in the RTSP connection (RTP/AVP/TCP), as ffmpeg,
@@ -174,7 +175,7 @@ final class Mount: Sendable {
     let path: String
     let kind: Kind
     let format: H264PayloadFormat?
-    let player = Mutex<PacedFilePlayer?>(nil)
+    let player = Locked<PacedFilePlayer?>(nil)
 
     init(path: String, kind: Kind, format: H264PayloadFormat?) {
         self.path = path
@@ -201,12 +202,12 @@ enum UDPRoute: Sendable {
 /// The server's shared state: its paths, its UDP ports, the routes of their datagrams, the counts.
 final class ServerCore: Sendable {
     let options: RTSPServer.Options
-    let mounts = Mutex<[String: Mount]>([:])
-    let routes = Mutex<[String: UDPRoute]>([:])
-    let counts = Mutex(RTSPServer.Statistics())
+    let mounts = Locked<[String: Mount]>([:])
+    let routes = Locked<[String: UDPRoute]>([:])
+    let counts = Locked(RTSPServer.Statistics())
     let running = Atomic<Bool>(false)
-    let udp = Mutex<(rtp: any Channel, rtcp: any Channel)?>(nil)
-    let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    let udp = Locked<(rtp: any Channel, rtcp: any Channel)?>(nil)
+    let connections = Locked<[ObjectIdentifier: any Channel]>([:])
     let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     let authenticator: RTSPAuthenticator?
 
@@ -215,7 +216,7 @@ final class ServerCore: Sendable {
         authenticator = options.credentials.map { RTSPAuthenticator(credentials: $0) }
     }
 
-    let subscribers = Mutex<[String: RTPSubscriber]>([:])
+    let subscribers = Locked<[String: RTPSubscriber]>([:])
 
     /// The counts, with the packets of the sessions still playing.
     var statistics: RTSPServer.Statistics {

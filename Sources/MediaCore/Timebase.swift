@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import SystemIO
 
 /// A source of steadily advancing time (`CMClock`).
 public protocol MediaClock: Sendable {
@@ -20,10 +21,10 @@ public struct HostClock: MediaClock {
 
 /// A clock that moves only when told to: for tests and for rendering faster than real time.
 public final class ManualClock: MediaClock {
-    private let time: Mutex<MediaTime>
+    private let time: Locked<MediaTime>
 
     /// A clock standing at `start`.
-    public init(_ start: MediaTime = MediaTime(value: 0, timescale: 1_000_000_000)) { time = Mutex(start) }
+    public init(_ start: MediaTime = MediaTime(value: 0, timescale: 1_000_000_000)) { time = Locked(start) }
 
     /// Where the clock stands.
     public var currentTime: MediaTime { time.withLock { $0 } }
@@ -63,14 +64,14 @@ public final class Timebase: Sendable {
 
     /// The clock the timebase follows.
     public let clock: any MediaClock
-    private let anchor: Mutex<Anchor>
-    private let waiters = Mutex<[UInt64: CheckedContinuation<Void, Never>]>([:])
+    private let anchor: Locked<Anchor>
+    private let waiters = Locked<[UInt64: CheckedContinuation<Void, Never>]>([:])
     private let nextWaiter = Atomic<UInt64>(0)
 
     /// A timebase at `time`, paused (rate 0) as `CMTimebaseCreateWithSourceClock` leaves it.
     public init(clock: any MediaClock = HostClock(), time: MediaTime = MediaTime(value: 0, timescale: 1_000_000_000), rate: Double = 0) {
         self.clock = clock
-        anchor = Mutex(Anchor(time: time, clockTime: clock.currentTime, rate: rate))
+        anchor = Locked(Anchor(time: time, clockTime: clock.currentTime, rate: rate))
     }
 
     /// The rate: 1 plays, 0 pauses, 2 plays twice as fast, negative plays backwards.

@@ -1,7 +1,7 @@
 import Dispatch
-import Synchronization
 #if canImport(Glibc)
 import Glibc
+import SystemIO
 #endif
 
 /// SIGINT and SIGTERM turned into a call (cancelling a task, so that its output is finished
@@ -32,7 +32,7 @@ private final class InterruptionDispatcher: Sendable {
     /// The pipe's write end, for the signal handler (which can capture nothing).
     nonisolated(unsafe) static var writeEnd: Int32 = -1
 
-    private let actions = Mutex<(next: Int, installed: Bool, calls: [Int: @Sendable () -> Void])>((0, false, [:]))
+    private let actions = Locked<(next: Int, installed: Bool, calls: [Int: @Sendable () -> Void])>((0, false, [:]))
     private let readEnd: Int32
 
     private init() {

@@ -20,7 +20,7 @@ struct PreviewCommandTests {
         let preview = try ChildProcess(try h264kitURL(), ["preview"] + arguments + ["--port", "0"], stdout: output)
         var url: String?
         for _ in 0..<2000 where url == nil {
-            url = (try? String(contentsOfFile: output, encoding: .utf8))?.split(separator: "\n").first.map(String.init)
+            url = (try? readFile(output)).flatMap { String(decoding: $0, as: UTF8.self).split(separator: "\n").first.map(String.init) }
             if url == nil { try await Task.sleep(for: .milliseconds(5)) }
         }
         let address = try #require(url, "no URL printed: \(preview.stderrText)")
@@ -36,7 +36,7 @@ struct PreviewCommandTests {
         return (status, address, preview.stderrText)
     }
 
-    @Test("preview FILE --exit-after-playback --report --capture: the URL first on stdout (loopback), every frame presented, the report's fields, PNGs of the frames asked for, exit 0")
+    @Test("preview FILE --exit-after-playback --report --capture: the URL first on stdout (loopback), every frame decoded and presented (or dropped as late under load), the report's fields, PNGs of the frames asked for, exit 0")
     func fileToTheEnd() async throws {
         let report = StreamCommandTests.temporaryPath(".json"), captures = StreamCommandTests.temporaryPath("-captures")
         defer { for path in [report, captures] { try? FileManager.default.removeItem(atPath: path) } }
@@ -47,7 +47,12 @@ struct PreviewCommandTests {
         for key in ["framesReceived", "framesDecoded", "framesPresented", "framesDropped", "decodeErrors", "latenessMs", "codec", "width", "height", "userAgent"] {
             #expect(fields[key] != nil, "the report lacks \(key)")
         }
-        #expect(fields["framesPresented"] as? Int == 90 && fields["decodeErrors"] as? Int == 0 && fields["width"] as? Int == 320, "\(fields)")
+        // Every frame decoded, and each one either presented or dropped as late (the page drops a
+        // frame whose time has passed: under the whole suite's load a few are); frames asked for
+        // are drawn late rather than dropped, so the captures below exist either way.
+        let presented = fields["framesPresented"] as? Int ?? -1, dropped = fields["framesDropped"] as? Int ?? -1
+        #expect(fields["framesDecoded"] as? Int == 90 && presented + dropped == 90 && presented >= 45, "\(fields)")
+        #expect(fields["decodeErrors"] as? Int == 0 && fields["width"] as? Int == 320 && fields["height"] as? Int == 240, "\(fields)")
         for number in [0, 45, 89] {
             let png = try Data(contentsOf: URL(fileURLWithPath: "\(captures)/frame-\(number).png"))
             #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "frame-\(number).png is not a PNG")
