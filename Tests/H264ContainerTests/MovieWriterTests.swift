@@ -90,6 +90,62 @@ struct MovieWriterTests {
         }
     }
 
+    /// A sample lasts in the movie until the next is decoded, as FFmpeg's muxer writes it:
+    /// with reordering at a variable rate a sample buffer's presentation duration (what a
+    /// compression session gives) is longer than its decode step, and was refused.
+    @Test(arguments: [MovieWriter.Layout.progressive, .fragmented(fragmentDuration: MediaTime(value: 1, timescale: 10))])
+    func sampleDurationsAreDecodeSteps(_ layout: MovieWriter.Layout) throws {
+        let (_, samples) = try resolutionChange()
+        let path = temporaryMovie()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try MovieWriter(path: path, options: .init(layout: layout))
+        // Decode steps of 1/25 s; each sample says it lasts 3/50 s (longer than its step).
+        for var sample in samples.prefix(10) {
+            sample.timing.duration = MediaTime(value: 3, timescale: 50)
+            try writer.append(sample)
+        }
+        _ = try writer.finish()
+        let movie = try MovieReader(path: path)
+        let written = try movie.sampleBuffers(track: 0)
+        #expect(written.count == 10)
+        #expect(written.dropLast().allSatisfy { $0.duration == MediaTime(value: 1, timescale: 25) }, "\(written.map(\.duration))")
+        #expect(written.last?.duration == MediaTime(value: 3, timescale: 50), "the last sample keeps its own duration")
+        #expect(zip(written, samples).allSatisfy { $0.decodeTime == $1.decodeTime && $0.presentationTime == $1.presentationTime })
+        // A decode time that does not move on is still refused.
+        let again = try MovieWriter(path: temporaryMovie(), options: .init(layout: layout))
+        try again.append(samples[0])
+        var same = samples[1]
+        same.timing.decodeTime = samples[0].decodeTime
+        #expect(throws: ContainerError.self) { try again.append(same) }
+    }
+
+    /// Samples marked doNotDisplay before the first shown one (a cut's pre-roll) are stored
+    /// for decoding and left out of the edit list: players and readers start at the first
+    /// shown frame.
+    @Test func aHiddenPreRollIsLeftOutOfTheEdit() throws {
+        let (stream, samples) = try resolutionChange()
+        _ = stream
+        let path = temporaryMovie()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try MovieWriter(path: path, options: .init(keepsStartTime: true))
+        // The first 10 (176x144) pictures decode order = presentation order shifted by B-frames;
+        // hide the first three shown.
+        let firstTen = Array(samples.prefix(10))
+        let hidden = Set(firstTen.map(\.presentationTime).sorted { $0 < $1 }.prefix(3))
+        for var sample in firstTen {
+            if hidden.contains(sample.presentationTime) { sample.attachments.doNotDisplay = true }
+            try writer.append(sample)
+        }
+        _ = try writer.finish()
+        let movie = try MovieReader(path: path)
+        let read = try movie.sampleBuffers(track: 0, editList: .trim)
+        #expect(read.count == 10, "every sample is stored")
+        #expect(read.filter { $0.attachments.doNotDisplay }.map(\.presentationTime).sorted { $0 < $1 } == hidden.sorted { $0 < $1 })
+        let frames = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path]).stdoutText
+            .split(separator: "\n").filter { !$0.isEmpty }
+        #expect(frames.count == 7, "ffmpeg shows the 7 frames after the pre-roll: \(frames)")
+    }
+
     /// Sendable: samples may come from another task (one call at a time).
     @Test func samplesFromAnotherTask() async throws {
         let (_, samples) = try resolutionChange()

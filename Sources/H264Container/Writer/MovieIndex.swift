@@ -61,7 +61,7 @@ struct MovieIndex {
     /// One edit: the whole presentation, from the first shown sample's composition time (the
     /// reorder delay), so the first frame shows at time 0.
     private func editList(duration: UInt64) -> EditListBox {
-        let start = options.negativeCompositionOffsets ? track.minimumPresentation - track.initialDelay : track.minimumPresentation
+        let start = options.negativeCompositionOffsets ? track.presentationStart - track.initialDelay : track.presentationStart
         return EditListBox(entries: emptyEdit + [EditListBox.Entry(segmentDuration: duration, mediaTime: start)])
     }
 
@@ -69,7 +69,7 @@ struct MovieIndex {
     /// ticks of the movie timescale (the track's), when it is after 0; else 0.
     var startOffset: UInt64 {
         guard options.keepsStartTime, track.sampleCount > 0, let first = track.firstDecodeTime else { return 0 }
-        let start = first.converted(toTimescale: track.timescale).value.addingReportingOverflow(track.minimumPresentation)
+        let start = first.converted(toTimescale: track.timescale).value.addingReportingOverflow(track.presentationStart)
         return start.overflow || start.partialValue <= 0 ? 0 : UInt64(start.partialValue)
     }
 

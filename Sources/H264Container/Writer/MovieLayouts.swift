@@ -274,12 +274,13 @@ final class FragmentedLayout: MovieLayout {
             try output.flush()
             fragmentStart = sample.decodeTime
         }
+        // The previous sample lasts until this one is decoded (before its fragment is written).
+        if sample.gapBefore != 0, let last = samples.indices.last {
+            samples[last].entry.duration = UInt32(Int64(samples[last].entry.duration ?? 0) + sample.gapBefore)
+        }
         if sample.isSync, !samples.isEmpty, MediaTime(value: sample.decodeTime - fragmentStart, timescale: track.timescale) >= fragmentDuration {
             try flushFragment()
             fragmentStart = sample.decodeTime
-        }
-        if sample.gapBefore > 0, let last = samples.indices.last {
-            samples[last].entry.duration = (samples[last].entry.duration ?? 0) + UInt32(sample.gapBefore)
         }
         // sample_flags: depends_on (bits 24-25), is_depended_on (22-23), non-sync (16).
         let dependency = SampleDependencyTypeBox.entry(sample.attachments)

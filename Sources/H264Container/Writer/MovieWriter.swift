@@ -1,5 +1,4 @@
 public import MediaCore
-import Synchronization
 import SystemIO
 
 /// The container flavour: ISO BMFF `.mp4` or QuickTime `.mov`.
@@ -162,7 +161,7 @@ public final class MovieWriter: Sendable {
     public let path: String
     /// What the writer was asked to write, checked at `init`.
     public let options: Options
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private enum Phase { case writing, failed(ContainerError), finished }
 
@@ -187,7 +186,7 @@ public final class MovieWriter: Sendable {
         let fragmented = if case .fragmented = options.layout { true } else { false }
         let track = VideoTrack(path: path, descriptions: options.parameterSets == .inBand || fragmented ? .single : .perChange,
                                signedOffsets: options.negativeCompositionOffsets)
-        state = Mutex(State(track: track, layout: layout))
+        state = Locked(State(track: track, layout: layout))
     }
 
     private static func check(_ options: Options, path: String) throws(ContainerError) {
@@ -232,6 +231,12 @@ public final class MovieWriter: Sendable {
 
     /// Appends the next sample, in decoding order. After an error the writer is failed: every
     /// later call throws it again, and nothing is left on disk.
+    ///
+    /// A sample lasts in the movie from its decode time to the next sample's (the last one for
+    /// its own duration), as FFmpeg's muxer writes it: with reordering at a variable rate, a
+    /// sample buffer's presentation duration differs from that step. Samples marked
+    /// `SampleAttachments/doNotDisplay` before the first shown sample or after the last (a
+    /// cut's pre-roll) are stored but left out of the edit list.
     public func append(_ sample: SampleBuffer) throws(ContainerError) {
         try state.withLock { (state) throws(ContainerError) in
             switch state.phase {

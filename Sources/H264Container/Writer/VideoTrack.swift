@@ -14,7 +14,11 @@ struct PlacedSample {
     var compositionOffset: Int64
     var isSync: Bool
     var attachments: SampleAttachments
-    /// How long the previous sample must be extended to close a gap before this one, ticks.
+    /// How much the previous sample's duration changes so that it lasts until this one is
+    /// decoded, ticks: positive closes a gap, negative ends an overlap (a movie's sample lasts
+    /// from its decode time to the next sample's, as FFmpeg's muxer writes it, whatever
+    /// presentation duration the sample buffer carried: with reordering and a variable rate the
+    /// two differ).
     var gapBefore: Int64
 }
 
@@ -41,10 +45,16 @@ struct VideoTrack {
     private(set) var nextDecodeTime: Int64 = 0
     /// The previous sample's duration, ticks.
     private var previousDuration: Int64 = 0
+    /// The previous sample's decode time, ticks.
+    private var previousDecodeTime: Int64 = 0
     /// The first sample's composition offset (the B-frame reorder delay), ticks.
     private(set) var initialDelay: Int64 = 0
+    /// The earliest presentation time and the latest presentation end of every sample, ticks.
     private(set) var minimumPresentation: Int64 = .max
     private(set) var maximumPresentationEnd: Int64 = .min
+    /// The same of the samples to be shown (not marked `doNotDisplay`), ticks.
+    private var shownMinimum: Int64 = .max
+    private var shownMaximumEnd: Int64 = .min
     private(set) var sampleCount = 0
     private(set) var largestSample = 0
     private(set) var totalBytes: UInt64 = 0
@@ -58,8 +68,15 @@ struct VideoTrack {
         self.signedOffsets = signedOffsets
     }
 
+    /// Where the presentation (the edit) starts, ticks: the first frame to be shown; samples
+    /// marked `doNotDisplay` before it (a cut's pre-roll) are decoded but left out of the edit.
+    /// With no sample to be shown, every sample's.
+    var presentationStart: Int64 { shownMinimum == .max ? minimumPresentation : shownMinimum }
+
     /// The presentation's length, from the first shown frame to the end of the last, ticks.
-    var presentationDuration: Int64 { sampleCount == 0 ? 0 : maximumPresentationEnd - minimumPresentation }
+    var presentationDuration: Int64 {
+        sampleCount == 0 ? 0 : (shownMinimum == .max ? maximumPresentationEnd : shownMaximumEnd) - presentationStart
+    }
 
     private func error(_ reason: String) -> ContainerError { ContainerError(.invalidInput, "sample \(sampleCount): \(reason)", path: path) }
 
@@ -76,8 +93,8 @@ struct VideoTrack {
         let decode = try ticks(timing.decodeTime - firstDecodeTime!, "decode time")
         let presentation = try ticks(timing.presentationTime - firstDecodeTime!, "presentation time")
         let duration = try ticks(timing.duration, "duration")
-        guard decode >= nextDecodeTime || sampleCount == 0 else {
-            throw error("decode time \(timing.decodeTime) is before the previous sample's end; samples go in in decoding order")
+        guard decode > previousDecodeTime || sampleCount == 0 else {
+            throw error("decode time \(timing.decodeTime) is not after the previous sample's; samples go in in decoding order")
         }
         guard duration > 0, duration <= Int64(UInt32.max) else { throw error("duration \(timing.duration) is not positive, or too long for a movie") }
         var offset = presentation - decode
@@ -88,14 +105,19 @@ struct VideoTrack {
         }
         guard data.count <= Int(UInt32.max) else { throw error("over 4 GiB") }
         let gap = sampleCount > 0 ? decode - nextDecodeTime : 0
-        // The previous sample is lengthened to meet this one; its duration must still fit.
+        // The previous sample is lengthened or shortened to meet this one; its duration must still fit.
         guard gap <= Int64(UInt32.max) - previousDuration else {
             throw error("a gap of \(gap) ticks before it makes the previous sample too long for a movie")
         }
         previousDuration = duration
+        previousDecodeTime = decode
         nextDecodeTime = decode + duration
         minimumPresentation = min(minimumPresentation, presentation)
         maximumPresentationEnd = max(maximumPresentationEnd, presentation + duration)
+        if !sample.attachments.doNotDisplay {
+            shownMinimum = min(shownMinimum, presentation)
+            shownMaximumEnd = max(shownMaximumEnd, presentation + duration)
+        }
         largestSample = max(largestSample, data.count)
         totalBytes += UInt64(data.count)
         sampleCount += 1
@@ -178,13 +200,14 @@ struct SampleTables {
 
     /// A chunk ends at a description change, at 1 MB, or after a second of media.
     mutating func append(_ sample: PlacedSample, at offset: UInt64, timescale: Int32) {
-        if sample.gapBefore > 0, let last = timeToSample.indices.last {
-            // The previous sample lasts until this one starts.
+        if sample.gapBefore != 0, let last = timeToSample.indices.last {
+            // The previous sample lasts until this one is decoded.
+            let value = UInt32(Int64(timeToSample[last].value) + sample.gapBefore)
             if timeToSample[last].count == 1 {
-                timeToSample[last].value += UInt32(sample.gapBefore)
+                timeToSample[last].value = value
             } else {
                 timeToSample[last].count -= 1
-                timeToSample.append(SampleRun(count: 1, value: timeToSample[last].value + UInt32(sample.gapBefore)))
+                timeToSample.append(SampleRun(count: 1, value: value))
             }
         }
         let description = UInt32(sample.descriptionIndex)
