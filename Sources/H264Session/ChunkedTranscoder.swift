@@ -1,10 +1,14 @@
 import Dispatch
+import FoundationEssentials
 import H264Codec
 public import H264Container
 public import MediaCore
 import MediaIO
 import Synchronization
 import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A transcode in chunks: the input split at clean sync samples (``MovieSplitter``), each chunk
 /// transcoded on its own (``Transcoder``), the results joined (``MovieConcatenator``), as
@@ -18,12 +22,19 @@ import SystemIO
 /// that crashes its process fails that chunk only); the same chunks can run anywhere else
 /// (`scripts/ray/transcode.py` runs them as Ray tasks) and be joined with
 /// ``MovieConcatenator``: the result is the same bytes.
+///
+/// The first chunk that fails stops the others (their transcodes are cancelled, their
+/// processes terminated) and is the error; cancelling the task that calls ``run(path:into:movieOptions:workDirectory:progress:)``
+/// stops them all the same and throws ``SessionError/cancelled``.
 public struct ChunkedTranscoder: Sendable {
     /// The transcode of each chunk (its decoder threading is set to one thread, its movie data
     /// carried over once, by the join).
     public var options: Transcoder.Options
     /// Chunks to cut: the input's presentation span divided by this gives the chunk duration.
     public var chunks: Int
+    /// Cut every this long instead (at the first clean sync sample after each multiple of it);
+    /// nil divides the input into ``chunks``.
+    public var chunkDuration: MediaTime?
     /// Chunks transcoded at once.
     public var parallelism: Int
     /// Where the chunks run.
@@ -33,21 +44,43 @@ public struct ChunkedTranscoder: Sendable {
     public enum Execution: Sendable {
         /// On threads of this process, each chunk through a ``Transcoder`` with ``ChunkedTranscoder/options``.
         case threads
-        /// Each chunk in a child process: `command(input, output)` is the argument vector (the
-        /// executable's path first) of a program that transcodes the chunk movie at `input` into
-        /// the movie at `output` with the same settings, keeping its presentation times, and exits
-        /// with 0 when it did (`h264kit transcode INPUT OUTPUT --decoder-threads 1 …`). What it
-        /// prints on standard error becomes the chunk's warnings, except lines about `output` (its
-        /// summary).
-        case processes(command: @Sendable (_ input: String, _ output: String) -> [String])
+        /// Each chunk in a child process: `command(input, output, report)` is the argument
+        /// vector (the executable's path first) of a program that transcodes the chunk movie at
+        /// `input` into the movie at `output` with the same settings, keeping its presentation
+        /// times, writes its ``Transcoder/Summary`` as JSON at `report`, and exits with 0 when it
+        /// did (`h264kit transcode INPUT OUTPUT --report REPORT --decoder-threads 1 …`). Without a
+        /// report the summary is read from the movie (its damage counts then zero). What it
+        /// prints on standard error becomes the chunk's warnings, except lines about `output`
+        /// (its summary). It is sent SIGTERM when the transcode stops early.
+        case processes(command: @Sendable (_ input: String, _ output: String, _ report: String) -> [String])
     }
 
-    /// Chunked transcodes of `chunks` chunks, `parallelism` at once (by default all).
+    /// How far a chunked transcode has come.
+    public struct Progress: Sendable, Hashable {
+        /// Chunks done.
+        public var finishedChunks: Int
+        /// Chunks in all.
+        public var chunks: Int
+    }
+
+    /// Chunked transcodes of `chunks` chunks, `parallelism` at once (by default as many as the
+    /// machine has cores, at most `chunks`).
     public init(options: Transcoder.Options, chunks: Int, parallelism: Int? = nil) {
         self.options = options
         self.chunks = chunks
-        self.parallelism = parallelism ?? chunks
+        self.parallelism = parallelism ?? max(1, min(chunks, Self.cores))
     }
+
+    /// Chunked transcodes of chunks of about `chunkDuration` each, `parallelism` at once (by
+    /// default as many as the machine has cores).
+    public init(options: Transcoder.Options, chunkDuration: MediaTime, parallelism: Int? = nil) {
+        self.options = options
+        chunks = 1
+        self.chunkDuration = chunkDuration
+        self.parallelism = parallelism ?? Self.cores
+    }
+
+    private static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     /// What a chunked transcode did.
     public struct Summary: Sendable {
@@ -60,46 +93,40 @@ public struct ChunkedTranscoder: Sendable {
     }
 
     /// Transcodes the input at `path` into the movie at `output`, keeping its pieces in
-    /// `workDirectory` (which must exist; the caller removes it).
+    /// `workDirectory` (which must exist; the caller removes it). `progress` is called on the
+    /// calling thread as chunks finish.
     public func run(path: String, into output: String, movieOptions: MovieWriter.Options = MovieWriter.Options(),
-                    workDirectory: String) throws(SessionError) -> Summary {
+                    workDirectory: String, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
         guard chunks >= 1 else { throw .invalidOption("\(chunks) chunks: at least 1") }
-        let splitter = MovieSplitter(segmentDuration: try Self.chunkDuration(path: path, chunks: chunks, options: options.source),
-                                     fileType: .mp4, namePrefix: "chunk-")
+        guard parallelism >= 1 else { throw .invalidOption("parallelism \(parallelism): at least 1") }
+        if let chunkDuration, !(chunkDuration.isNumeric && chunkDuration > .zero) {
+            throw .invalidOption("the chunk duration \(chunkDuration) is not a positive time")
+        }
+        let duration: MediaTime
+        if let chunkDuration { duration = chunkDuration } else { duration = try Self.chunkDuration(path: path, chunks: chunks, options: options.source) }
+        let splitter = MovieSplitter(segmentDuration: duration, fileType: .mp4, namePrefix: "chunk-")
         let index = try splitter.split(path: path, into: workDirectory, sourceOptions: options.source)
+        if Task.isCancelled { throw .cancelled }
         var perChunk = options
         perChunk.decoderThreading = .init(count: 1)
         perChunk.carriesOverMovieData = false
-        let results = Mutex<[Int: Result<Transcoder.Summary, SessionError>]>([:])
         let inputs = index.segments.map { workDirectory + "/" + $0.file }
         let outputs = inputs.indices.map { workDirectory + "/encoded-" + index.segments[$0].file }
-        let lanes = max(1, min(parallelism, inputs.count))
-        let next = Atomic<Int>(0)
-        let chunkOptions = perChunk
-        let execution = execution
-        DispatchQueue.concurrentPerform(iterations: lanes) { _ in
-            while true {
-                let chunk = next.add(1, ordering: .relaxed).oldValue
-                guard chunk < inputs.count else { return }
-                let result = Result { () throws(SessionError) in
-                    switch execution {
-                    case .threads:
-                        try Transcoder(options: chunkOptions).run(path: inputs[chunk], into: .movie(path: outputs[chunk], options: MovieWriter.Options(keepsStartTime: true)))
-                    case .processes(let command):
-                        try Self.runProcess(command(inputs[chunk], outputs[chunk]), chunk: chunk, output: outputs[chunk])
-                    }
-                }
-                results.withLock { $0[chunk] = result }
-            }
-        }
+        let results = Self.transcode(inputs: inputs, outputs: outputs, options: perChunk, execution: execution,
+                                     lanes: max(1, min(parallelism, inputs.count)), progress: progress)
         var summaries: [Transcoder.Summary] = []
+        var failure: SessionError?
         for chunk in inputs.indices {
-            switch results.withLock({ $0[chunk] }) {
+            switch results[chunk] {
             case .success(let summary): summaries.append(summary)
-            case .failure(let error): throw error
-            case nil: throw .invalidated
+            // The first real failure, not the cancellations it caused.
+            case .failure(let error):
+                if failure == nil { failure = error } else if case .cancelled? = failure { failure = error }
+            case nil: if failure == nil { failure = .cancelled }
             }
         }
+        if Task.isCancelled { throw .cancelled }
+        if let failure { throw failure }
         var joinOptions = movieOptions
         joinOptions.keepsStartTime = true
         let movieData: MovieConcatenator.MovieDataSource = options.carriesOverMovieData && MovieReader.looksLikeMovie(path: path) ? .movie(path: path) : .none
@@ -107,19 +134,96 @@ public struct ChunkedTranscoder: Sendable {
         return Summary(segments: index, chunks: summaries, join: join)
     }
 
-    /// Runs one chunk's child process and summarizes the movie it wrote (its decoder counts are
-    /// the encoded frames; its diagnostics are the warnings).
-    static func runProcess(_ arguments: [String], chunk: Int, output: String) throws(SessionError) -> Transcoder.Summary {
+    /// Transcodes each input into its output on `lanes` threads; the calling thread watches for
+    /// cancellation and reports progress. A failure stops the lanes. Returns each chunk's result
+    /// (nil for a chunk never started).
+    private static func transcode(inputs: [String], outputs: [String], options: Transcoder.Options, execution: Execution, lanes: Int,
+                                  progress: (Progress) -> Void) -> [Result<Transcoder.Summary, SessionError>?] {
+        let state = Lanes(chunks: inputs.count)
+        let group = DispatchGroup()
+        for _ in 0..<lanes {
+            DispatchQueue.global().async(group: group) {
+                while !state.isStopping {
+                    let chunk = state.next.add(1, ordering: .relaxed).oldValue
+                    guard chunk < inputs.count else { return }
+                    let result = Result { () throws(SessionError) in
+                        switch execution {
+                        case .threads:
+                            try Transcoder(options: options).run(path: inputs[chunk], into: .movie(path: outputs[chunk], options: MovieWriter.Options(keepsStartTime: true)),
+                                                                 progress: { _ in }, stopping: { state.isStopping })
+                        case .processes(let command):
+                            try runProcess(command(inputs[chunk], outputs[chunk], outputs[chunk] + ".json"), chunk: chunk, output: outputs[chunk],
+                                           stopping: { state.isStopping })
+                        }
+                    }
+                    state.finish(chunk, result)
+                }
+            }
+        }
+        var reported = 0
+        func report() {
+            let done = state.finished.load(ordering: .relaxed)
+            if done != reported {
+                reported = done
+                progress(Progress(finishedChunks: done, chunks: inputs.count))
+            }
+        }
+        while group.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
+            if Task.isCancelled { state.stop.store(true, ordering: .relaxed) }
+            report()
+        }
+        report()
+        return state.results.withLock { $0 }
+    }
+
+    /// What the lanes of a chunked transcode share.
+    private final class Lanes: Sendable {
+        let results: Locked<[Result<Transcoder.Summary, SessionError>?]>
+        /// The next chunk to take.
+        let next = Atomic<Int>(0)
+        /// Chunks done, well or not.
+        let finished = Atomic<Int>(0)
+        /// Set by a failure or a cancellation: no chunk is started, running ones are stopped.
+        let stop = Atomic<Bool>(false)
+
+        init(chunks: Int) { results = Locked(Array(repeating: nil, count: chunks)) }
+
+        var isStopping: Bool { stop.load(ordering: .relaxed) }
+
+        func finish(_ chunk: Int, _ result: Result<Transcoder.Summary, SessionError>) {
+            if case .failure = result { stop.store(true, ordering: .relaxed) }
+            results.withLock { $0[chunk] = result }
+            finished.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Runs one chunk's child process and summarizes what it did: the report it wrote, or the
+    /// movie it wrote (then with no damage counts); its diagnostics are the warnings.
+    static func runProcess(_ arguments: [String], chunk: Int, output: String, stopping: @escaping () -> Bool) throws(SessionError) -> Transcoder.Summary {
         let errorPath = output + ".stderr"
-        defer { removeFile(errorPath) }
+        let reportPath = output + ".json"
+        defer {
+            removeFile(errorPath)
+            removeFile(reportPath)
+        }
         let status: Int32
-        do { status = try ChildProcess.run(arguments, standardError: errorPath) } catch {
+        do { status = try ChildProcess.run(arguments, standardError: errorPath, stopping: stopping) } catch {
             throw .chunkFailed(chunk: chunk, reason: "\(error)")
         }
+        if stopping() { throw .cancelled }
         let diagnostics = String(decoding: (try? filePrefix(errorPath, count: 1 << 16)) ?? [], as: UTF8.self)
             .split(separator: "\n").map(String.init).filter { !$0.hasPrefix(output + ":") }
         guard status == 0 else {
             throw .chunkFailed(chunk: chunk, reason: "\(arguments.first ?? "") exited with \(status)" + (diagnostics.last.map { ": \($0)" } ?? ""))
+        }
+        if let bytes = try? filePrefix(reportPath, count: 1 << 20), !bytes.isEmpty {
+            do {
+                var summary = try JSONDecoder().decode(Transcoder.Summary.self, from: Data(bytes))
+                summary.warnings = diagnostics
+                return summary
+            } catch {
+                throw .chunkFailed(chunk: chunk, reason: "its report \(reportPath) does not read: \(error)")
+            }
         }
         do {
             let movie = try MovieReader(path: output)

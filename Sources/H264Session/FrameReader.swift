@@ -4,7 +4,6 @@ import H264Bitstream
 public import H264Codec
 import H264Container
 public import MediaCore
-import Synchronization
 
 /// Decodes a whole input (an Annex-B stream, an MP4 or MOV file) to frames in presentation
 /// order: a ``MediaSource``, a ``DecompressionSession`` (made again when the stream changes to
@@ -25,7 +24,9 @@ public final class FrameReader {
         /// What size the pictures come out at.
         public var size: OutputSize
         /// Keep at most one picture per this much presentation time (thumbnails every second,
-        /// say); nil keeps every picture.
+        /// say): the picture on screen at each multiple of it, counted from time 0 (a picture
+        /// without a duration: the first at or after each step from the previous one kept); nil
+        /// keeps every picture.
         public var interval: MediaTime?
         /// The largest picture decoded (see ``DecompressionSession/Configuration/limits``).
         public var limits: PictureLimits
@@ -121,16 +122,35 @@ public final class FrameReader {
         }
     }
 
+    /// The first multiple of `interval` at or after `time`, in one step (a time far from 0 must
+    /// not cost a loop per interval); nil when it does not fit a media time.
+    private static func firstMultiple(of interval: MediaTime, atOrAfter time: MediaTime) -> MediaTime? {
+        let ticks = time.converted(toTimescale: interval.timescale, rounding: .towardPositiveInfinity)
+        guard ticks.isNumeric else { return nil }
+        let count = ticks.value / interval.value + (ticks.value % interval.value > 0 ? 1 : 0)
+        let (value, overflow) = count.multipliedReportingOverflow(by: interval.value)
+        return overflow ? nil : MediaTime(value: value, timescale: interval.timescale)
+    }
+
     /// Applies the interval and the first-size rule; false for a picture the interval skips.
     private func keep(_ frame: inout DecodedFrame) throws(SessionError) -> Bool {
         guard var picture = frame.pixelBuffer else { return true }
         if let interval = options.interval, frame.presentationTime.isNumeric {
-            if let next = nextKept, frame.presentationTime < next { return false }
-            // The first multiple of the interval after this picture, in one step (a time far
-            // ahead must not cost a loop per interval).
-            let from = nextKept ?? frame.presentationTime
-            let elapsed = (frame.presentationTime - from).converted(toTimescale: interval.timescale, rounding: .towardNegativeInfinity)
-            nextKept = from + interval * (elapsed.value / interval.value + 1)
+            guard interval.isNumeric, interval > .zero else { throw .invalidOption("the interval \(interval) is not a positive time") }
+            let time = frame.presentationTime
+            if frame.duration.isNumeric, frame.duration > .zero, let point = Self.firstMultiple(of: interval, atOrAfter: time) {
+                // The picture on screen at each multiple of the interval (from time 0): which
+                // pictures are kept does not depend on where reading started, so a file cut into
+                // chunks keeps the same ones as the whole.
+                guard point < time + frame.duration, nextKept.map({ point >= $0 }) ?? true else { return false }
+                nextKept = point + interval
+            } else {
+                // No duration: the first picture at or after each step from the first one kept.
+                if let next = nextKept, time < next { return false }
+                let from = nextKept ?? time
+                let elapsed = (time - from).converted(toTimescale: interval.timescale, rounding: .towardNegativeInfinity)
+                nextKept = from + interval * (elapsed.value / interval.value + 1)
+            }
         }
         if let first {
             if options.size == .first, PictureGeometry(picture) != first {
@@ -151,7 +171,7 @@ public final class FrameReader {
 
 /// Frames the session's handler delivers, waiting for ``FrameReader/next()``.
 private final class Outputs: Sendable {
-    let frames = Mutex<[DecodedFrame]>([])
+    let frames = Locked<[DecodedFrame]>([])
 }
 
 extension FrameReader: AsyncSequence {

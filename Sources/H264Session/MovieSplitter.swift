@@ -106,8 +106,8 @@ public struct MovieSplitter: Sendable {
         }
 
         while let sample = try source.next() {
-            if origin == nil { origin = sample.presentationTime }
-            if sample.presentationTime < origin! { origin = sample.presentationTime }
+            // Counted from the first frame shown (a pre-roll the edit list hides is not).
+            if !sample.attachments.doNotDisplay, origin.map({ sample.presentationTime < $0 }) ?? true { origin = sample.presentationTime }
             held.append(sample)
             // The first held sample waits while it is a sync sample that may be a cut and the
             // samples after it may still be shown before it.

@@ -34,7 +34,8 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case codecFailed(CodecError)
     /// The session was finished or invalidated (or its consumer went away): no more input.
     case invalidated
-    /// The waiting task was cancelled.
+    /// The waiting task was cancelled (or a chunked transcode stopped, by a cancel or another
+    /// chunk's failure).
     case cancelled
     /// A chunk of a ``ChunkedTranscoder`` failed in its child process: its number (from 0) and why.
     case chunkFailed(chunk: Int, reason: String)
@@ -95,7 +96,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
             }
         case .codecFailed(let error): "\(error)"
         case .invalidated: "the session is finished or invalidated"
-        case .cancelled: "the waiting task was cancelled"
+        case .cancelled: "cancelled"
         case .chunkFailed(let chunk, let reason): "chunk \(chunk): \(reason)"
         case .bitstream(let error): "\(error)"
         case .container(let error): "\(error)"

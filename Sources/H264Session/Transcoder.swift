@@ -91,8 +91,8 @@ public struct Transcoder: Sendable {
         public var fraction: Double?
     }
 
-    /// What a transcode did.
-    public struct Summary: Sendable, Hashable {
+    /// What a transcode did (`h264kit transcode --report` writes it as JSON).
+    public struct Summary: Sendable, Hashable, Codable {
         /// Frames decoded with a picture (in the last pass).
         public var decodedFrames: Int
         /// Of those, frames concealed by the decoder (damaged, encoded anyway).
@@ -114,6 +114,22 @@ public struct Transcoder: Sendable {
         /// What did not stop the transcode: the reader's and decoder's warnings (the first 100),
         /// and what could not be carried over.
         public var warnings: [String]
+
+        /// A summary of these counts (the sum of a chunked transcode's, say).
+        public init(decodedFrames: Int = 0, concealedFrames: Int = 0, droppedFrames: Int = 0, encodedFrames: Int = 0, bytes: Int = 0,
+                    width: Int = 0, height: Int = 0, firstPresentationTime: MediaTime? = nil, lastPresentationTime: MediaTime? = nil,
+                    warnings: [String] = []) {
+            self.decodedFrames = decodedFrames
+            self.concealedFrames = concealedFrames
+            self.droppedFrames = droppedFrames
+            self.encodedFrames = encodedFrames
+            self.bytes = bytes
+            self.width = width
+            self.height = height
+            self.firstPresentationTime = firstPresentationTime
+            self.lastPresentationTime = lastPresentationTime
+            self.warnings = warnings
+        }
     }
 
     /// How to transcode.
@@ -126,6 +142,12 @@ public struct Transcoder: Sendable {
 
     /// Transcodes the input at `path` into `output`. `progress` is called after each picture.
     public func run(path: String, into output: EncodedOutput, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
+        try run(path: path, into: output, progress: progress, stopping: { false })
+    }
+
+    /// The transcode, stopped with ``SessionError/cancelled`` when the task is cancelled or
+    /// `stopping` says so (a ``ChunkedTranscoder`` lane, which runs outside any task).
+    func run(path: String, into output: EncodedOutput, progress: (Progress) -> Void, stopping: () -> Bool) throws(SessionError) -> Summary {
         guard (1...2).contains(options.passes) else { throw .invalidOption("\(options.passes) passes: 1 or 2") }
         if let start = options.start, !start.isNumeric { throw .invalidOption("the start time \(start) is not a time") }
         if let duration = options.duration, !(duration.isNumeric && duration > .zero) {
@@ -150,7 +172,7 @@ public struct Transcoder: Sendable {
                               warnings: [])
             var end: MediaTime?
             while let frame = try reader.next() {
-                if Task.isCancelled { throw .cancelled }
+                if Task.isCancelled || stopping() { throw .cancelled }
                 guard let picture = frame.pixelBuffer else {
                     if !frame.flags.contains(.notDisplayed) { summary.droppedFrames += 1 }
                     continue
@@ -159,10 +181,10 @@ public struct Transcoder: Sendable {
                 let time = frame.presentationTime
                 if let start = options.start, time < start { continue }
                 if end == nil, let duration = options.duration { end = (options.start ?? time) + duration }
-                if let end, time >= end { continue }
+                if let end, time >= end { break }  // frames come in presentation order: the rest is later still
                 if session == nil {
                     let settings = try encoderSettings(for: picture, reader: reader)
-                    (session, sink) = try open(settings, output: output, reader: reader, warnings: &warnings)
+                    (session, sink) = try open(settings, output: output, reader: reader, firstTime: time, warnings: &warnings)
                     summary.width = settings.width
                     summary.height = settings.height
                 }
@@ -201,7 +223,9 @@ public struct Transcoder: Sendable {
         settings.width = picture.width
         settings.height = picture.height
         settings.pixelFormat = picture.format
-        settings.frameRate = reader.source.frameRate ?? settings.frameRate
+        // A movie's average rate (its first sample may last a tick, or two frames), as FFmpeg
+        // gives the encoder; a stream's VUI timing.
+        settings.frameRate = Self.fitting(reader.source.track?.nominalFrameRate ?? reader.source.frameRate ?? settings.frameRate)
         guard let description = reader.source.formatDescription else { return settings }
         if let colour = description.colour {
             settings.colour = ColourDescription(primaries: colour.primaries, transfer: colour.transfer, matrix: colour.matrix, fullRange: colour.fullRange)
@@ -219,6 +243,14 @@ public struct Transcoder: Sendable {
         return settings
     }
 
+    /// The rate, or the nearest thousandth of a frame a second when its terms do not fit
+    /// x264's 32 bits (a long variable-rate movie's average).
+    private static func fitting(_ rate: FrameRate) -> FrameRate {
+        guard rate.numerator > UInt64(UInt32.max) || rate.denominator > UInt64(UInt32.max) else { return rate }
+        let perSecond = Double(rate.numerator) / Double(rate.denominator)
+        return FrameRate(UInt64(max(1, min(Double(UInt32.max), (perSecond * 1000).rounded()))), 1000)
+    }
+
     private static func greatestCommonDivisor(_ a: Int, _ b: Int) -> Int {
         var (a, b) = (abs(a), abs(b))
         while b != 0 { (a, b) = (b, a % b) }
@@ -226,7 +258,7 @@ public struct Transcoder: Sendable {
     }
 
     /// The session and the output, once the first picture says what to encode.
-    private func open(_ settings: EncoderSettings, output: EncodedOutput, reader: FrameReader,
+    private func open(_ settings: EncoderSettings, output: EncodedOutput, reader: FrameReader, firstTime: MediaTime,
                       warnings: inout [String]) throws(SessionError) -> (CompressionSession, EncodedOutputSink) {
         var settings = settings
         var destination = output
@@ -238,7 +270,14 @@ public struct Transcoder: Sendable {
             movieOptions.keepsStartTime = true
             if options.carriesOverMovieData, let movie = reader.source.movie, let track = reader.source.track,
                let index = movie.tracks.firstIndex(where: { $0.id == track.id }) {
+                let ownTimecode = movieOptions.timecode != nil
                 warnings += movieOptions.carryOver(from: movie, videoTrack: index).map { "not carried over: \($0)" }
+                // The timecode runs count from the input's first shown frame; the output's first
+                // frame is later with a start time.
+                if !ownTimecode, case .movie(_, _, let samples) = reader.source.kind,
+                   let origin = samples.lazy.filter({ !$0.attachments.doNotDisplay }).map(\.presentationTime).min(by: <), firstTime > origin {
+                    movieOptions.timecode = movieOptions.timecode?.starting(at: firstTime - origin)
+                }
             }
             destination = .movie(path: path, options: movieOptions)
         }

@@ -9,9 +9,11 @@ import SystemPackage
 /// leaks under LeakSanitizer.)
 package enum ChildProcess {
     /// Runs `arguments` (the first is the executable's path) and returns its exit status; a child
-    /// killed by a signal gives 128 + the signal's number, as a shell reports it.
+    /// killed by a signal gives 128 + the signal's number, as a shell reports it. With
+    /// `stopping`, asked every 20 ms while the child runs: once it says so, the child is sent
+    /// SIGTERM (SIGKILL 2 s later) and its status is returned when it has ended.
     package static func run(_ arguments: [String], standardOutput: String = "/dev/null",
-                            standardError: String = "/dev/null") throws(SystemError) -> Int32 {
+                            standardError: String = "/dev/null", stopping: (() -> Bool)? = nil) throws(SystemError) -> Int32 {
         guard let executable = arguments.first else { throw SystemError(.spawn, path: "", errno: .invalidArgument) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -25,8 +27,29 @@ package enum ChildProcess {
         let started = ChildProcess.withSpawnAttributes { posix_spawn(&pid, executable, &actions, &$0, &argv, environ) }
         guard started == 0 else { throw SystemError(.spawn, path: executable, errno: Errno(rawValue: started)) }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw SystemError.last(.spawn, path: executable) }
+        if let stopping {
+            var terminatedAt: Int?
+            var polls = 0
+            while true {
+                let ended = waitpid(pid, &status, WNOHANG)
+                if ended == pid { break }
+                if ended < 0 {
+                    guard errno == EINTR else { throw SystemError.last(.spawn, path: executable) }
+                    continue
+                }
+                if terminatedAt == nil, stopping() {
+                    kill(pid, SIGTERM)
+                    terminatedAt = polls
+                } else if let terminatedAt, polls - terminatedAt == 100 {
+                    kill(pid, SIGKILL)
+                }
+                polls += 1
+                usleep(20_000)
+            }
+        } else {
+            while waitpid(pid, &status, 0) < 0 {
+                guard errno == EINTR else { throw SystemError.last(.spawn, path: executable) }
+            }
         }
         // WIFEXITED / WEXITSTATUS, which Swift does not import.
         return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)

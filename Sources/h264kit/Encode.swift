@@ -56,6 +56,17 @@ struct Encode: ParsableCommand {
             if (maxrate == nil) != (bufsize == nil) { throw ValidationError("--maxrate and --bufsize go together") }
         }
 
+        /// These options as command-line arguments (what a chunk's process is given).
+        var arguments: [String] {
+            var tokens = ["--preset", preset, "--passes", String(passes)]
+            let optional: [(String, String?)] = [("--tune", tune), ("--crf", crf.map { String($0) }), ("--bitrate", bitrate.map(String.init)),
+                                                  ("--maxrate", maxrate.map(String.init)), ("--bufsize", bufsize.map(String.init)), ("--profile", profile),
+                                                  ("--level", level), ("--keyint", keyint.map(String.init)), ("--bframes", bframes.map(String.init)),
+                                                  ("--threads", threads.map(String.init))]
+            for case let (name, value?) in optional { tokens += [name, value] }
+            return tokens
+        }
+
         /// The settings for pictures of this size, format and rate.
         func settings(width: Int, height: Int, format: PixelFormat, frameRate: FrameRate) -> EncoderSettings {
             var settings = EncoderSettings(width: width, height: height, pixelFormat: format, frameRate: frameRate, preset: preset, tune: tune,

@@ -54,6 +54,8 @@ struct LimitOptions: ParsableArguments {
     var maxSamples = MovieReader.Limits().maximumSamples
     var pictures: PictureLimits { PictureLimits(maximumPixels: maxPixels) }
     var movie: MovieReader.Limits { MovieReader.Limits(maximumSamples: maxSamples) }
+    /// These limits as command-line arguments.
+    var arguments: [String] { ["--max-pixels", String(maxPixels), "--max-samples", String(maxSamples)] }
 }
 
 /// A one-line progress report on a terminal's standard error, at most four times a second;

@@ -1,11 +1,12 @@
 import ArgumentParser
+import Foundation
 import H264Kit
 import SystemIO
 #if canImport(Glibc)
 import Glibc
 #endif
 
-struct Transcode: ParsableCommand {
+struct Transcode: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode an H.264 stream, MP4 or MOV and encode it again with x264.",
         discussion: """
@@ -13,7 +14,7 @@ struct Transcode: ParsableCommand {
             starts), with the colour description, sample aspect ratio, and from a movie its timecode track, metadata \
             and rotation. Damaged frames are concealed or skipped as decode does, and counted. --chunks N cuts the \
             input at clean sync samples, transcodes the chunks in parallel (one decoder thread each) and joins them: \
-            the same frames and times as one piece.
+            the same frames and times as one piece. Ctrl-C (SIGINT) or SIGTERM stops it, leaving no output.
             """
     )
 
@@ -41,16 +42,26 @@ struct Transcode: ParsableCommand {
     @Option(help: "Cut into this many chunks and transcode them in parallel (movie output).")
     var chunks: Int?
 
+    @Option(help: ArgumentHelp("Cut into chunks of about this long instead (at the first clean sync sample after each multiple).", valueName: "seconds"))
+    var chunkDuration: Double?
+
     @Option(help: "Decoder threads (0: automatic; chunks use 1).")
     var decoderThreads: Int?
+
+    @Option(help: ArgumentHelp("Write what the transcode did as JSON (frames decoded, concealed, skipped, encoded; bytes; size; first and last presentation times; warnings).",
+                               valueName: "file.json"))
+    var report: String?
 
     func validate() throws {
         if let size, size.split(separator: "x").compactMap({ Int($0) }).filter({ $0 > 0 }).count != 2 { throw ValidationError("--size \(size): expected WxH") }
         if let rate = try parseRate(fps, "--fps"), rate.numerator == 0 { throw ValidationError("--fps: a positive rate") }
         if let duration, duration <= 0 { throw ValidationError("--duration \(duration): a positive time") }
         if let chunks, chunks < 1 { throw ValidationError("--chunks \(chunks): at least 1") }
-        if chunks != nil, case .annexB = EncodedOutput(path: output) { throw ValidationError("--chunks writes a movie: give an .mp4 or .mov output") }
-        if chunks != nil, start != nil || duration != nil { throw ValidationError("--chunks transcodes the whole input; leave out --start and --duration") }
+        if let chunkDuration, !(chunkDuration > 0) { throw ValidationError("--chunk-duration \(chunkDuration): a positive time") }
+        if chunks != nil && chunkDuration != nil { throw ValidationError("give --chunks or --chunk-duration, not both") }
+        let chunked = chunks != nil || chunkDuration != nil
+        if chunked, case .annexB = EncodedOutput(path: output) { throw ValidationError("--chunks and --chunk-duration join the chunks into a movie: give an .mp4 or .mov output") }
+        if chunked, start != nil || duration != nil { throw ValidationError("--chunks and --chunk-duration transcode the whole input; leave out --start and --duration") }
     }
 
     func options() throws -> Transcoder.Options {
@@ -66,68 +77,92 @@ struct Transcode: ParsableCommand {
         return options
     }
 
-    mutating func run() throws {
+    mutating func run() async throws {
         let options = try options()
-        let progress = Progress()
         let clock = HostClock(), begin = clock.currentTime
-        if let chunks {
-            let work: TemporaryDirectory
-            do { work = try TemporaryDirectory(prefix: "h264kit-chunks") } catch { throw ToolError("\(output): \(error)") }
-            var chunked = ChunkedTranscoder(options: options, chunks: chunks)
-            chunked.execution = .processes(command: Self.chunkCommand(options: Self.chunkOptions(CommandLine.arguments)))
-            let summary: ChunkedTranscoder.Summary
+        let (input, output, passes, chunkArguments) = (self.input, self.output, encoder.passes, self.chunkArguments)
+        let chunking: ChunkedTranscoder? = if let chunks { ChunkedTranscoder(options: options, chunks: chunks) }
+            else if let chunkDuration { ChunkedTranscoder(options: options, chunkDuration: MediaTime(seconds: chunkDuration, preferredTimescale: 90_000)) }
+            else { nil }
+        // The work runs in a task that SIGINT/SIGTERM cancel: the transcoders check between
+        // frames (a chunk's process is terminated), and nothing is left at the output.
+        let task = Task { () throws -> (summary: Transcoder.Summary, chunks: Int?) in
+            let progress = Progress()
+            defer { progress.clear() }
+            if var chunked = chunking {
+                let work: TemporaryDirectory
+                do { work = try TemporaryDirectory(prefix: "h264kit-chunks") } catch { throw ToolError("\(output): \(error)") }
+                chunked.execution = .processes(command: Self.chunkCommand(options: chunkArguments))
+                let summary: ChunkedTranscoder.Summary
+                do {
+                    summary = try chunked.run(path: input, into: output, movieOptions: MovieWriter.Options(fileType: MovieFileType(path: output)),
+                                              workDirectory: work.path) { state in
+                        let seconds = (clock.currentTime - begin).seconds
+                        let eta = state.finishedChunks > 0 ? ", ETA \(Int(seconds / Double(state.finishedChunks) * Double(state.chunks - state.finishedChunks))) s" : ""
+                        progress.update(line: "\(state.finishedChunks) of \(state.chunks) chunks\(eta)")
+                    }
+                } catch {
+                    throw ToolError("\(input): \(error)")
+                }
+                for (number, chunk) in summary.chunks.enumerated() {
+                    for warning in chunk.warnings { printError("\(input): chunk \(number): \(warning)") }
+                }
+                for warning in summary.join.warnings { printError("\(input): warning: \(warning)") }
+                return (Self.total(summary.chunks, warnings: summary.join.warnings), summary.chunks.count)
+            }
             do {
-                summary = try chunked.run(path: input, into: output, movieOptions: MovieWriter.Options(fileType: MovieFileType(path: output)), workDirectory: work.path)
+                return (try Transcoder(options: options).run(path: input, into: EncodedOutput(path: output)) { state in
+                    let seconds = (clock.currentTime - begin).seconds
+                    let rate = seconds > 0 ? Double(state.frames) / seconds : 0
+                    var line = "\(passes > 1 ? "pass \(state.pass)/\(passes), " : "")\(state.frames) frames, \(Int(rate)) fps"
+                    if let fraction = state.fraction, fraction > 0.01 { line = "\(Int(fraction * 100))%, " + line + ", ETA \(Int(seconds / fraction - seconds)) s" }
+                    progress.update(line: line)
+                }, nil)
             } catch {
                 throw ToolError("\(input): \(error)")
             }
-            for warning in summary.chunks.flatMap(\.warnings) { printError(warning) }
-            for warning in summary.join.warnings { printError("\(input): warning: \(warning)") }
-            let frames = summary.chunks.reduce(0) { $0 + $1.encodedFrames }
-            printError("\(output): \(frames) frames in \(summary.segments.segments.count) chunks, \(fixed((clock.currentTime - begin).seconds, 2)) s")
-            return
         }
-        let summary: Transcoder.Summary
-        do {
-            summary = try Transcoder(options: options).run(path: input, into: EncodedOutput(path: output)) { state in
-                let seconds = (clock.currentTime - begin).seconds
-                let rate = seconds > 0 ? Double(state.frames) / seconds : 0
-                var line = "\(encoder.passes > 1 ? "pass \(state.pass)/\(encoder.passes), " : "")\(state.frames) frames, \(Int(rate)) fps"
-                if let fraction = state.fraction, fraction > 0.01 { line = "\(Int(fraction * 100))%, " + line + ", ETA \(Int(seconds / fraction - seconds)) s" }
-                progress.update(line: line)
-            }
-        } catch {
-            progress.clear()
-            throw ToolError("\(input): \(error)")
-        }
-        progress.clear()
-        for warning in summary.warnings { printError("\(input): warning: \(warning)") }
+        let stop = InterruptionSignals { task.cancel() }
+        defer { stop.restore() }
+        let (summary, summaryChunks) = try await task.value
+        if chunking == nil { for warning in summary.warnings { printError("\(input): warning: \(warning)") } }
         if summary.concealedFrames + summary.droppedFrames > 0 {
             printError("\(input): \(summary.concealedFrames) damaged frames concealed, \(summary.droppedFrames) samples gave no picture and were skipped")
         }
-        printError("\(output): \(summary.encodedFrames) frames \(summary.width)x\(summary.height), \(fixed((clock.currentTime - begin).seconds, 2)) s")
-    }
-
-    /// The options of this command line to hand on to each chunk's process: every `--name value`
-    /// except the chunking and the decoder threads (each chunk decodes on one thread).
-    static func chunkOptions(_ arguments: [String]) -> [String] {
-        var tokens = arguments.drop { $0 != "transcode" }.dropFirst()[...]
-        var options: [String] = []
-        while let token = tokens.popFirst() {
-            guard token.hasPrefix("--") else { continue }  // the input or output
-            let name = token.split(separator: "=", maxSplits: 1)[0]
-            let value = token.contains("=") ? nil : tokens.popFirst()
-            guard name != "--chunks", name != "--decoder-threads" else { continue }
-            options += [token] + (value.map { [$0] } ?? [])
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try writeFile(report, Array(try encoder.encode(summary)))
         }
-        return options + ["--decoder-threads", "1"]
+        printError("\(output): \(summary.encodedFrames) frames \(summary.width)x\(summary.height)\(summaryChunks.map { ", \($0) chunks" } ?? ""), \(fixed((clock.currentTime - begin).seconds, 2)) s")
     }
 
-    /// Each chunk runs this program again: `h264kit transcode CHUNK OUTPUT OPTIONS…`.
-    static func chunkCommand(options: [String]) -> @Sendable (String, String) -> [String] {
+    /// The chunks' summaries as one.
+    static func total(_ chunks: [Transcoder.Summary], warnings: [String]) -> Transcoder.Summary {
+        var total = Transcoder.Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: chunks.first?.width ?? 0,
+                                       height: chunks.first?.height ?? 0, firstPresentationTime: chunks.first?.firstPresentationTime,
+                                       lastPresentationTime: chunks.last?.lastPresentationTime, warnings: chunks.flatMap(\.warnings) + warnings)
+        for chunk in chunks {
+            total.decodedFrames += chunk.decodedFrames
+            total.concealedFrames += chunk.concealedFrames
+            total.droppedFrames += chunk.droppedFrames
+            total.encodedFrames += chunk.encodedFrames
+            total.bytes += chunk.bytes
+        }
+        return total
+    }
+
+    /// What each chunk's process is given: these options, but the chunking, the start and
+    /// duration (refused with chunks) and the decoder threads (each chunk decodes on one thread).
+    var chunkArguments: [String] {
+        encoder.arguments + limits.arguments + (size.map { ["--size", $0] } ?? []) + (fps.map { ["--fps", $0] } ?? []) + ["--decoder-threads", "1"]
+    }
+
+    /// Each chunk runs this program again: `h264kit transcode CHUNK OUTPUT --report REPORT OPTIONS…`.
+    static func chunkCommand(options: [String]) -> @Sendable (String, String, String) -> [String] {
         var path = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &path, path.count - 1)
         let executable = length > 0 ? String(decoding: path[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
-        return { input, output in [executable, "transcode", input, output] + options }
+        return { input, output, report in [executable, "transcode", input, output, "--report", report] + options }
     }
 }

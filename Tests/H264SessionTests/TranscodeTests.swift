@@ -105,18 +105,20 @@ struct TranscodeTests {
         #expect(try Self.presentationTimes(output) == Self.presentationTimes(source))
     }
 
-    @Test(.requires(.x264)) func chunkedTranscodeHasTheOnePieceFramesAndTimes() throws {
+    @Test(.requires(.x264), arguments: [false, true]) func chunkedTranscodeHasTheOnePieceFramesAndTimes(openGOP: Bool) throws {
         let work = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let source = try Self.source(work)
+        let source = try Self.source(work, openGOP: openGOP)
         var options = Transcoder.Options(preset: "ultrafast", rateControl: .constantQuality(26))
         options.encoder.threads = 1
         let whole = work + "/whole.mp4", chunked = work + "/chunked.mp4"
         _ = try Transcoder(options: options).run(path: source, into: .movie(path: whole, options: .init()))
         let pieces = work + "/pieces"
         try FileManager.default.createDirectory(atPath: pieces, withIntermediateDirectories: false)
-        let summary = try ChunkedTranscoder(options: options, chunks: 2).run(path: source, into: chunked, workDirectory: pieces)
+        var reports: [ChunkedTranscoder.Progress] = []
+        let summary = try ChunkedTranscoder(options: options, chunks: 2).run(path: source, into: chunked, workDirectory: pieces) { reports.append($0) }
         #expect(summary.chunks.count == 2)
+        #expect(reports.last?.finishedChunks == 2 && reports.last?.chunks == 2, "progress reaches every chunk: \(reports)")
         #expect(try Self.presentationTimes(chunked) == Self.presentationTimes(whole))
         #expect(try ffmpegFrameHashes(chunked).count == 150)
     }
@@ -145,13 +147,13 @@ struct TranscodeTests {
         let source = try Self.source(work)
         // A "transcode" that copies each chunk: the pieces and the join are the process path's.
         var copying = ChunkedTranscoder(options: .init(), chunks: 2)
-        copying.execution = .processes { input, output in ["/bin/cp", input, output] }
+        copying.execution = .processes { input, output, _ in ["/bin/cp", input, output] }
         try FileManager.default.createDirectory(atPath: work + "/a", withIntermediateDirectories: false)
         let summary = try copying.run(path: source, into: work + "/copied.mp4", workDirectory: work + "/a")
         #expect(summary.chunks.map(\.encodedFrames).reduce(0, +) == 150 && summary.chunks.count == 2)
         #expect(try Self.presentationTimes(work + "/copied.mp4") == Self.presentationTimes(source))
         var failing = copying
-        failing.execution = .processes { _, _ in ["/bin/sh", "-c", "echo 'no encoder here' >&2; exit 3"] }
+        failing.execution = .processes { _, _, _ in ["/bin/sh", "-c", "echo 'no encoder here' >&2; exit 3"] }
         try FileManager.default.createDirectory(atPath: work + "/b", withIntermediateDirectories: false)
         #expect {
             try failing.run(path: source, into: work + "/failed.mp4", workDirectory: work + "/b")
@@ -217,14 +219,28 @@ struct TranscodeTests {
         let summary = try Transcoder(options: .init(preset: "ultrafast")).run(path: damaged, into: .movie(path: output, options: .init()))
         #expect(summary.encodedFrames > 0)
         #expect(summary.encodedFrames == summary.decodedFrames)
+        #expect(summary.concealedFrames + summary.droppedFrames > 0, "the damage is counted: \(summary)")
         #expect(try ffmpegFrameHashes(output).count == summary.encodedFrames, "the output stays valid")
     }
 
     @Test func badOptionsAreErrors() throws {
-        #expect(throws: SessionError.self) { try MovieSplitter(segmentDuration: .zero).split(path: "/nonexistent", into: "/tmp") }
-        var options = Transcoder.Options()
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work, frames: 10)
+        func isInvalidOption(_ error: any Error, _ words: String) -> Bool {
+            guard case .invalidOption(let reason) = error as? SessionError else { return false }
+            return reason.contains(words)
+        }
+        // Each refused for the option itself, on an input that would otherwise do.
+        #expect { try MovieSplitter(segmentDuration: .zero).split(path: source, into: work) } throws: { isInvalidOption($0, "segment duration") }
+        var options = Transcoder.Options(preset: "ultrafast")
         options.passes = 3
-        #expect(throws: SessionError.self) { try Transcoder(options: options).run(path: "/nonexistent", into: .movie(path: "/tmp/x.mp4", options: .init())) }
-        #expect(throws: SessionError.self) { try MovieConcatenator().concatenate([], into: "/tmp/x.mp4") }
+        #expect { try Transcoder(options: options).run(path: source, into: .movie(path: work + "/x.mp4", options: .init())) } throws: { isInvalidOption($0, "3 passes") }
+        options.passes = 1
+        options.duration = MediaTime(value: -1, timescale: 1)
+        #expect { try Transcoder(options: options).run(path: source, into: .movie(path: work + "/x.mp4", options: .init())) } throws: { isInvalidOption($0, "duration") }
+        #expect { try ChunkedTranscoder(options: .init(), chunks: 0).run(path: source, into: work + "/x.mp4", workDirectory: work) } throws: { isInvalidOption($0, "0 chunks") }
+        #expect { try MovieConcatenator().concatenate([], into: work + "/x.mp4") } throws: { isInvalidOption($0, "no movies") }
+        #expect(!FileManager.default.fileExists(atPath: work + "/x.mp4"))
     }
 }

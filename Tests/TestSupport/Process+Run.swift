@@ -46,9 +46,9 @@ public func runProcess(_ executable: URL, _ arguments: [String], stdin: Data? = 
     return ProcessResult(status: code, stdout: try readFile(outPath), stderr: try readFile(errPath))
 }
 
-/// A file's bytes, through a handle (Data(contentsOf:) of an empty file leaks its buffer in
-/// this FoundationEssentials).
-func readFile(_ path: String) throws -> Data {
+/// A file's bytes, through a handle (Data(contentsOf:) and String(contentsOfFile:) of an empty
+/// file, or of a /proc file, which says it is empty, leak their buffer in this FoundationEssentials).
+public func readFile(_ path: String) throws -> Data {
     let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
     defer { try? handle.close() }
     return try handle.readToEnd() ?? Data()
@@ -117,7 +117,8 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
     private let directory: URL
     private var waited: Int32?
 
-    public init(_ executable: URL, _ arguments: [String], stdout: String = "/dev/null") throws {
+    /// Starts `executable`; `environment` adds to (or replaces variables of) this process's.
+    public init(_ executable: URL, _ arguments: [String], stdout: String = "/dev/null", environment: [String: String] = [:]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
         errorPath = directory.appendingPathComponent("stderr").path
@@ -133,7 +134,11 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let started = SystemIO.ChildProcess.withSpawnAttributes { posix_spawn(&pid, executable.path, &actions, &$0, &argv, environ) }
+        var variables = ProcessInfo.processInfo.environment
+        for (name, value) in environment { variables[name] = value }
+        var envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in envp { free(pointer) } }
+        let started = SystemIO.ChildProcess.withSpawnAttributes { posix_spawn(&pid, executable.path, &actions, &$0, &argv, &envp) }
         close(pipeEnds[0])
         guard started == 0 else {
             close(pipeEnds[1])
@@ -180,6 +185,25 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         return code
     }
 
+    /// Waits up to `seconds` for the child to end: its status as ``wait()`` gives it, or nil
+    /// when it is still running then.
+    public func wait(seconds: Double) -> Int32? {
+        if let waited { return waited }
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while true {
+            var status: Int32 = 0
+            let ended = waitpid(pid, &status, WNOHANG)
+            if ended == pid {
+                let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+                waited = code
+                return code
+            }
+            if ended < 0 && errno != EINTR { return nil }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(10_000)
+        }
+    }
+
     /// What the child wrote to standard error (complete once it has ended).
     public var stderrText: String { String(decoding: (try? readFile(errorPath)) ?? Data(), as: UTF8.self) }
 }
@@ -194,4 +218,28 @@ public func ffprobePresentationTimes(_ path: String) throws -> [Double] {
     let times = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path])
         .stdoutText.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
     return times.map { (($0 - (times.first ?? 0)) * 1000).rounded() / 1000 }
+}
+
+/// The pictures (of `pictureSize` bytes each) at which two raw videos differ, and the picture
+/// counts when the lengths differ: what a test reports instead of comparing megabytes with
+/// `==` in an expectation (whose failure makes Swift Testing diff the two arrays element by
+/// element, which under a sanitizer ran for over fifteen minutes).
+public func differingPictures(_ decoded: [UInt8], _ source: [UInt8], pictureSize: Int) -> String? {
+    let count = min(decoded.count, source.count) / pictureSize
+    let differing = (0..<count).filter { decoded[$0 * pictureSize..<($0 + 1) * pictureSize] != source[$0 * pictureSize..<($0 + 1) * pictureSize] }
+    guard differing.isEmpty, decoded.count == source.count else {
+        return "\(decoded.count / pictureSize) pictures of \(source.count / pictureSize); of the first \(count), these differ: \(differing.prefix(20))"
+    }
+    return nil
+}
+
+/// Waits until the file at `path` holds at least `bytes` bytes (a peer's decoded pictures, say)
+/// or `seconds` have passed; its size then. A peer that must be told to stop (GStreamer with
+/// SIGINT) is told once it has what it will get, not after a fixed time that a loaded machine
+/// or a first start (GStreamer builds its plugin registry) can overrun.
+public func waitUntilFileHolds(_ path: String, bytes: Int, seconds: Double) async -> Int {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+    while size() < bytes, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+    return size()
 }
