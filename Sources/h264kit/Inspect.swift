@@ -21,7 +21,7 @@ struct Inspect: ParsableCommand {
     @Flag(help: "List every NAL unit: offset, size, type, nal_ref_idc, and for slices the slice type, frame_num and POC.")
     var nals = false
 
-    @Flag(help: "List every access unit as a sample: PTS, DTS, duration (fractions and seconds), size and sync flag.")
+    @Flag(help: "List every access unit as a sample: PTS, DTS, duration (fractions and seconds), size and sync flag (a movie: its first video track's samples).")
     var samples = false
 
     @Option(help: ArgumentHelp("Frame rate for --samples (overrides the stream's VUI timing, with a warning), as an exact fraction (30000/1001, 25).", valueName: "rate"))
@@ -31,12 +31,26 @@ struct Inspect: ParsableCommand {
         if nals && samples { throw ValidationError("--nals and --samples cannot be combined") }
         _ = try parseRate(fps, "--fps")
         if fps != nil && !samples { throw ValidationError("--fps applies to --samples") }
+        if fps != nil && file != "-" && MovieReader.looksLikeMovie(path: file) { throw ValidationError("--fps times an Annex-B stream; a movie has its own times") }
     }
 
     mutating func run() throws {
-        if file != "-" && !nals && !samples && MovieReader.looksLikeMovie(path: file) {
+        if file != "-" && MovieReader.looksLikeMovie(path: file) {
+            if nals { throw ToolError("\(file): --nals lists an Annex-B stream's NAL units; for a movie's, `h264kit demux \(file) OUT.264` first") }
             let reader: MovieReader
             do { reader = try MovieReader(path: file, limits: limits.movie) } catch { throw ToolError(error) }
+            if samples {
+                // The first video track's samples in decoding order, with the edit list's times.
+                guard let track = reader.firstVideoTrackIndex else { throw ToolError("\(file): no H.264 video track") }
+                let list: MovieSampleBuffers
+                do { list = try reader.sampleBuffers(track: track, editList: .trim) } catch { throw ToolError(error) }
+                let records = list.enumerated().map { SampleRecord(index: $0.offset, sample: $0.element) }
+                if json { try printJSON(["samples": records]) } else {
+                    print(SampleRecord.header)
+                    for record in records { print(record.line) }
+                }
+                return
+            }
             let summary = MovieSummary(reader)
             if json { try printJSON(summary) } else { print(summary.humanReadable(name: file)) }
             for warning in reader.warnings { printError("\(file): warning: \(warning)") }

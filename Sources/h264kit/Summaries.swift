@@ -25,6 +25,8 @@ struct SampleRecord: Codable {
     var sync: Bool
     var dependsOnOthers: Bool?
     var isDependedOnByOthers: Bool?
+    /// Outside a movie's edit list: decoded, not shown.
+    var hidden: Bool?
 
     init(index: Int, sample: SampleBuffer) {
         self.index = index
@@ -35,10 +37,11 @@ struct SampleRecord: Codable {
         sync = sample.isSync
         dependsOnOthers = sample.attachments.dependsOnOthers
         isDependedOnByOthers = sample.attachments.isDependedOnByOthers
+        hidden = sample.attachments.doNotDisplay ? true : nil
     }
 
     static let header = "sample\tpts\tdts\tduration\tsize\tsync"
-    var line: String { "\(index)\t\(pts.text)\t\(dts.text)\t\(duration.text)\t\(size)\t\(sync ? "sync" : "-")" }
+    var line: String { "\(index)\t\(pts.text)\t\(dts.text)\t\(duration.text)\t\(size)\t\(sync ? "sync" : "-")" + (hidden == true ? "\thidden" : "") }
 }
 
 /// One line of `--nals`.

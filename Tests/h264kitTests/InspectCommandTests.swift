@@ -167,6 +167,33 @@ struct InspectSamplesTests {
         #expect(samples.first?["sync"] as? Bool == true)
     }
 
+    /// A movie's samples are its first video track's, with the times ffprobe reads for its
+    /// packets (the edit list applied); samples the edit hides are marked.
+    @Test(.requires(.ffmpeg, .ffprobe)) func samplesOfAMovieAreItsPackets() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-inspect-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = directory + "/source.mp4", cut = directory + "/cut.mp4"
+        _ = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-frames:v", "75", "-c:v", "libx264",
+                               "-g", "25", "-bf", "2", "-y", source])
+        _ = try run("ffmpeg", ["-v", "error", "-ss", "1.5", "-i", source, "-c", "copy", "-y", cut])  // starts mid-GOP: a hidden pre-roll
+        let result = try h264kit(["inspect", "--samples", "--json", cut])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let samples = try #require(json["samples"] as? [[String: Any]])
+        let packets = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,dts_time", "-of", "csv=p=0", cut])
+            .stdoutText.split(separator: "\n").map { $0.split(separator: ",").compactMap { Double($0) } }
+        #expect(samples.count == packets.count)
+        let ours = samples.compactMap { ($0["pts"] as? [String: Any])?["seconds"] as? Double }
+        // ffmpeg's edit starts at 1.5 s, between two frames (1.48 and 1.52); ffprobe puts the first
+        // frame shown at 0, the edit's own timeline at 0.02: the same times but for that offset.
+        let offsets = zip(ours, packets).map { $0 - $1[0] }
+        #expect(offsets.allSatisfy { abs($0 - offsets[0]) < 1e-6 } && abs(offsets[0]) < 0.04, "\(ours.prefix(4)) vs \(packets.prefix(4))")
+        #expect(samples.filter { $0["hidden"] as? Bool == true }.count == 13, "the pre-roll from the sync sample at 1.0 s to 1.48 s is hidden")
+        let nals = try h264kit(["inspect", "--nals", cut])
+        #expect(nals.status != 0 && nals.stderr.contains("demux"))
+    }
+
     @Test func aStreamWithoutTimingWarnsOrTakesTheGivenRate() throws {
         let path = CLIFixtures.path("jcodec-test_b_8x8.264")
         let assumed = try h264kit(["inspect", "--samples", path])
