@@ -120,13 +120,12 @@ public final class AnnexBReader {
         self.name = name
         self.options = options
         self.source = source
+        if case .mapped(let cursor) = source { totalBytes = cursor.count } else { totalBytes = nil }
     }
 
-    /// The input's size when known in advance (a file), for progress.
-    public var totalBytes: Int? {
-        if case .mapped(let cursor) = source { return cursor.count }
-        return nil
-    }
+    /// The input's size when known in advance (a file), for progress; it stays known once
+    /// the reader has reached the end.
+    public let totalBytes: Int?
 
     /// Bytes consumed so far (for a mapped file, up to the end of the last unit returned).
     public private(set) var bytesRead = 0

@@ -24,6 +24,8 @@ struct AnnexBReaderTests {
         let mapped = try AnnexBReader(path: path)
         #expect(mapped.totalBytes == bytes.count)
         #expect(same(try Self.units(mapped)))
+        // Read to its end, a file's size is still known, and all of it read (progress at 100%).
+        #expect(mapped.totalBytes == bytes.count && mapped.bytesRead == bytes.count)
         for chunk in [1, 7, 4096] {
             let fd = open(path, O_RDONLY)
             defer { close(fd) }
