@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
-let libraries = ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO", "H264Session", "H264Network", "H264Streaming", "H264Display"]
+let libraries = ["H264Bitstream", "MediaCore", "H264Container", "MediaProbe", "H264Codec", "MediaIO", "H264Session", "H264Network", "H264Streaming", "H264Display"]
 
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
@@ -24,6 +24,8 @@ var targets: [Target] = [
     .target(name: "H264Bitstream", dependencies: ["SystemIO"]),
     .target(name: "MediaCore", dependencies: ["H264Bitstream", "SystemIO"]),
     .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "SystemIO"]),
+    // What a stream or a movie holds, as reports (h264kit inspect and timecode): no codec needed.
+    .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "H264Container"]),
 
     // The only module over the C codecs: encoder, decoder and scaler wrappers.
     .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs"]),
@@ -53,7 +55,7 @@ var targets: [Target] = [
     // The command-line tool: argument parsing, progress and printing over the libraries.
     .executableTarget(
         name: "h264kit",
-        dependencies: ["H264Kit", "SystemIO", .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CommandLineTool"]))]
+        dependencies: ["H264Kit", "MediaProbe", "SystemIO", .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CommandLineTool"]))]
     ),
 
     .target(name: "TestSupport", dependencies: ["H264Bitstream", "SystemIO"], path: "Tests/TestSupport"),
@@ -62,7 +64,7 @@ var targets: [Target] = [
     .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport"]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
-    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
+    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "MediaProbe", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
     .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "H264Session", "MediaCore", "TestSupport"]),

@@ -14,10 +14,8 @@ public struct Preview: Sendable {
     public enum Source: Sendable {
         /// A media file.
         case file(FilePreview)
-        /// An RTP stream (an `RTPReceiver`: `rtp://@:PORT` or a session description).
-        case rtp(RTPReceiver)
-        /// An RTSP stream to play.
-        case rtsp(RTSPClient)
+        /// A live stream (RTP, RTSP played, or a publisher's), shown at low latency.
+        case live(LiveSource)
     }
 
     /// How the preview runs.
@@ -107,7 +105,7 @@ public struct Preview: Sendable {
                     group.cancelAll()
                 }
             }
-        case .rtp, .rtsp:
+        case .live:
             let layer = DisplayLayer(options: serverOptions.layer)
             server.show(layer)
             shared = layer
@@ -122,17 +120,8 @@ public struct Preview: Sendable {
                     group.addTask {
                         // A live source: samples to the layer as they come, the end told.
                         defer { shared.endOfStream() }
-                        switch source {
-                        case .rtp(let receiver):
-                            var options = receiver.options
-                            options.isLowLatency = true
-                            _ = try await RTPReceiver(endpoint: receiver.endpoint, payloadFormat: receiver.payloadFormat, options: options).receive { shared.enqueue($0) }
-                        case .rtsp(let client):
-                            var options = client.options
-                            options.receiver.isLowLatency = true
-                            _ = try await RTSPClient(url: client.url, options: options).receive { shared.enqueue($0) }
-                        case .file:
-                            break
+                        if case .live(let live) = source {
+                            _ = try await live.withReceiverOptions { $0.isLowLatency = true }.receive { shared.enqueue($0) }
                         }
                         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
                     }

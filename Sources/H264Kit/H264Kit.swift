@@ -2,6 +2,7 @@
 @_exported public import H264Bitstream
 @_exported public import MediaCore
 @_exported public import H264Container
+@_exported public import MediaProbe
 @_exported public import H264Codec
 @_exported public import MediaIO
 @_exported public import H264Session

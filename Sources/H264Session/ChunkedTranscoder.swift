@@ -90,6 +90,22 @@ public struct ChunkedTranscoder: Sendable {
         public var chunks: [Transcoder.Summary]
         /// The join.
         public var join: MovieConcatenator.Summary
+
+        /// The chunks' transcodes as one: the counts summed, the first and last times, every
+        /// chunk's warnings and then the join's.
+        public var total: Transcoder.Summary {
+            var total = Transcoder.Summary(width: chunks.first?.width ?? 0, height: chunks.first?.height ?? 0,
+                                           firstPresentationTime: chunks.first?.firstPresentationTime, lastPresentationTime: chunks.last?.lastPresentationTime,
+                                           warnings: chunks.flatMap(\.warnings) + join.warnings)
+            for chunk in chunks {
+                total.decodedFrames += chunk.decodedFrames
+                total.concealedFrames += chunk.concealedFrames
+                total.droppedFrames += chunk.droppedFrames
+                total.encodedFrames += chunk.encodedFrames
+                total.bytes += chunk.bytes
+            }
+            return total
+        }
     }
 
     /// Transcodes the input at `path` into the movie at `output`, keeping its pieces in

@@ -1,6 +1,8 @@
+import FoundationEssentials
 public import H264Container
 public import MediaCore
 import MediaIO
+import SystemIO
 
 /// Where a split put each segment: what `h264kit split` writes as `index.json`.
 public struct SegmentIndex: Sendable, Hashable, Codable {
@@ -39,6 +41,41 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
     public init(source: String, segments: [Segment]) {
         self.source = source
         self.segments = segments
+    }
+
+    /// The index's name in the directory of a split.
+    public static let fileName = "index.json"
+
+    /// The index a split wrote at `path` (`DIR/index.json`); at most 64 MiB of JSON.
+    public init(contentsOf path: String) throws(SessionError) {
+        do {
+            let bytes = try filePrefix(path, count: 64 << 20)
+            self = try JSONDecoder().decode(SegmentIndex.self, from: Data(bytes))
+        } catch {
+            throw .mediaIO(MediaIOError(.invalidData, "not a split index: \(error)", path: path))
+        }
+    }
+
+    /// Writes the index to `directory/index.json` as JSON (sorted keys), under a temporary name
+    /// renamed into place.
+    public func write(into directory: String) throws(SessionError) {
+        let path = directory + "/" + Self.fileName
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            let file = try OutputFile(path: path)
+            try file.write(Array(try encoder.encode(self)))
+            try file.commit()
+        } catch {
+            throw .mediaIO(MediaIOError(.io, "\(error)", path: path))
+        }
+    }
+
+    /// The segments' paths, for an index read from the file at `indexPath` (the segments sit
+    /// beside it).
+    public func segmentPaths(besideIndexAt indexPath: String) -> [String] {
+        let directory = indexPath.contains("/") ? String(indexPath[..<indexPath.lastIndex(of: "/")!]) : ""
+        return segments.map { (directory.isEmpty ? "" : directory + "/") + $0.file }
     }
 }
 

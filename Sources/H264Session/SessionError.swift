@@ -39,6 +39,10 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case cancelled
     /// A chunk of a ``ChunkedTranscoder`` failed in its child process: its number (from 0) and why.
     case chunkFailed(chunk: Int, reason: String)
+    /// The tool a benchmark compares with (the x264 CLI) failed, or said nothing readable: why.
+    case referenceFailed(String)
+    /// The input is damaged where the options say to stop at damage (``FrameExporter/Options/stopsAtDamage``): what and where.
+    case damaged(String)
     /// The input stream could not be read as H.264 (see the bitstream error's place).
     case bitstream(BitstreamError)
     /// The input movie could not be read, or the output movie written.
@@ -98,6 +102,8 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         case .invalidated: "the session is finished or invalidated"
         case .cancelled: "cancelled"
         case .chunkFailed(let chunk, let reason): "chunk \(chunk): \(reason)"
+        case .damaged(let reason): reason
+        case .referenceFailed(let reason): reason
         case .bitstream(let error): "\(error)"
         case .container(let error): "\(error)"
         case .mediaIO(let error): "\(error)"

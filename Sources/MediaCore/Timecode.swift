@@ -258,6 +258,20 @@ public struct TimecodeFormatDescription: Hashable, Sendable, CustomStringConvert
         return number
     }
 
+    /// A frame number and its timecode label, from `text`: a timecode (`HH:MM:SS:FF`, or
+    /// `HH:MM:SS;FF` drop-frame), or a frame number. The label comes back as this format
+    /// writes it (`h264kit timecode convert`).
+    public func conversion(of text: String) throws(TimecodeError) -> (frameNumber: Int64, timecode: Timecode) {
+        let number: Int64
+        if text.contains(":") {
+            number = try frameNumber(for: try Timecode(parsing: text))
+        } else {
+            guard let parsed = Int64(text) else { throw TimecodeError("neither a timecode (HH:MM:SS:FF) nor a frame number") }
+            number = parsed
+        }
+        return (number, try timecode(forFrameNumber: number))
+    }
+
     /// The timecode label of a frame number (TN2310 listing 8). With the 24-hour flag the
     /// count wraps at 24 hours; a negative number is a negative label when the flags allow
     /// it, else (24-hour) the label that many frames before midnight. Throws when neither flag

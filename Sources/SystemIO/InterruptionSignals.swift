@@ -1,7 +1,6 @@
 import Dispatch
 #if canImport(Glibc)
 import Glibc
-import SystemIO
 #endif
 
 /// SIGINT and SIGTERM turned into a call (cancelling a task, so that its output is finished
@@ -13,14 +12,16 @@ import SystemIO
 /// sets the signal to be ignored and watches a signalfd, which sees only a signal that every
 /// thread blocks: when a thread that does not, an event loop's or a codec's, takes it, the
 /// signal is ignored and lost; measured here: 4 SIGINTs in 8 lost by a live RTSP server.)
-final class InterruptionSignals: Sendable {
+package final class InterruptionSignals: Sendable {
     private let id: Int
 
-    init(_ action: @escaping @Sendable () -> Void) {
+    /// Calls `action` at each SIGINT or SIGTERM, until ``restore()``.
+    package init(_ action: @escaping @Sendable () -> Void) {
         id = InterruptionDispatcher.shared.add(action)
     }
 
-    func restore() {
+    /// Takes the call back; with no call left, the signals get their default action again.
+    package func restore() {
         InterruptionDispatcher.shared.remove(id)
     }
 }

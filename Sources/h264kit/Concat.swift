@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import H264Kit
 
 struct Concat: ParsableCommand {
@@ -26,13 +25,7 @@ struct Concat: ParsableCommand {
         var inputs = Array(files.dropLast())
         let output = files.last!
         if inputs.count == 1, inputs[0].hasSuffix(".json") {
-            let directory = (inputs[0] as NSString).deletingLastPathComponent
-            do {
-                let index = try JSONDecoder().decode(SegmentIndex.self, from: Data(contentsOf: URL(fileURLWithPath: inputs[0])))
-                inputs = index.segments.map { (directory.isEmpty ? "" : directory + "/") + $0.file }
-            } catch {
-                throw ToolError("\(inputs[0]): not a split index: \(error)")
-            }
+            do { inputs = try SegmentIndex(contentsOf: inputs[0]).segmentPaths(besideIndexAt: inputs[0]) } catch { throw ToolError(error) }
         }
         let options = MovieWriter.Options(fileType: MovieFileType(path: output), keepsStartTime: true)
         let summary: MovieConcatenator.Summary

@@ -50,19 +50,10 @@ struct Decode: ParsableCommand {
 
     @OptionGroup var limits: LimitOptions
 
-    enum Kind: String { case raw, y4m, png, framemd5 }
-
-    var kind: Kind {
-        if let format, let kind = Kind(rawValue: format) { return kind }
-        let lower = output.lowercased()
-        if lower.hasSuffix(".y4m") { return .y4m }
-        if lower.hasSuffix(".png") { return .png }
-        if lower.hasSuffix(".framemd5") || lower.hasSuffix(".md5") { return .framemd5 }
-        return .raw
-    }
+    var kind: FrameExporter.Format { format.flatMap(FrameExporter.Format.init(rawValue:)) ?? FrameExporter.Format(path: output) }
 
     func validate() throws {
-        if let format, Kind(rawValue: format) == nil { throw ValidationError("--format \(format): expected raw, y4m, png or framemd5") }
+        if let format, FrameExporter.Format(rawValue: format) == nil { throw ValidationError("--format \(format): expected raw, y4m, png or framemd5") }
         if let pixelFormat, PixelFormat(name: pixelFormat) == nil {
             throw ValidationError("--pix-fmt \(pixelFormat): not a format this tool writes (yuv420p, yuv422p, yuv444p, gray, nv12, rgb24, bgra, with 10le/12le/... for more bits)")
         }
@@ -79,100 +70,34 @@ struct Decode: ParsableCommand {
 
     mutating func run() throws {
         let name = input == "-" ? "stdin" : input
-        var options = FrameReader.Options(threading: .init(count: threads), pixelFormat: pixelFormat.flatMap(PixelFormat.init(name:)),
-                                          size: noAutoscale ? .native : .first, limits: limits.pictures)
-        options.interval = try parseRate(every, "--every").map { MediaTime(value: Int64($0.numerator), timescale: Int32(clamping: $0.denominator)) }
-        let reader: FrameReader
-        var sourceOptions = MediaSource.Options.decoding
-        sourceOptions.annexB.frameRate = try parseRate(fps, "--fps")
-        sourceOptions.trackID = track
-        sourceOptions.movieLimits = limits.movie
-        do { reader = try FrameReader(path: input, options: options, sourceOptions: sourceOptions) } catch {
-            throw ToolError("\(name): \(error)")
-        }
-        if let movie = reader.source.movie { for warning in movie.warnings { printError("\(name): warning: \(warning)") } }
-        var writer: (any PictureWriter)?
-        var report = DamageReport(name: name, strict: strict)
-        var written = 0
+        var options = FrameExporter.Options(format: kind, frameLimit: frames, stopsAtDamage: strict)
+        options.reader = FrameReader.Options(threading: .init(count: threads), pixelFormat: pixelFormat.flatMap(PixelFormat.init(name:)),
+                                             size: noAutoscale ? .native : .first, limits: limits.pictures)
+        options.reader.interval = try parseRate(every, "--every").map { MediaTime(value: Int64($0.numerator), timescale: Int32(clamping: $0.denominator)) }
+        options.source.annexB.frameRate = try parseRate(fps, "--fps")
+        options.source.trackID = track
+        options.source.movieLimits = limits.movie
+        // A line a damaged frame (the first thousand), the counts at the end.
+        var listed = 0
+        let summary: FrameExporter.Summary
         do {
-            while written < (frames ?? .max), let frame = try reader.next() {
-                try report.note(frame, written: written)
-                guard let picture = frame.pixelBuffer else { continue }
-                if writer == nil { writer = try makeWriter(reader.source) }
-                try writer!.write(picture, at: frame.presentationTime, fieldOrder: frame.isInterlaced ? (frame.topFieldFirst ? .topFieldFirst : .bottomFieldFirst) : .progressive)
-                written += 1
+            summary = try FrameExporter(options: options).run(path: input, to: output) { damage in
+                listed += 1
+                if listed <= 1000 { printError("\(name): \(damage)") }
             }
-        } catch let error as ToolError {
-            throw error
+        } catch .damaged(let reason) {
+            throw ToolError("\(name): \(reason); stopping (--strict)")
         } catch {
             throw ToolError("\(name): \(error)")
         }
-        if case .annexB(let stream) = reader.source.kind {
-            // What the stream parser found wrong (damaged headers, units cut off), as mux reports it.
-            printWarnings(of: stream, name: name)
-            for diagnostic in stream.parser.diagnostics { printError("\(name): \(diagnostic)") }
-            if strict && stream.parser.errorCount > 0 { throw ToolError("\(name): \(stream.parser.errorCount) NAL unit(s) are damaged; stopping (--strict)") }
-        }
-        do { try writer?.finish() } catch { throw ToolError(error) }
-        report.summarize(written: written)
-    }
-
-    private func makeWriter(_ source: MediaSource) throws -> any PictureWriter {
-        let rate = source.frameRate ?? FrameRate(25, 1)
-        switch kind {
-        case .raw: return try RawVideoWriter(path: output)
-        case .y4m: return try Y4MWriter(path: output, frameRate: rate, stream: source.formatDescription)
-        case .framemd5: return try FrameMD5Writer(path: output, frameRate: rate)
-        case .png: return try PNGSequenceWriter(pattern: output)
-        }
-    }
-}
-
-/// What the decoder said about damage, on standard error: a line per damaged frame (the first
-/// thousand), and the counts at the end; with --strict the first one stops the run.
-struct DamageReport {
-    let name: String
-    let strict: Bool
-    private var damaged = 0, dropped = 0, rejected = 0
-    static let maximumLines = 1000
-
-    init(name: String, strict: Bool) {
-        self.name = name
-        self.strict = strict
-    }
-
-    mutating func note(_ frame: DecodedFrame, written: Int) throws {
-        if frame.flags.contains(.notDisplayed) && !frame.isDropped { return }
-        guard frame.pixelBuffer != nil else {
-            if frame.error != nil || !frame.messages.isEmpty {
-                rejected += 1
-                let why = frame.error.map { "\($0)" } ?? frame.messages.joined(separator: "; ")
-                line("sample \(frame.sampleIndex): damaged, no picture (\(why))")
-                if strict { throw ToolError("\(name): sample \(frame.sampleIndex): damaged (\(why)); stopping (--strict)") }
-            } else {
-                dropped += 1
-            }
-            return
-        }
-        guard frame.flags.contains(.concealed) else { return }
-        damaged += 1
-        let seconds = frame.presentationTime.isNumeric ? " at \(frame.presentationTime.seconds) s" : ""
-        let messages = frame.messages.isEmpty ? "" : ": " + frame.messages.joined(separator: "; ")
-        let flags = frame.errorFlags.isEmpty ? "" : " (\(frame.errorFlags))"
-        line("frame \(written) (sample \(frame.sampleIndex)\(seconds)): damaged, concealed\(flags)\(messages)")
-        if strict { throw ToolError("\(name): frame \(written) (sample \(frame.sampleIndex)): damaged; stopping (--strict)") }
-    }
-
-    private func line(_ text: String) {
-        if damaged + rejected <= Self.maximumLines { printError("\(name): \(text)") }
-    }
-
-    func summarize(written: Int) {
-        if damaged + rejected > Self.maximumLines { printError("\(name): \(damaged + rejected - Self.maximumLines) more damaged frames not listed") }
-        var parts = ["\(written) frames"]
-        if damaged > 0 { parts.append("\(damaged) damaged and concealed") }
-        if rejected > 0 { parts.append("\(rejected) samples rejected by the decoder") }
-        if dropped > 0 { parts.append("\(dropped) samples with no picture (before the first sync sample, or cut off)") }
+        for warning in summary.movieWarnings { printError("\(name): warning: \(warning)") }
+        printWarnings(summary.streamWarnings, name: name)
+        for diagnostic in summary.diagnostics { printError("\(name): \(diagnostic)") }
+        if listed > 1000 { printError("\(name): \(listed - 1000) more damaged frames not listed") }
+        var parts = ["\(summary.frames) frames"]
+        if summary.concealedFrames > 0 { parts.append("\(summary.concealedFrames) damaged and concealed") }
+        if summary.rejectedSamples > 0 { parts.append("\(summary.rejectedSamples) samples rejected by the decoder") }
+        if summary.samplesWithoutPicture > 0 { parts.append("\(summary.samplesWithoutPicture) samples with no picture (before the first sync sample, or cut off)") }
         printError("\(name): " + parts.joined(separator: ", "))
     }
 }

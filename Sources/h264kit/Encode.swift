@@ -1,5 +1,6 @@
 import ArgumentParser
 import H264Kit
+import MediaProbe
 
 struct Encode: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -133,6 +134,6 @@ struct Encode: ParsableCommand {
         progress.clear()
         let elapsed = (clock.currentTime - start).seconds
         let duration = summary.duration.seconds
-        printError("\(output): \(summary.frames) frames, \(fixed(duration, 2)) s, \(Int(Double(summary.bytes * 8) / duration / 1000)) kbit/s, encoded at \(Int(Double(summary.frames * encoder.passes) / elapsed)) fps")
+        printError("\(output): \(summary.frames) frames, \(decimalText(duration, 2)) s, \(Int(Double(summary.bytes * 8) / duration / 1000)) kbit/s, encoded at \(Int(Double(summary.frames * encoder.passes) / elapsed)) fps")
     }
 }

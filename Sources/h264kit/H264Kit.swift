@@ -24,20 +24,18 @@ struct ToolError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Prints a value as sorted, indented JSON (what every `--json` prints).
-func printJSON(_ value: some Encodable) throws {
+/// A value as sorted, indented JSON: what every `--json` prints and every report file holds.
+func jsonBytes(_ value: some Encodable) throws -> [UInt8] {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    return Array(try encoder.encode(value))
 }
+
+/// Prints a value as JSON.
+func printJSON(_ value: some Encodable) throws { print(String(decoding: try jsonBytes(value), as: UTF8.self)) }
 
 /// Writes a line to standard error.
-func printError(_ text: String) {
-    printErrorRaw(text.hasSuffix("\n") ? text : text + "\n")
-}
-
-/// Writes text to standard error as it is.
-func printErrorRaw(_ text: String) { writeToStandardError(text) }
+func printError(_ text: String) { writeToStandardError(text.hasSuffix("\n") ? text : text + "\n") }
 
 /// Parses a rate option ("30000/1001", "25", "29.97") for `validate()`.
 func parseRate(_ text: String?, _ option: String) throws -> FrameRate? {
@@ -74,14 +72,14 @@ final class Progress {
             let percent = min(100, done * 100 / total)
             line = "[" + String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5) + "] \(percent)% "
         }
-        printErrorRaw("\r\u{1B}[K" + line + (unit == "MB" ? "\(done >> 20) MB" : "\(done) \(unit)") + ", " + note)
+        writeToStandardError("\r\u{1B}[K" + line + (unit == "MB" ? "\(done >> 20) MB" : "\(done) \(unit)") + ", " + note)
         shown = true
     }
 
     /// A line of its own.
     func update(line: String) {
         guard enabled, tick() else { return }
-        printErrorRaw("\r\u{1B}[K" + line)
+        writeToStandardError("\r\u{1B}[K" + line)
         shown = true
     }
 
@@ -93,24 +91,13 @@ final class Progress {
     }
 
     func clear() {
-        if shown { printErrorRaw("\r\u{1B}[K"); shown = false }
+        if shown { writeToStandardError("\r\u{1B}[K"); shown = false }
     }
 }
 
-/// A number with `digits` decimals ("-0.066733"), without Foundation's formatter.
-func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return value.isNaN ? "nan" : value > 0 ? "inf" : "-inf" }
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let units = Int((abs(value) * scale).rounded())
-    let whole = units / Int(scale), fraction = String(units % Int(scale))
-    let sign = value < 0 && units > 0 ? "-" : ""
-    return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
-}
-
 /// Prints a sample reader's warnings, naming the option that settles each.
-func printWarnings(of reader: SampleBufferReader, name: String) {
-    for warning in reader.warnings {
+func printWarnings(_ warnings: [SampleBufferReader.Warning], name: String) {
+    for warning in warnings {
         switch warning {
         case .assumedFrameRate(let rate):
             printError("\(name): warning: the stream has no VUI timing; assuming \(rate) fps (set the rate with --fps, e.g. --fps 30000/1001)")

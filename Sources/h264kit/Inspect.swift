@@ -45,70 +45,28 @@ struct Inspect: ParsableCommand {
                 let list: MovieSampleBuffers
                 do { list = try reader.sampleBuffers(track: track, editList: .trim) } catch { throw ToolError(error) }
                 let records = list.enumerated().map { SampleRecord(index: $0.offset, sample: $0.element) }
-                if json { try printJSON(["samples": records]) } else {
-                    print(SampleRecord.header)
-                    for record in records { print(record.line) }
-                }
+                if json { try printJSON(["samples": records]) } else { print(([SampleRecord.header] + records.map(\.line)).joined(separator: "\n")) }
                 return
             }
             let summary = MovieSummary(reader)
-            if json { try printJSON(summary) } else { print(summary.humanReadable(name: file)) }
+            if json { try printJSON(summary) } else { print(summary.text(name: file)) }
             for warning in reader.warnings { printError("\(file): warning: \(warning)") }
             return
         }
         let name = file == "-" ? "stdin" : file
-        let units: AnnexBReader
-        do { units = try AnnexBReader(path: file, options: .init(releasesPagesBehind: false)) } catch { throw ToolError("\(name): \(error)") }
-        var nalRecords: [NALRecord] = []
-        var sampleRecords: [SampleRecord] = []
-        let parser: H264StreamParser
-        if samples {
-            // The sample reader owns the parser; every sample is listed, from the first on.
-            let options = SampleBufferReader.Options(frameRate: try parseRate(fps, "--fps"), startsAtSyncSample: false, rejectsSlicesBeforeParameterSets: false)
-            let reader = SampleBufferReader(nalUnits: units, options: options)
-            if !json { print(SampleRecord.header) }
-            var failure: BitstreamError?
-            do {
-                while let sample = try reader.next() {
-                    let record = SampleRecord(index: sampleRecords.count, sample: sample)
-                    if !json { print(record.line) }
-                    sampleRecords.append(record)
-                }
-            } catch {
-                failure = error
-            }
-            // A stream without pictures is summarised (and exits 1) as without --samples.
-            if let failure, failure.code != .noPicture { throw ToolError("\(name): \(failure)") }
-            printWarnings(of: reader, name: name)
-            parser = reader.parser
-        } else {
-            if nals && !json { print("offset\tsize\ttype\tref_idc\tslice\tframe_num\tpoc") }
-            var streamParser = H264StreamParser()
-            do {
-                while let unit = try units.next() {
-                    let parsed = unit.withSpan { streamParser.consume($0, at: unit.location) }
-                    guard nals else { continue }
-                    let record = NALRecord(parsed)
-                    if json { nalRecords.append(record) } else { print(record.line) }
-                }
-            } catch {
-                throw ToolError("\(name): \(error)")
-            }
-            streamParser.finish()
-            if units.leadingGarbageCount > 0 && streamParser.nalUnitCount > 0 {
-                streamParser.reportExternal(.warning, BitstreamError(.invalidStructure, "\(units.leadingGarbageCount) bytes before the first start code were skipped", byteOffset: 0))
-            }
-            parser = streamParser
+        let options = StreamProbe.Options(listsNALUnits: nals, listsSamples: samples, frameRate: try parseRate(fps, "--fps"))
+        // Listed as they are read, unless the whole goes out as JSON at the end.
+        if !json, nals { print(NALUnitRecord.header) }
+        if !json, samples { print(SampleRecord.header) }
+        let result: StreamProbe.Result
+        do {
+            result = try StreamProbe.probe(path: file, options: options, onNALUnit: { if !json { print($0.line) } }, onSample: { if !json { print($0.line) } })
+        } catch {
+            throw ToolError("\(name): \(error)")
         }
-        if parser.nalUnitCount == 0 {
-            throw ToolError("\(name): no H.264 start code found in \(units.bytesRead) bytes; not an Annex-B H.264 stream")
-        }
-        var summary = StreamSummary(parser: parser, bytes: units.bytesRead, nalUnits: nals ? nalRecords : nil)
-        if samples {
-            summary.samples = sampleRecords
-            summary.sampleFrameRate = sampleRecords.isEmpty ? nil : try parseRate(fps, "--fps")?.description ?? parser.firstPictureSPS?.frameRate?.description ?? "25/1"
-        }
-        if json { try printJSON(summary) } else if !samples { print(summary.humanReadable(name: name)) }
+        printWarnings(result.warnings, name: name)
+        let parser = result.parser
+        if json { try printJSON(result.summary) } else if !samples { print(result.summary.text(name: name)) }
         for diagnostic in parser.diagnostics { printError("\(name): \(diagnostic)") }
         if parser.diagnostics.count < parser.errorCount + parser.warningCount {
             printError("\(name): \(parser.errorCount + parser.warningCount - parser.diagnostics.count) more problems not shown")

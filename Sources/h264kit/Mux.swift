@@ -83,72 +83,46 @@ struct Mux: ParsableCommand {
         return items
     }
 
-    /// The timecode track for `rate`, from --timecode, --timecode-format and --reel.
-    private func timecodeTrack(rate: FrameRate) throws -> MovieWriter.TimecodeTrack? {
-        guard let timecode, let value = try? Timecode(parsing: timecode) else { return nil }
-        do {
-            guard rate.numerator <= UInt64(Int32.max), rate.denominator <= UInt64(Int32.max) else { throw TimecodeError("the frame rate \(rate) is too precise for a timecode track") }
-            let format = try TimecodeFormatDescription(
-                frameRate: (Int32(rate.numerator), Int32(rate.denominator)), dropFrame: value.isDropFrame,
-                sampleFormat: timecodeFormat == "tc64" ? .timeCode64 : .timeCode32, sourceReference: reel.map { .init(name: $0) })
-            return try MovieWriter.TimecodeTrack(format: format, start: value)
-        } catch {
-            throw ToolError("--timecode \(timecode) at \(rate) fps: \(error)")
-        }
-    }
-
     mutating func run() throws {
         let name = input == "-" ? "stdin" : input
-        var options = MovieWriter.Options(fileType: format.flatMap(MovieFileType.init(rawValue:)) ?? MovieFileType(path: output),
-                                          negativeCompositionOffsets: negativeCts, parameterSets: avc3 ? .inBand : .sampleEntries)
-        if faststart { options.layout = .faststart }
+        var options = StreamMuxer.Options(reader: .init(builder: .init(keepsParameterSetsInBand: avc3, codec: avc3 ? "avc3" : "avc1"), frameRate: try parseRate(fps, "--fps")))
+        options.movie = MovieWriter.Options(fileType: format.flatMap(MovieFileType.init(rawValue:)) ?? MovieFileType(path: output),
+                                            negativeCompositionOffsets: negativeCts, parameterSets: avc3 ? .inBand : .sampleEntries)
+        if faststart { options.movie.layout = .faststart }
         if let fragmentDuration, let seconds = FrameRate(parsing: fragmentDuration) {
-            options.layout = .fragmented(fragmentDuration: MediaTime(value: Int64(seconds.numerator), timescale: Int32(seconds.denominator)))
+            options.movie.layout = .fragmented(fragmentDuration: MediaTime(value: Int64(seconds.numerator), timescale: Int32(seconds.denominator)))
         }
-        options.metadata = try metadataItems(fileType: options.fileType)
-        let reader: SampleBufferReader
-        do {
-            reader = try SampleBufferReader(path: input, options: .init(builder: .init(keepsParameterSetsInBand: avc3, codec: avc3 ? "avc3" : "avc1"),
-                                                                          frameRate: try parseRate(fps, "--fps")))
-        } catch {
-            throw ToolError("\(name): \(error)")
+        options.movie.metadata = try metadataItems(fileType: options.movie.fileType)
+        if let timecode, let start = try? Timecode(parsing: timecode) {
+            options.timecode = .init(start: start, sampleFormat: timecodeFormat == "tc64" ? .timeCode64 : .timeCode32, reel: reel)
         }
-        var writer: MovieWriter?
         let progress = Progress()
+        let summary: StreamMuxer.Summary
         do {
-            while let sample = try reader.next() {
-                if writer == nil {
-                    if let rate = reader.frameRate { options.timecode = try timecodeTrack(rate: rate) }
-                    writer = try MovieWriter(path: output, options: options)
-                }
-                try writer!.append(sample)
-                progress.update(done: reader.nalUnits.bytesRead, total: reader.nalUnits.totalBytes, unit: "MB", note: "\(reader.sampleCount) frames")
+            summary = try StreamMuxer(options: options).run(path: input, to: output) { state in
+                progress.update(done: state.bytesRead, total: state.totalBytes, unit: "MB", note: "\(state.samples) frames")
             }
+        } catch .bitstream(let error) {
+            progress.clear()
+            throw ToolError("\(name): \(error)\(error.code == .missingParameterSet || error.code == .noPicture ? "; nothing written" : "")")
         } catch {
             progress.clear()
-            writer?.cancel()
-            if let error = error as? BitstreamError {
-                for diagnostic in reader.parser.diagnostics { printError("\(name): \(diagnostic)") }
-                throw ToolError("\(name): \(error)\(error.code == .missingParameterSet || error.code == .noPicture ? "; nothing written" : "")")
-            }
             throw ToolError(error)
         }
         progress.clear()
-        printWarnings(of: reader, name: name)
-        let summary: MovieWriter.Summary
-        do { summary = try writer!.finish() } catch { throw ToolError(error) }
-        let parser = reader.parser
-        for diagnostic in parser.diagnostics { printError("\(name): \(diagnostic)") }
-        if parser.diagnostics.count < parser.errorCount + parser.warningCount {
-            printError("\(name): \(parser.errorCount + parser.warningCount - parser.diagnostics.count) more problems not shown")
+        printWarnings(summary.warnings, name: name)
+        for diagnostic in summary.diagnostics { printError("\(name): \(diagnostic)") }
+        if summary.diagnostics.count < summary.problemCount {
+            printError("\(name): \(summary.problemCount - summary.diagnostics.count) more problems not shown")
         }
+        let movie = summary.movie
         if output != "-" {
-            printError("\(output): \(summary.sampleCount) samples, \(summary.duration.seconds) s at \(reader.frameRate!) fps, \(summary.fileSize) bytes"
-                + (summary.fragmentCount > 0 ? ", \(summary.fragmentCount) fragments" : "")
-                + (summary.sampleDescriptionCount > 1 ? ", \(summary.sampleDescriptionCount) sample descriptions" : ""))
+            printError("\(output): \(movie.sampleCount) samples, \(movie.duration.seconds) s at \(summary.frameRate) fps, \(movie.fileSize) bytes"
+                + (movie.fragmentCount > 0 ? ", \(movie.fragmentCount) fragments" : "")
+                + (movie.sampleDescriptionCount > 1 ? ", \(movie.sampleDescriptionCount) sample descriptions" : ""))
         }
-        if parser.errorCount > 0 {
-            printError("\(name): warning: \(parser.errorCount) NAL unit(s) are damaged; they are in the file as they were in the stream (a decoder conceals them)")
+        if summary.damagedNALUnits > 0 {
+            printError("\(name): warning: \(summary.damagedNALUnits) NAL unit(s) are damaged; they are in the file as they were in the stream (a decoder conceals them)")
         }
     }
 }

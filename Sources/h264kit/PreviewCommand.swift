@@ -55,10 +55,7 @@ struct PreviewCommand: AsyncParsableCommand {
 
     @OptionGroup var limits: LimitOptions
 
-    var isLive: Bool {
-        let lower = source.lowercased()
-        return lower.hasPrefix("rtp://") || lower.hasPrefix("rtsp://") || lower.hasSuffix(".sdp")
-    }
+    var isLive: Bool { LiveSource.isLive(source) }
 
     var captureNumbers: [Int] { capture?.split(separator: ",").compactMap { Int($0.filter { $0 != " " }) } ?? [] }
 
@@ -78,13 +75,8 @@ struct PreviewCommand: AsyncParsableCommand {
     func run() async throws {
         let previewSource: Preview.Source
         do {
-            if source.lowercased().hasPrefix("rtsp://") {
-                previewSource = .rtsp(RTSPClient(url: try RTSPURL(parsing: source)))
-            } else if source.lowercased().hasPrefix("rtp://") {
-                previewSource = .rtp(RTPReceiver(endpoint: try RTPDestination(parsing: source), options: .init(idleTimeout: .seconds(3600))))
-            } else if source.lowercased().hasSuffix(".sdp") {
-                let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: source)).prefix(SessionDescription.maximumSize), as: UTF8.self)
-                previewSource = .rtp(try RTPReceiver(sessionDescription: SessionDescription(parsing: text), options: .init(idleTimeout: .seconds(3600))))
+            if LiveSource.isLive(source) {
+                previewSource = .live(try LiveSource(parsing: source, options: .init(idleTimeout: .seconds(3600))))
             } else {
                 var options = MediaSource.Options()
                 options.movieLimits = limits.movie
@@ -111,9 +103,7 @@ struct PreviewCommand: AsyncParsableCommand {
         let reports: [PageReport]
         do { reports = try await task.value } catch { throw ToolError("\(source): \(error)") }
         if let report {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try writeFile(report, Array(try encoder.encode(reports.first ?? PageReport())))
+            try writeFile(report, try jsonBytes(reports.first ?? PageReport()))
         }
         if let warning = reports.first?.warning { printError("warning: \(source): \(warning)") }
         if let shown = reports.first, shown.error == nil, shown.decodeErrors > 0 {

@@ -1,9 +1,6 @@
-import ArgumentParser
-import FoundationEssentials
+public import ArgumentParser
 import H264Kit
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemIO
 
 struct Receive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,7 +41,7 @@ struct Receive: AsyncParsableCommand {
     var listen = false
 
     @Option(help: "rtsp://: automatic (UDP, then TCP), udp or tcp.")
-    var rtspTransport: RTSPTransportChoice = .automatic
+    var rtspTransport: RTSPClient.TransportPreference = .automatic
 
     @Option(help: ArgumentHelp("With --listen: publishers must give this user and password.", valueName: "USER:PASS"))
     var user: String?
@@ -64,57 +61,24 @@ struct Receive: AsyncParsableCommand {
                                           sampleLimit: frames)
         // SIGINT and SIGTERM end receiving the way a BYE does: the output is finished.
         let output = EncodedOutput(path: output)
-        let task: Task<RTPReceiver.Report, any Error>
+        let live: LiveSource
         do {
-            if source.lowercased().hasPrefix("rtsp://") {
-                let url = try RTSPURL(parsing: source)
-                if listen {
-                    let ingest = RTSPIngest(url: url, credentials: try user.map(RTSPCredentials.init(parsing:)), options: options)
-                    task = Task { try await ingest.record(to: output) }
-                } else {
-                    let client = RTSPClient(url: url, options: .init(receiver: options, transport: rtspTransport.preference))
-                    task = Task { try await client.record(to: output) }
-                }
-            } else if source.lowercased().hasPrefix("rtp://") {
-                let receiver = RTPReceiver(endpoint: try RTPDestination(parsing: source), options: options)
-                task = Task { try await receiver.record(to: output) }
-            } else {
-                let text = try readText(source, limit: SessionDescription.maximumSize)
-                let receiver = try RTPReceiver(sessionDescription: SessionDescription(parsing: text), options: options)
-                task = Task { try await receiver.record(to: output) }
-            }
-        } catch let error as ToolError { throw error } catch { throw ToolError("\(source): \(error)") }
+            live = try LiveSource(parsing: source, options: options, transport: rtspTransport, listen: listen,
+                                  credentials: try user.map(RTSPCredentials.init(parsing:)))
+        } catch { throw ToolError("\(source): \(error)") }
+        let task = Task { try await live.record(to: output) }
         let stop = InterruptionSignals { task.cancel() }
         defer { stop.restore() }
         let report: RTPReceiver.Report
         do { report = try await task.value } catch { throw ToolError("\(self.output): \(error)") }
         if let stats {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try writeFile(stats, Array(try encoder.encode(report)))
+            try writeFile(stats, try jsonBytes(report))
         }
         let counts = report.depacketizer
         printError("\(self.output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
                    + "\(counts.accessUnitsDropped) access units dropped, \(counts.accessUnitsSkipped) skipped to the next IDR")
     }
-
-    /// The text of a small file, refusing one larger than `limit` bytes.
-    func readText(_ path: String, limit: Int) throws -> String {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        guard data.count <= limit else { throw ToolError("\(path): \(data.count) bytes; a session description is at most \(limit)") }
-        return String(decoding: data, as: UTF8.self)
-    }
 }
 
 /// `--rtsp-transport`.
-enum RTSPTransportChoice: String, ExpressibleByArgument, CaseIterable {
-    case automatic, udp, tcp
-
-    var preference: RTSPClient.TransportPreference {
-        switch self {
-        case .automatic: .automatic
-        case .udp: .udp
-        case .tcp: .tcp
-        }
-    }
-}
+extension RTSPClient.TransportPreference: ExpressibleByArgument {}

@@ -32,17 +32,14 @@ struct SDP: ParsableCommand {
     }
 
     mutating func run() throws {
-        let target: RTPDestination
-        do { target = try RTPDestination(parsing: destination) } catch { throw ToolError(error) }
         var options = MediaSource.Options.decoding
         options.movieLimits = limits.movie
-        let description: VideoFormatDescription
         do {
-            let source = try MediaSource(path: input, options: options)
-            guard let sample = try source.next() else { throw ToolError("\(input): no samples") }
-            description = sample.formatDescription
-        } catch let error as ToolError { throw error } catch { throw ToolError("\(input): \(error)") }
-        let format = H264PayloadFormat(formatDescription: description, payloadType: payloadType, packetizationMode: packetizationMode)
-        print(target.sessionDescription(for: format).text, terminator: "")
+            let target = try RTPDestination(parsing: destination)
+            let format = try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode)
+            print(target.sessionDescription(for: format).text, terminator: "")
+        } catch {
+            throw ToolError(error)
+        }
     }
 }

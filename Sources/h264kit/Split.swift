@@ -48,9 +48,7 @@ struct Split: ParsableCommand {
         } catch {
             throw ToolError("\(input): \(error)")
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        do { try encoder.encode(index).write(to: URL(fileURLWithPath: directory + "/index.json")) } catch { throw ToolError("\(directory)/index.json: \(error)") }
+        do { try index.write(into: directory) } catch { throw ToolError(error) }
         printError("\(directory): \(index.segments.count) segments, \(index.segments.reduce(0) { $0 + $1.frameCount }) frames; index.json lists them")
     }
 }

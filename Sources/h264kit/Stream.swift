@@ -1,5 +1,6 @@
 import ArgumentParser
 import H264Kit
+import SystemIO
 
 struct Stream: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -108,13 +109,8 @@ struct Stream: AsyncParsableCommand {
         let target = try RTPDestination(parsing: destination)
         let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
         if let sdp {
-            let first: SampleBuffer?
-            if let live {
-                var probe = live.makeAsyncIterator()  // one picture encoded for its parameter sets
-                first = try await probe.next()
-            } else { first = try MediaSource(path: input, options: options).next() }
-            guard let first else { throw ToolError("\(input): no samples") }
-            let format = H264PayloadFormat(formatDescription: first.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
+            let format = if let live { try await H264PayloadFormat(firstSampleOf: live, payloadType: payloadType, packetizationMode: packetizationMode) }
+                else { try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode) }
             try writeFile(sdp, Array(target.sessionDescription(for: format).text.utf8))
         }
         // SIGINT and SIGTERM stop the stream the way its end does: with an RTCP BYE.
@@ -138,22 +134,15 @@ struct Stream: AsyncParsableCommand {
         media.movieLimits = limits.movie
         let server = try RTSPServer(options: .init(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
                                                    packetizer: packetizer, paced: !noPace, rate: rate))
-        var broadcast: (RTSPBroadcast, LivePictureSamples.Iterator, SampleBuffer)?
-        if let live {
-            // The description comes with the first picture encoded.
-            var pictures = live.makeAsyncIterator()
-            guard let first = try await pictures.next() else { throw ToolError("\(input): no pictures") }
-            let stream = try RTSPBroadcast(formatDescription: first.formatDescription, packetizer: packetizer) { live.requestKeyframe() }
-            broadcast = (stream, pictures, first)
-            try server.serve(.broadcast(stream), at: url.path)
-        } else {
-            try server.serve(.file(path: input, options: media, loops: loop), at: url.path)
-        }
         let verbose = verbose
+        let listening: @Sendable (Int) -> Void = { port in
+            if verbose { printError("serving rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)") }
+        }
+        // A live source is served until its pictures end (each client told by a BYE), a file
+        // until SIGINT.
+        if live == nil { try server.serve(.file(path: input, options: media, loops: loop), at: url.path) }
         let serving = Task {
-            try await server.run { port in
-                if verbose { printError("serving rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)") }
-            }
+            if let live { try await server.run(live: live, at: url.path, onListening: listening) } else { try await server.run(onListening: listening) }
         }
         let stop = InterruptionSignals { serving.cancel() }
         defer { stop.restore() }
@@ -169,23 +158,6 @@ struct Stream: AsyncParsableCommand {
             }
         }
         defer { reporter.cancel() }
-        if let (stream, pictures, first) = broadcast {
-            // A live source: served until its pictures end (or SIGINT), each client told by a BYE.
-            try stream.send(first)
-            let rest = LiveRest(iterator: pictures)
-            let feeding = Task { try await stream.send(contentsOf: rest) }
-            let stopFeeding = InterruptionSignals { feeding.cancel(); serving.cancel() }
-            defer { stopFeeding.restore() }
-            _ = try await feeding.value
-            try await Task.sleep(for: .milliseconds(500))  // the BYEs out
-            serving.cancel()
-        }
         try await serving.value
     }
-}
-
-/// The rest of a live sequence whose first sample was taken.
-private struct LiveRest: AsyncSequence, @unchecked Sendable {
-    let iterator: LivePictureSamples.Iterator
-    func makeAsyncIterator() -> LivePictureSamples.Iterator { iterator }
 }

@@ -26,80 +26,13 @@ struct TimecodeCommand: ParsableCommand {
         @Flag(help: "Print one JSON object.")
         var json = false
 
-        struct Report: Codable {
-            struct Sample: Codable {
-                var frameNumber: Int64
-                var timecode: String
-                var start: Double
-                var duration: Double
-            }
-            struct Frame: Codable {
-                var index: Int
-                var time: Double
-                var timecode: String
-            }
-            var file: String
-            var track: UInt32
-            var sampleFormat: String
-            var start: String?
-            var frameRate: String
-            var frameQuanta: Int
-            var dropFrame: Bool
-            var twentyFourHourMax: Bool
-            var negativeTimesOK: Bool
-            var counter: Bool
-            var reel: String?
-            var samples: [Sample]
-            var frames: [Frame]?
-        }
-
         mutating func run() throws {
             let reader: MovieReader
             do { reader = try MovieReader(path: file, limits: limits.movie) } catch { throw ToolError(error) }
-            let video = reader.firstVideoTrackIndex
-            guard let index = reader.timecodeTrackIndex(forVideoTrack: video) else {
-                for warning in reader.warnings { printError("\(file): warning: \(warning)") }
-                throw ToolError("\(file): no timecode track (tmcd or tc64)")
-            }
-            let info: TimecodeTrackInfo
-            do { info = try reader.timecodeTrack(index) } catch { throw ToolError(error) }
             for warning in reader.warnings { printError("\(file): warning: \(warning)") }
-            let format = info.format
-            func label(_ number: Int64) throws -> String {
-                if format.flags.contains(.counter) { return String(format.counterValue(forFrameNumber: number)) }
-                do { return try format.timecode(forFrameNumber: number).description } catch { throw ToolError("\(file): track \(info.trackID): \(error)") }
-            }
-            var report = Report(
-                file: file, track: info.trackID, sampleFormat: format.sampleFormat.fourCC.description,
-                start: try info.samples.first.map { try label($0.frameNumber) },
-                frameRate: "\(format.frameDuration.timescale)/\(format.frameDuration.value)", frameQuanta: format.frameQuanta,
-                dropFrame: format.isDropFrame, twentyFourHourMax: format.flags.contains(.twentyFourHourMax),
-                negativeTimesOK: format.flags.contains(.negativeTimesOK), counter: format.flags.contains(.counter),
-                reel: format.sourceReference?.name,
-                samples: try info.samples.map { Report.Sample(frameNumber: $0.frameNumber, timecode: try label($0.frameNumber), start: $0.start.seconds, duration: $0.duration.seconds) })
-            if frames {
-                do {
-                    report.frames = try reader.frameTimecodes(timecodeTrack: index, videoTrack: video).enumerated().map { index, frame in
-                        Report.Frame(index: index, time: frame.time.seconds, timecode: try label(frame.frameNumber))
-                    }
-                } catch let error as ContainerError {
-                    throw ToolError(error)
-                }
-            }
-            if json {
-                try printJSON(report)
-                return
-            }
-            var flags = [report.dropFrame ? "drop-frame" : "non-drop"]
-            if report.twentyFourHourMax { flags.append("24-hour") }
-            if report.negativeTimesOK { flags.append("negative times") }
-            if report.counter { flags.append("counter") }
-            print("\(file): track \(report.track) \(report.sampleFormat), start \(report.start ?? "none"), \(report.frameRate) fps, \(report.frameQuanta) frames/s, \(flags.joined(separator: ", "))"
-                + (report.reel.map { ", reel \"\($0)\"" } ?? ""))
-            if report.samples.count > 1 {
-                for sample in report.samples { print("  run at \(sample.start) s for \(sample.duration) s: \(sample.timecode) (frame \(sample.frameNumber))") }
-            }
-            for frame in report.frames ?? [] { print("\(frame.index)\t\(frame.time)\t\(frame.timecode)") }
+            let report: TimecodeReport
+            do { report = try TimecodeReport(reader, includesFrames: frames) } catch { throw ToolError(error) }
+            if json { try printJSON(report) } else { print(report.text) }
         }
     }
 
@@ -147,15 +80,9 @@ struct TimecodeCommand: ParsableCommand {
             var results: [Conversion] = []
             for value in values {
                 do {
-                    if value.contains(":") {
-                        let timecode = try Timecode(parsing: value)
-                        let number = try format.frameNumber(for: timecode)
-                        results.append(Conversion(frameNumber: number, timecode: try format.timecode(forFrameNumber: number).description))
-                    } else {
-                        guard let number = Int64(value) else { throw ToolError("\(value): neither a timecode (HH:MM:SS:FF) nor a frame number") }
-                        results.append(Conversion(frameNumber: number, timecode: try format.timecode(forFrameNumber: number).description))
-                    }
-                } catch let error as TimecodeError {
+                    let converted = try format.conversion(of: value)
+                    results.append(Conversion(frameNumber: converted.frameNumber, timecode: converted.timecode.description))
+                } catch {
                     throw ToolError("\(value): \(error)")
                 }
             }

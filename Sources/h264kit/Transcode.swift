@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import H264Kit
+import MediaProbe
 import SystemIO
 #if canImport(Glibc)
 import Glibc
@@ -108,7 +108,7 @@ struct Transcode: AsyncParsableCommand {
                     for warning in chunk.warnings { printError("\(input): chunk \(number): \(warning)") }
                 }
                 for warning in summary.join.warnings { printError("\(input): warning: \(warning)") }
-                return (Self.total(summary.chunks, warnings: summary.join.warnings), summary.chunks.count)
+                return (summary.total, summary.chunks.count)
             }
             do {
                 return (try Transcoder(options: options).run(path: input, into: EncodedOutput(path: output)) { state in
@@ -130,26 +130,9 @@ struct Transcode: AsyncParsableCommand {
             printError("\(input): \(summary.concealedFrames) damaged frames concealed, \(summary.droppedFrames) samples gave no picture and were skipped")
         }
         if let report {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try writeFile(report, Array(try encoder.encode(summary)))
+            try writeFile(report, try jsonBytes(summary))
         }
-        printError("\(output): \(summary.encodedFrames) frames \(summary.width)x\(summary.height)\(summaryChunks.map { ", \($0) chunks" } ?? ""), \(fixed((clock.currentTime - begin).seconds, 2)) s")
-    }
-
-    /// The chunks' summaries as one.
-    static func total(_ chunks: [Transcoder.Summary], warnings: [String]) -> Transcoder.Summary {
-        var total = Transcoder.Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: chunks.first?.width ?? 0,
-                                       height: chunks.first?.height ?? 0, firstPresentationTime: chunks.first?.firstPresentationTime,
-                                       lastPresentationTime: chunks.last?.lastPresentationTime, warnings: chunks.flatMap(\.warnings) + warnings)
-        for chunk in chunks {
-            total.decodedFrames += chunk.decodedFrames
-            total.concealedFrames += chunk.concealedFrames
-            total.droppedFrames += chunk.droppedFrames
-            total.encodedFrames += chunk.encodedFrames
-            total.bytes += chunk.bytes
-        }
-        return total
+        printError("\(output): \(summary.encodedFrames) frames \(summary.width)x\(summary.height)\(summaryChunks.map { ", \($0) chunks" } ?? ""), \(decimalText((clock.currentTime - begin).seconds, 2)) s")
     }
 
     /// What each chunk's process is given: these options, but the chunking, the start and

@@ -1,0 +1,69 @@
+public import H264Container
+import MediaCore
+import MediaIO
+import SystemIO
+
+/// Extracts a movie's H.264 track as an Annex-B elementary stream: `h264kit demux` as one call.
+///
+/// Length prefixes become start codes, and the sample description's SPS and PPS go before
+/// every IDR picture that lacks them (what FFmpeg's `h264_mp4toannexb` does), so the stream
+/// plays from any IDR picture. The output is written under a temporary name and renamed when
+/// complete: a failure leaves nothing. Memory is a megabyte of output at a time.
+public struct StreamDemuxer: Sendable {
+    /// What a demux did.
+    public struct Summary: Sendable {
+        /// Samples written.
+        public var samples: Int
+        /// Bytes written.
+        public var bytes: Int
+        /// The movie reader's warnings.
+        public var warnings: [String]
+        /// What the movie holds that an elementary stream cannot carry (its timecode track,
+        /// its metadata), a line each with how to carry it to a new movie.
+        public var notCarried: [String]
+    }
+
+    /// How the movie is read (its track and limits); the edit list is not applied (every
+    /// sample is written, at its own times).
+    public var options: MediaSource.Options
+
+    /// A demuxer of the track `options` choose (the first H.264 video track by default).
+    public init(options: MediaSource.Options = .init(editList: .shift)) { self.options = options }
+
+    /// Writes the H.264 track of the movie at `path` to `output` ("-": standard output).
+    public func run(path: String, to output: String) throws(SessionError) -> Summary {
+        let source = try MediaSource(path: path, options: options)
+        guard let reader = source.movie else { throw .invalidOption("\(path): not an MP4/MOV file") }
+        var notCarried: [String] = []
+        if let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
+            notCarried.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
+        }
+        if !reader.metadata.isEmpty { notCarried.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
+        var summary = Summary(samples: 0, bytes: 0, warnings: reader.warnings, notCarried: notCarried)
+        func writing(_ body: () throws(SystemError) -> Void) throws(SessionError) {
+            do { try body() } catch { throw .mediaIO(MediaIOError(.io, "\(error)", path: output)) }
+        }
+        var file: OutputFile?
+        try writing { () throws(SystemError) in file = try OutputFile(path: output) }
+        var writer = AnnexBWriter()
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(2 << 20)
+        while let sample = try source.next() {
+            do { try writer.append(sample, to: &buffer) } catch {
+                throw .invalidOption("\(path): sample \(summary.samples) at \(sample.decodeTime): \(error)")
+            }
+            summary.samples += 1
+            if buffer.count >= 1 << 20 {
+                try writing { () throws(SystemError) in try file!.write(buffer) }
+                summary.bytes += buffer.count
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try writing { () throws(SystemError) in
+            try file!.write(buffer)
+            try file!.commit()
+        }
+        summary.bytes += buffer.count
+        return summary
+    }
+}

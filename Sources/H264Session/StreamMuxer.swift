@@ -1,0 +1,132 @@
+public import H264Bitstream
+public import H264Container
+public import MediaCore
+
+/// Puts an Annex-B H.264 stream into an MP4 or MOV file without decoding it: `h264kit mux` as
+/// one call.
+///
+/// Each access unit becomes one sample (a field pair one sample), timed from the stream's VUI
+/// timing or the rate the reader options give (``SampleBufferReader``), written by a
+/// ``MovieWriter`` in the layout its options give. Damaged NAL units are copied as they are and
+/// counted in the summary (as `ffmpeg -c copy` does: a decoder conceals them); anything that
+/// stops the mux (slices before their parameter sets, an unwritable output) is an error and
+/// leaves nothing at the output. Memory is the writer's index: samples are read and written one
+/// at a time.
+public struct StreamMuxer: Sendable {
+    /// A timecode track to add, starting at a timecode: its rate is the stream's, known once
+    /// the first sample is read.
+    public struct TimecodeStart: Sendable, Hashable {
+        /// The first frame's timecode (drop-frame when written with `;`).
+        public var start: Timecode
+        /// `tmcd` (32-bit) or `tc64`.
+        public var sampleFormat: TimecodeFormatDescription.SampleFormat
+        /// The source reel's name.
+        public var reel: String?
+
+        /// A timecode track starting at `start`.
+        public init(start: Timecode, sampleFormat: TimecodeFormatDescription.SampleFormat = .timeCode32, reel: String? = nil) {
+            self.start = start
+            self.sampleFormat = sampleFormat
+            self.reel = reel
+        }
+    }
+
+    /// How to read and write.
+    public struct Options: Sendable {
+        /// How the stream becomes samples (NAL length size, parameter sets in band, the rate).
+        public var reader: SampleBufferReader.Options
+        /// How the movie is written (file type, layout, metadata).
+        public var movie: MovieWriter.Options
+        /// A timecode track to add (replacing any ``MovieWriter/Options/timecode``).
+        public var timecode: TimecodeStart?
+
+        /// Options: the reader's and writer's defaults, no timecode.
+        public init(reader: SampleBufferReader.Options = .init(), movie: MovieWriter.Options = .init(), timecode: TimecodeStart? = nil) {
+            self.reader = reader
+            self.movie = movie
+            self.timecode = timecode
+        }
+    }
+
+    /// How far a mux has come.
+    public struct Progress: Sendable, Hashable {
+        /// Bytes of the stream read.
+        public var bytesRead: Int
+        /// The stream's size, when known (not for standard input).
+        public var totalBytes: Int?
+        /// Samples written.
+        public var samples: Int
+    }
+
+    /// What a mux did.
+    public struct Summary: Sendable {
+        /// What the writer wrote.
+        public var movie: MovieWriter.Summary
+        /// The rate the samples were timed at.
+        public var frameRate: FrameRate
+        /// What the reader warned of (an assumed or overridden rate).
+        public var warnings: [SampleBufferReader.Warning]
+        /// What the stream parser found wrong (the first of them), where.
+        public var diagnostics: [StreamDiagnostic]
+        /// Problems found in all (errors and warnings), of which ``diagnostics`` lists the first.
+        public var problemCount: Int
+        /// NAL units that could not be parsed, copied as they were.
+        public var damagedNALUnits: Int
+    }
+
+    /// How to read and write.
+    public var options: Options
+
+    /// A muxer with `options`.
+    public init(options: Options = Options()) { self.options = options }
+
+    /// Muxes the stream at `path` ("-": standard input) into the movie at `output` ("-":
+    /// standard output, fragmented layouts only), calling `progress` after each sample and
+    /// once more when the whole stream is read.
+    /// A failure leaves nothing at `output`; a ``SessionError/bitstream(_:)`` error carries
+    /// where in the stream it stopped.
+    public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
+        let reader: SampleBufferReader
+        do { reader = try SampleBufferReader(path: path, options: options.reader) } catch { throw .bitstream(error) }
+        var writer: MovieWriter?
+        do {
+            while let sample = try reader.next() {
+                if writer == nil { writer = try makeWriter(output, frameRate: reader.frameRate) }
+                try writer!.append(sample)
+                progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))
+            }
+            guard let writer else { throw SessionError.bitstream(BitstreamError(.noPicture, "no samples")) }
+            progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))  // the whole read
+            let movie = try writer.finish()
+            let parser = reader.parser
+            return Summary(movie: movie, frameRate: reader.frameRate ?? FrameRate(25, 1), warnings: reader.warnings, diagnostics: parser.diagnostics,
+                           problemCount: parser.errorCount + parser.warningCount, damagedNALUnits: parser.errorCount)
+        } catch {
+            writer?.cancel()
+            switch error {
+            case let error as BitstreamError: throw .bitstream(error)
+            case let error as ContainerError: throw .container(error)
+            case let error as SessionError: throw error
+            default: throw .invalidOption("\(error)")
+            }
+        }
+    }
+
+    /// The writer, made at the first sample (when a timecode track's rate is known).
+    private func makeWriter(_ output: String, frameRate: FrameRate?) throws(SessionError) -> MovieWriter {
+        var movieOptions = options.movie
+        if let timecode = options.timecode, let rate = frameRate {
+            do {
+                guard rate.numerator <= UInt64(Int32.max), rate.denominator <= UInt64(Int32.max) else {
+                    throw TimecodeError("the frame rate \(rate) is too precise for a timecode track")
+                }
+                let format = try TimecodeFormatDescription(frameRate: (Int32(rate.numerator), Int32(rate.denominator)), dropFrame: timecode.start.isDropFrame,
+                                                           sampleFormat: timecode.sampleFormat, sourceReference: timecode.reel.map { .init(name: $0) })
+                movieOptions.timecode = try MovieWriter.TimecodeTrack(format: format, start: timecode.start)
+            } catch {
+                throw .invalidOption("the timecode \(timecode.start) at \(rate) fps: \(error)")
+            }
+        }
+        do { return try MovieWriter(path: output, options: movieOptions) } catch { throw .container(error) }
+    }
+}

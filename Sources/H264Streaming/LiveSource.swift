@@ -1,0 +1,92 @@
+public import H264Network
+public import H264Session
+public import MediaCore
+import SystemIO
+
+/// Where live H.264 comes from, named as ffmpeg's `-i` and `h264kit receive` name it:
+/// `rtsp://[USER:PASS@]HOST:PORT/PATH` (a stream to play, or with `listen` a path to serve
+/// for a publisher), `rtp://@:PORT` or `rtp://HOST:PORT` (RTP to receive, parameter sets in
+/// band), or a session description file (`.sdp`, as `ffmpeg -sdp_file` or `h264kit sdp`
+/// writes it).
+public enum LiveSource: Sendable {
+    /// RTP over UDP, received.
+    case rtp(RTPReceiver)
+    /// An RTSP stream, played.
+    case rtsp(RTSPClient)
+    /// An RTSP path served for a publisher (ANNOUNCE, RECORD), recorded.
+    case publisher(RTSPIngest)
+
+    /// Whether `name` names a live source (an `rtp://` or `rtsp://` URL, a `.sdp` file)
+    /// rather than a media file.
+    public static func isLive(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower.hasPrefix("rtp://") || lower.hasPrefix("rtsp://") || lower.hasSuffix(".sdp")
+    }
+
+    /// The source `name` names, receiving with `options`: an RTSP client prefers `transport`;
+    /// with `listen`, an `rtsp://` path is served for a publisher, who must give `credentials`
+    /// when set. A session description file is read (at most ``SessionDescription/maximumSize``
+    /// bytes); anything else is an error.
+    public init(parsing name: String, options: RTPReceiver.Options = .init(), transport: RTSPClient.TransportPreference = .automatic,
+                listen: Bool = false, credentials: RTSPCredentials? = nil) throws(NetworkError) {
+        let lower = name.lowercased()
+        if listen || credentials != nil, !lower.hasPrefix("rtsp://") {
+            throw NetworkError(.unsupported, "\(name): serving for a publisher (and its credentials) is for an rtsp:// path")
+        }
+        if lower.hasPrefix("rtsp://") {
+            let url = try RTSPURL(parsing: name)
+            self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options))
+                : .rtsp(RTSPClient(url: url, options: .init(receiver: options, transport: transport)))
+        } else if lower.hasPrefix("rtp://") {
+            self = .rtp(RTPReceiver(endpoint: try RTPDestination(parsing: name), options: options))
+        } else {
+            let bytes: [UInt8]
+            do { bytes = try filePrefix(name, count: SessionDescription.maximumSize + 1) } catch {
+                throw NetworkError(.source, "\(name): \(error)")
+            }
+            guard bytes.count <= SessionDescription.maximumSize else {
+                throw NetworkError(.tooLarge, "\(name): over \(SessionDescription.maximumSize) bytes; a session description is at most that")
+            }
+            self = .rtp(try RTPReceiver(sessionDescription: SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)), options: options))
+        }
+    }
+
+    /// The same source receiving with `change` made to its options (low latency for a
+    /// display, say).
+    public func withReceiverOptions(_ change: (inout RTPReceiver.Options) -> Void) -> LiveSource {
+        switch self {
+        case .rtp(let receiver):
+            var options = receiver.options
+            change(&options)
+            return .rtp(RTPReceiver(endpoint: receiver.endpoint, payloadFormat: receiver.payloadFormat, options: options))
+        case .rtsp(let client):
+            var options = client.options
+            change(&options.receiver)
+            return .rtsp(RTSPClient(url: client.url, options: options))
+        case .publisher(let ingest):
+            var options = ingest.options
+            change(&options)
+            return .publisher(RTSPIngest(url: ingest.url, credentials: ingest.serverOptions.credentials, options: options))
+        }
+    }
+
+    /// Receives until the source ends (as ``record(to:)``), handing each sample to `handle` in
+    /// decoding order.
+    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
+        switch self {
+        case .rtp(let receiver): try await receiver.receive(handle)
+        case .rtsp(let client): try await client.receive(handle)
+        case .publisher(let ingest): try await ingest.receive(handle)
+        }
+    }
+
+    /// Receives until the source ends (a BYE, a TEARDOWN, the sample limit, the idle timeout,
+    /// or the task's cancellation) into `output`, which is finished in every case.
+    public func record(to output: EncodedOutput) async throws(NetworkError) -> RTPReceiver.Report {
+        switch self {
+        case .rtp(let receiver): try await receiver.record(to: output)
+        case .rtsp(let client): try await client.record(to: output)
+        case .publisher(let ingest): try await ingest.record(to: output)
+        }
+    }
+}

@@ -1,0 +1,97 @@
+public import H264Bitstream
+public import MediaCore
+
+/// Reads an Annex-B H.264 stream to its end and summarizes it: `h264kit inspect` of a stream
+/// as one call, with its NAL units or its samples listed if asked.
+///
+/// Memory is the summary's: the stream is read NAL unit by NAL unit, and NAL units and
+/// samples are handed to the callbacks as they are read and kept only when listed.
+public enum StreamProbe {
+    /// What to list beside the summary.
+    public struct Options: Sendable, Hashable {
+        /// List every NAL unit (``StreamSummary/nalUnits``).
+        public var listsNALUnits: Bool
+        /// List every access unit as a sample in decoding order (``StreamSummary/samples``),
+        /// from the first on (nothing is skipped before a sync sample).
+        public var listsSamples: Bool
+        /// The rate the samples are timed with: overrides the stream's VUI timing (with a
+        /// warning when they differ) or times a stream without it (25 fps, with a warning,
+        /// when neither says).
+        public var frameRate: FrameRate?
+
+        /// Options listing nothing but the summary unless asked.
+        public init(listsNALUnits: Bool = false, listsSamples: Bool = false, frameRate: FrameRate? = nil) {
+            self.listsNALUnits = listsNALUnits
+            self.listsSamples = listsSamples
+            self.frameRate = frameRate
+        }
+    }
+
+    /// What a probe found.
+    public struct Result: Sendable {
+        /// The summary (with the lists asked for).
+        public var summary: StreamSummary
+        /// The parser that read the stream: every diagnostic, its counts.
+        public var parser: H264StreamParser
+        /// What the sample reader warned of while timing the samples (an assumed or
+        /// overridden rate), when samples were listed.
+        public var warnings: [SampleBufferReader.Warning]
+    }
+
+    /// Probes the stream in the file at `path` (or standard input for "-").
+    public static func probe(path: String, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
+                             onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
+        try probe(AnnexBReader(path: path, options: .init(releasesPagesBehind: false)), options: options, onNALUnit: onNALUnit, onSample: onSample)
+    }
+
+    /// Probes the stream `units` reads, calling `onNALUnit` with each NAL unit (when listed)
+    /// and `onSample` with each sample (when listed) as they are read. A stream with no start
+    /// code at all is an error (``BitstreamError/Code/noPicture``); a stream with damaged NAL
+    /// units or without a decodable picture is summarized, and the summary counts them.
+    public static func probe(_ units: AnnexBReader, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
+                             onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
+        var nalRecords: [NALUnitRecord] = []
+        var sampleRecords: [SampleRecord] = []
+        var warnings: [SampleBufferReader.Warning] = []
+        let parser: H264StreamParser
+        if options.listsSamples {
+            // The sample reader owns the parser; every sample is listed, from the first on.
+            let reader = SampleBufferReader(nalUnits: units, options: .init(frameRate: options.frameRate, startsAtSyncSample: false,
+                                                                             rejectsSlicesBeforeParameterSets: false))
+            do {
+                while let sample = try reader.next() {
+                    let record = SampleRecord(index: sampleRecords.count, sample: sample)
+                    onSample(record)
+                    sampleRecords.append(record)
+                }
+            } catch where error.code == .noPicture {
+                // A stream without pictures is summarized, as without samples.
+            }
+            warnings = reader.warnings
+            parser = reader.parser
+        } else {
+            var streamParser = H264StreamParser()
+            while let unit = try units.next() {
+                let parsed = unit.withSpan { streamParser.consume($0, at: unit.location) }
+                guard options.listsNALUnits else { continue }
+                let record = NALUnitRecord(parsed)
+                onNALUnit(record)
+                nalRecords.append(record)
+            }
+            streamParser.finish()
+            if units.leadingGarbageCount > 0 && streamParser.nalUnitCount > 0 {
+                streamParser.reportExternal(.warning, BitstreamError(.invalidStructure, "\(units.leadingGarbageCount) bytes before the first start code were skipped", byteOffset: 0))
+            }
+            parser = streamParser
+        }
+        guard parser.nalUnitCount > 0 else {
+            throw BitstreamError(.noPicture, "no H.264 start code found in \(units.bytesRead) bytes; not an Annex-B H.264 stream")
+        }
+        var summary = StreamSummary(parser: parser, bytes: units.bytesRead, nalUnits: options.listsNALUnits ? nalRecords : nil)
+        if options.listsSamples {
+            summary.samples = sampleRecords
+            summary.sampleFrameRate = sampleRecords.isEmpty ? nil : (options.frameRate ?? parser.firstPictureSPS?.frameRate ?? FrameRate(25, 1)).description
+        }
+        return Result(summary: summary, parser: parser, warnings: warnings)
+    }
+}
