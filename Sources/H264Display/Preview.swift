@@ -16,6 +16,11 @@ public struct Preview: Sendable {
         case file(FilePreview)
         /// A live stream (RTP, RTSP played, or a publisher's), shown at low latency.
         case live(LiveSource)
+
+        /// An RTP stream (`rtp://@:PORT` or a session description): `.live(.rtp(receiver))`.
+        public static func rtp(_ receiver: RTPReceiver) -> Source { .live(.rtp(receiver)) }
+        /// An RTSP stream to play: `.live(.rtsp(client))`.
+        public static func rtsp(_ client: RTSPClient) -> Source { .live(.rtsp(client)) }
     }
 
     /// How the preview runs.

@@ -96,7 +96,7 @@ public struct FrameExporter: Sendable {
         /// An Annex-B stream's reader warnings (an assumed or overridden rate).
         public var streamWarnings: [SampleBufferReader.Warning] = []
         /// What the stream parser found wrong in an Annex-B stream (damaged headers, units cut
-        /// off), and how many NAL units could not be parsed.
+        /// off; each also told to `onDiagnostic` as it was found).
         public var diagnostics: [StreamDiagnostic] = []
         /// NAL units of an Annex-B stream that could not be parsed.
         public var damagedNALUnits = 0
@@ -109,8 +109,11 @@ public struct FrameExporter: Sendable {
     public init(options: Options = Options()) { self.options = options }
 
     /// Decodes the input at `path` ("-": an Annex-B stream on standard input) into `output`
-    /// ("-": standard output), calling `onDamage` for each damaged frame.
-    public func run(path: String, to output: String, onDamage: (Damage) -> Void = { _ in }) throws(SessionError) -> Summary {
+    /// ("-": standard output), calling `onDamage` for each damaged frame and, for an Annex-B
+    /// stream, `onDiagnostic` with each problem the stream parser finds, as it is found (those
+    /// before a failure too).
+    public func run(path: String, to output: String, onDamage: (Damage) -> Void = { _ in },
+                    onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SessionError) -> Summary {
         let format = options.format ?? Format(path: output)
         if let limit = options.frameLimit, limit < 1 { throw .invalidOption("a frame limit of \(limit): at least 1") }
         if format == .png, options.frameLimit != 1, output == "-" || !output.contains("%") {
@@ -120,11 +123,20 @@ public struct FrameExporter: Sendable {
         var summary = Summary()
         summary.movieWarnings = reader.source.movie?.warnings ?? []
         var writer: (any PictureWriter)?
+        var told = 0
+        func tell() {
+            guard case .annexB(let stream) = reader.source.kind else { return }
+            let diagnostics = stream.parser.diagnostics
+            for diagnostic in diagnostics.dropFirst(told) { onDiagnostic(diagnostic) }
+            told = diagnostics.count
+        }
+        defer { tell() }
         // The writer's errors, as the session's.
         func writing(_ body: () throws(MediaIOError) -> Void) throws(SessionError) {
             do { try body() } catch { throw .mediaIO(error) }
         }
         while summary.frames < (options.frameLimit ?? .max), let frame = try reader.next() {
+            tell()
             try note(frame, in: &summary, onDamage: onDamage)
             guard let picture = frame.pixelBuffer else { continue }
             let fieldOrder: FieldOrder = frame.isInterlaced ? (frame.topFieldFirst ? .topFieldFirst : .bottomFieldFirst) : .progressive

@@ -46,12 +46,17 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
     /// The index's name in the directory of a split.
     public static let fileName = "index.json"
 
-    /// The index a split wrote at `path` (`DIR/index.json`); at most 64 MiB of JSON.
+    /// The largest index read, bytes (a million segments' entries).
+    public static let maximumSize = 256 << 20
+
+    /// The index a split wrote at `path` (`DIR/index.json`), at most ``maximumSize`` bytes.
     public init(contentsOf path: String) throws(SessionError) {
-        do {
-            let bytes = try filePrefix(path, count: 64 << 20)
-            self = try JSONDecoder().decode(SegmentIndex.self, from: Data(bytes))
-        } catch {
+        let bytes: [UInt8]
+        do { bytes = try filePrefix(path, count: Self.maximumSize + 1) } catch { throw .mediaIO(MediaIOError(.io, "\(error)")) }
+        guard bytes.count <= Self.maximumSize else {
+            throw .mediaIO(MediaIOError(.limitExceeded, "a split index larger than \(Self.maximumSize) bytes", path: path))
+        }
+        do { self = try JSONDecoder().decode(SegmentIndex.self, from: Data(bytes)) } catch {
             throw .mediaIO(MediaIOError(.invalidData, "not a split index: \(error)", path: path))
         }
     }
@@ -59,7 +64,7 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
     /// Writes the index to `directory/index.json` as JSON (sorted keys), under a temporary name
     /// renamed into place.
     public func write(into directory: String) throws(SessionError) {
-        let path = directory + "/" + Self.fileName
+        let path = (directory.isEmpty ? "." : directory) + "/" + Self.fileName
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -67,15 +72,15 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
             try file.write(Array(try encoder.encode(self)))
             try file.commit()
         } catch {
-            throw .mediaIO(MediaIOError(.io, "\(error)", path: path))
+            throw .mediaIO(MediaIOError(.io, "\(error)"))  // (the system error names the path)
         }
     }
 
     /// The segments' paths, for an index read from the file at `indexPath` (the segments sit
-    /// beside it).
+    /// beside it: `/index.json`'s are in `/`, `index.json`'s in the current directory).
     public func segmentPaths(besideIndexAt indexPath: String) -> [String] {
-        let directory = indexPath.contains("/") ? String(indexPath[..<indexPath.lastIndex(of: "/")!]) : ""
-        return segments.map { (directory.isEmpty ? "" : directory + "/") + $0.file }
+        let directory = indexPath.lastIndex(of: "/").map { String(indexPath[...$0]) } ?? ""
+        return segments.map { directory + $0.file }
     }
 }
 

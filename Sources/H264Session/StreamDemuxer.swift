@@ -23,8 +23,8 @@ public struct StreamDemuxer: Sendable {
         public var notCarried: [String]
     }
 
-    /// How the movie is read (its track and limits); the edit list is not applied (every
-    /// sample is written, at its own times).
+    /// How the movie is read (its track and limits). The edit list is never applied: every
+    /// sample is written, whatever ``MediaSource/Options/editList`` says.
     public var options: MediaSource.Options
 
     /// A demuxer of the track `options` choose (the first H.264 video track by default).
@@ -32,8 +32,10 @@ public struct StreamDemuxer: Sendable {
 
     /// Writes the H.264 track of the movie at `path` to `output` ("-": standard output).
     public func run(path: String, to output: String) throws(SessionError) -> Summary {
+        var options = options
+        options.editList = .shift
         let source = try MediaSource(path: path, options: options)
-        guard let reader = source.movie else { throw .invalidOption("\(path): not an MP4/MOV file") }
+        guard let reader = source.movie else { throw .container(ContainerError(.invalidInput, "not an MP4/MOV file", path: path)) }
         var notCarried: [String] = []
         if let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
             notCarried.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
@@ -41,7 +43,7 @@ public struct StreamDemuxer: Sendable {
         if !reader.metadata.isEmpty { notCarried.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
         var summary = Summary(samples: 0, bytes: 0, warnings: reader.warnings, notCarried: notCarried)
         func writing(_ body: () throws(SystemError) -> Void) throws(SessionError) {
-            do { try body() } catch { throw .mediaIO(MediaIOError(.io, "\(error)", path: output)) }
+            do { try body() } catch { throw .mediaIO(MediaIOError(.io, "\(error)")) }  // (the system error names the path)
         }
         var file: OutputFile?
         try writing { () throws(SystemError) in file = try OutputFile(path: output) }
@@ -50,7 +52,7 @@ public struct StreamDemuxer: Sendable {
         buffer.reserveCapacity(2 << 20)
         while let sample = try source.next() {
             do { try writer.append(sample, to: &buffer) } catch {
-                throw .invalidOption("\(path): sample \(summary.samples) at \(sample.decodeTime): \(error)")
+                throw .container(ContainerError(.invalidInput, "sample \(summary.samples) at \(sample.decodeTime): \(error)", path: path))
             }
             summary.samples += 1
             if buffer.count >= 1 << 20 {

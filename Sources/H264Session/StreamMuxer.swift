@@ -66,7 +66,8 @@ public struct StreamMuxer: Sendable {
         public var frameRate: FrameRate
         /// What the reader warned of (an assumed or overridden rate).
         public var warnings: [SampleBufferReader.Warning]
-        /// What the stream parser found wrong (the first of them), where.
+        /// What the stream parser found wrong (the first of them), where (each also told to
+        /// `onDiagnostic` as it was found).
         public var diagnostics: [StreamDiagnostic]
         /// Problems found in all (errors and warnings), of which ``diagnostics`` lists the first.
         public var problemCount: Int
@@ -82,15 +83,25 @@ public struct StreamMuxer: Sendable {
 
     /// Muxes the stream at `path` ("-": standard input) into the movie at `output` ("-":
     /// standard output, fragmented layouts only), calling `progress` after each sample and
-    /// once more when the whole stream is read.
+    /// once more when the whole stream is read, and `onDiagnostic` with each problem the stream
+    /// parser finds (damaged NAL units, units cut off), as it finds it, a failure's too.
     /// A failure leaves nothing at `output`; a ``SessionError/bitstream(_:)`` error carries
     /// where in the stream it stopped.
-    public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
+    public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in },
+                    onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SessionError) -> Summary {
         let reader: SampleBufferReader
         do { reader = try SampleBufferReader(path: path, options: options.reader) } catch { throw .bitstream(error) }
         var writer: MovieWriter?
+        var told = 0
+        func tell() {
+            let diagnostics = reader.parser.diagnostics
+            for diagnostic in diagnostics.dropFirst(told) { onDiagnostic(diagnostic) }
+            told = diagnostics.count
+        }
+        defer { tell() }
         do {
             while let sample = try reader.next() {
+                tell()
                 if writer == nil { writer = try makeWriter(output, frameRate: reader.frameRate) }
                 try writer!.append(sample)
                 progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))

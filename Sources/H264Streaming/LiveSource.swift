@@ -33,6 +33,9 @@ public enum LiveSource: Sendable {
         if listen || credentials != nil, !lower.hasPrefix("rtsp://") {
             throw NetworkError(.unsupported, "\(name): serving for a publisher (and its credentials) is for an rtsp:// path")
         }
+        if credentials != nil, !listen {
+            throw NetworkError(.unsupported, "\(name): credentials are what a publisher must give; a client gives its own in the URL (rtsp://USER:PASS@HOST/PATH)")
+        }
         if lower.hasPrefix("rtsp://") {
             let url = try RTSPURL(parsing: name)
             self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options))
@@ -42,7 +45,7 @@ public enum LiveSource: Sendable {
         } else {
             let bytes: [UInt8]
             do { bytes = try filePrefix(name, count: SessionDescription.maximumSize + 1) } catch {
-                throw NetworkError(.source, "\(name): \(error)")
+                throw NetworkError(.source, "\(error)")  // (the system error names the file)
             }
             guard bytes.count <= SessionDescription.maximumSize else {
                 throw NetworkError(.tooLarge, "\(name): over \(SessionDescription.maximumSize) bytes; a session description is at most that")

@@ -15,7 +15,11 @@ extension RTSPServer {
     public func run(live pictures: LivePictureSamples, at path: String, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) {
         var iterator = pictures.makeAsyncIterator()
         let first: SampleBuffer?
-        do { first = try await iterator.next() } catch { throw NetworkError(.source, "the first picture: \(error)") }
+        do { first = try await iterator.next() } catch {
+            if Task.isCancelled { return }  // stopped before anything was served
+            throw NetworkError(.source, "the first picture: \(error)")
+        }
+        if Task.isCancelled { return }
         guard let first else { throw NetworkError(.source, "no pictures to serve") }
         let stream = try RTSPBroadcast(formatDescription: first.formatDescription, packetizer: options.packetizer) { pictures.requestKeyframe() }
         try serve(.broadcast(stream), at: path)

@@ -5,25 +5,32 @@ public import MediaCore
 /// as one call, with its NAL units or its samples listed if asked.
 ///
 /// Memory is the summary's: the stream is read NAL unit by NAL unit, and NAL units and
-/// samples are handed to the callbacks as they are read and kept only when listed.
+/// samples are handed to the callbacks as they are read, and kept in the summary only with
+/// ``Options/keepsRecords`` (a caller that prints them as they come keeps none).
 public enum StreamProbe {
     /// What to list beside the summary.
     public struct Options: Sendable, Hashable {
-        /// List every NAL unit (``StreamSummary/nalUnits``).
+        /// List every NAL unit (to `onNALUnit`, and ``StreamSummary/nalUnits``).
         public var listsNALUnits: Bool
-        /// List every access unit as a sample in decoding order (``StreamSummary/samples``),
-        /// from the first on (nothing is skipped before a sync sample).
+        /// List every access unit as a sample in decoding order (to `onSample`, and
+        /// ``StreamSummary/samples``), from the first on (nothing is skipped before a sync
+        /// sample). The samples are made by a `SampleBufferReader`, which lists no NAL unit:
+        /// asking for both is an error.
         public var listsSamples: Bool
         /// The rate the samples are timed with: overrides the stream's VUI timing (with a
         /// warning when they differ) or times a stream without it (25 fps, with a warning,
-        /// when neither says).
+        /// when neither says). Only samples have times: it needs ``listsSamples``.
         public var frameRate: FrameRate?
+        /// Keep what is listed in the summary as well (for JSON); without it the records go
+        /// only to the callbacks and memory stays the summary's, however long the stream.
+        public var keepsRecords: Bool
 
         /// Options listing nothing but the summary unless asked.
-        public init(listsNALUnits: Bool = false, listsSamples: Bool = false, frameRate: FrameRate? = nil) {
+        public init(listsNALUnits: Bool = false, listsSamples: Bool = false, frameRate: FrameRate? = nil, keepsRecords: Bool = true) {
             self.listsNALUnits = listsNALUnits
             self.listsSamples = listsSamples
             self.frameRate = frameRate
+            self.keepsRecords = keepsRecords
         }
     }
 
@@ -50,8 +57,15 @@ public enum StreamProbe {
     /// units or without a decodable picture is summarized, and the summary counts them.
     public static func probe(_ units: AnnexBReader, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
                              onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
+        if options.listsNALUnits && options.listsSamples {
+            throw BitstreamError(.unsupported, "a probe lists NAL units or samples, not both")
+        }
+        if options.frameRate != nil && !options.listsSamples {
+            throw BitstreamError(.unsupported, "a frame rate times samples: list samples to give one")
+        }
         var nalRecords: [NALUnitRecord] = []
         var sampleRecords: [SampleRecord] = []
+        var sampleCount = 0
         var warnings: [SampleBufferReader.Warning] = []
         let parser: H264StreamParser
         if options.listsSamples {
@@ -60,9 +74,10 @@ public enum StreamProbe {
                                                                              rejectsSlicesBeforeParameterSets: false))
             do {
                 while let sample = try reader.next() {
-                    let record = SampleRecord(index: sampleRecords.count, sample: sample)
+                    let record = SampleRecord(index: sampleCount, sample: sample)
+                    sampleCount += 1
                     onSample(record)
-                    sampleRecords.append(record)
+                    if options.keepsRecords { sampleRecords.append(record) }
                 }
             } catch where error.code == .noPicture {
                 // A stream without pictures is summarized, as without samples.
@@ -76,7 +91,7 @@ public enum StreamProbe {
                 guard options.listsNALUnits else { continue }
                 let record = NALUnitRecord(parsed)
                 onNALUnit(record)
-                nalRecords.append(record)
+                if options.keepsRecords { nalRecords.append(record) }
             }
             streamParser.finish()
             if units.leadingGarbageCount > 0 && streamParser.nalUnitCount > 0 {
@@ -87,10 +102,11 @@ public enum StreamProbe {
         guard parser.nalUnitCount > 0 else {
             throw BitstreamError(.noPicture, "no H.264 start code found in \(units.bytesRead) bytes; not an Annex-B H.264 stream")
         }
-        var summary = StreamSummary(parser: parser, bytes: units.bytesRead, nalUnits: options.listsNALUnits ? nalRecords : nil)
+        let keeps = options.keepsRecords
+        var summary = StreamSummary(parser: parser, bytes: units.bytesRead, nalUnits: options.listsNALUnits && keeps ? nalRecords : nil)
         if options.listsSamples {
-            summary.samples = sampleRecords
-            summary.sampleFrameRate = sampleRecords.isEmpty ? nil : (options.frameRate ?? parser.firstPictureSPS?.frameRate ?? FrameRate(25, 1)).description
+            if keeps { summary.samples = sampleRecords }
+            summary.sampleFrameRate = sampleCount == 0 ? nil : (options.frameRate ?? parser.firstPictureSPS?.frameRate ?? FrameRate(25, 1)).description
         }
         return Result(summary: summary, parser: parser, warnings: warnings)
     }

@@ -149,7 +149,7 @@ public struct StreamSummary: Codable, Hashable, Sendable {
         }
         row("NAL units", "\(nalUnitCount): " + nalCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         if !seiCounts.isEmpty { row("SEI", seiCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) }
-        if errors + warnings > 0 { row("problems", "\(errors) errors, \(warnings) warnings (listed on stderr)") }
+        if errors + warnings > 0 { row("problems", "\(errors) errors, \(warnings) warnings" + (diagnostics.isEmpty ? "" : ", the first: \(diagnostics[0])")) }
         return lines.joined(separator: "\n")
     }
 }

@@ -8,6 +8,14 @@ import SystemPackage
 /// (Foundation's `Process` would do, but loading Foundation costs start-up time, and its `run()`
 /// leaks under LeakSanitizer.)
 package enum ChildProcess {
+    /// This program's own executable (`/proc/self/exe`), to run it again as a child (a
+    /// chunk's transcode); `argv[0]` where /proc is not mounted.
+    package static var currentExecutable: String {
+        var path = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &path, path.count - 1)
+        return length > 0 ? String(decoding: path[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    }
+
     /// Runs `arguments` (the first is the executable's path) and returns its exit status; a child
     /// killed by a signal gives 128 + the signal's number, as a shell reports it. With
     /// `stopping`, asked every 20 ms while the child runs: once it says so, the child is sent

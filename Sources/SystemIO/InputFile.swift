@@ -56,14 +56,20 @@ package final class ChunkedInput {
     }
 }
 
-/// The first `count` bytes of a file (to tell a movie from an Annex-B stream), fewer if it is shorter.
+/// The first `count` bytes of a file (to tell a movie from an Annex-B stream), fewer if it is
+/// shorter; read until `count` or the end (a pipe gives a little at a time).
 package func filePrefix(_ path: String, count: Int = 16) throws(SystemError) -> [UInt8] {
     let descriptor = try FileDescriptor.opening(path, flags: O_RDONLY)
     defer { descriptor.closeQuietly() }
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
     defer { buffer.deallocate() }
-    let n = try descriptor.readSome(into: buffer, path: path)
-    return Array(buffer.prefix(n))
+    var filled = 0
+    while filled < count {
+        let n = try descriptor.readSome(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), path: path)
+        if n == 0 { break }
+        filled += n
+    }
+    return Array(buffer.prefix(filled))
 }
 
 /// A whole (small) file's bytes.

@@ -72,7 +72,7 @@ struct Bench: ParsableCommand {
                 first = false
             }
         } catch {
-            throw ToolError("\(path): \(error)")
+            throw ToolError(error)
         }
         if json { try printJSON(report) }
     }

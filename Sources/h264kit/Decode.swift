@@ -81,10 +81,10 @@ struct Decode: ParsableCommand {
         var listed = 0
         let summary: FrameExporter.Summary
         do {
-            summary = try FrameExporter(options: options).run(path: input, to: output) { damage in
+            summary = try FrameExporter(options: options).run(path: input, to: output, onDamage: { damage in
                 listed += 1
                 if listed <= 1000 { printError("\(name): \(damage)") }
-            }
+            }, onDiagnostic: { printError("\(name): \($0)") })
         } catch .damaged(let reason) {
             throw ToolError("\(name): \(reason); stopping (--strict)")
         } catch {
@@ -92,7 +92,6 @@ struct Decode: ParsableCommand {
         }
         for warning in summary.movieWarnings { printError("\(name): warning: \(warning)") }
         printWarnings(summary.streamWarnings, name: name)
-        for diagnostic in summary.diagnostics { printError("\(name): \(diagnostic)") }
         if listed > 1000 { printError("\(name): \(listed - 1000) more damaged frames not listed") }
         var parts = ["\(summary.frames) frames"]
         if summary.concealedFrames > 0 { parts.append("\(summary.concealedFrames) damaged and concealed") }

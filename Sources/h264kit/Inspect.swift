@@ -54,13 +54,18 @@ struct Inspect: ParsableCommand {
             return
         }
         let name = file == "-" ? "stdin" : file
-        let options = StreamProbe.Options(listsNALUnits: nals, listsSamples: samples, frameRate: try parseRate(fps, "--fps"))
-        // Listed as they are read, unless the whole goes out as JSON at the end.
-        if !json, nals { print(NALUnitRecord.header) }
-        if !json, samples { print(SampleRecord.header) }
+        // Listed as they are read (a header before the first), unless the whole goes out as
+        // JSON at the end.
+        let options = StreamProbe.Options(listsNALUnits: nals, listsSamples: samples, frameRate: try parseRate(fps, "--fps"), keepsRecords: json)
+        var listed = false
+        func list(_ header: String, _ line: String) {
+            if !json { print(listed ? line : header + "\n" + line) }
+            listed = true
+        }
         let result: StreamProbe.Result
         do {
-            result = try StreamProbe.probe(path: file, options: options, onNALUnit: { if !json { print($0.line) } }, onSample: { if !json { print($0.line) } })
+            result = try StreamProbe.probe(path: file, options: options, onNALUnit: { list(NALUnitRecord.header, $0.line) },
+                                           onSample: { list(SampleRecord.header, $0.line) })
         } catch {
             throw ToolError("\(name): \(error)")
         }

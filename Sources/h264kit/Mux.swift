@@ -99,9 +99,9 @@ struct Mux: ParsableCommand {
         let progress = Progress()
         let summary: StreamMuxer.Summary
         do {
-            summary = try StreamMuxer(options: options).run(path: input, to: output) { state in
+            summary = try StreamMuxer(options: options).run(path: input, to: output, progress: { state in
                 progress.update(done: state.bytesRead, total: state.totalBytes, unit: "MB", note: "\(state.samples) frames")
-            }
+            }, onDiagnostic: { progress.clear(); printError("\(name): \($0)") })
         } catch .bitstream(let error) {
             progress.clear()
             throw ToolError("\(name): \(error)\(error.code == .missingParameterSet || error.code == .noPicture ? "; nothing written" : "")")
@@ -111,7 +111,6 @@ struct Mux: ParsableCommand {
         }
         progress.clear()
         printWarnings(summary.warnings, name: name)
-        for diagnostic in summary.diagnostics { printError("\(name): \(diagnostic)") }
         if summary.diagnostics.count < summary.problemCount {
             printError("\(name): \(summary.problemCount - summary.diagnostics.count) more problems not shown")
         }

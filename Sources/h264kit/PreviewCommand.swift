@@ -76,7 +76,9 @@ struct PreviewCommand: AsyncParsableCommand {
         let previewSource: Preview.Source
         do {
             if LiveSource.isLive(source) {
-                previewSource = .live(try LiveSource(parsing: source, options: .init(idleTimeout: .seconds(3600))))
+                // RTP has no session to end it: it waits for packets an hour; RTSP keeps its client's timeout.
+                let rtsp = source.lowercased().hasPrefix("rtsp://")
+                previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600))))
             } else {
                 var options = MediaSource.Options()
                 options.movieLimits = limits.movie

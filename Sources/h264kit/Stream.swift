@@ -90,7 +90,9 @@ struct Stream: AsyncParsableCommand {
             } else {
                 try await sendRTP(live: live, packetizer: packetizer)
             }
-        } catch let error as ToolError { throw error } catch { throw ToolError("\(error)") }
+        } catch let error as ToolError { throw error } catch let error as NetworkError where error.code == .source {
+            throw ToolError("\(input): \(error)")  // (a source's error does not name it)
+        } catch { throw ToolError("\(error)") }
     }
 
     /// Pictures encoded as they come, keyframes on request.

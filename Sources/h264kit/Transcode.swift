@@ -2,9 +2,6 @@ import ArgumentParser
 import H264Kit
 import MediaProbe
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 struct Transcode: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -143,9 +140,7 @@ struct Transcode: AsyncParsableCommand {
 
     /// Each chunk runs this program again: `h264kit transcode CHUNK OUTPUT --report REPORT OPTIONS…`.
     static func chunkCommand(options: [String]) -> @Sendable (String, String, String) -> [String] {
-        var path = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &path, path.count - 1)
-        let executable = length > 0 ? String(decoding: path[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        let executable = ChildProcess.currentExecutable
         return { input, output, report in [executable, "transcode", input, output, "--report", report] + options }
     }
 }

@@ -34,6 +34,13 @@ struct OneCallTests {
         var samples: [SampleRecord] = []
         let timed = try StreamProbe.probe(path: Self.stream, options: .init(listsSamples: true, frameRate: FrameRate(25, 1)), onSample: { samples.append($0) })
         #expect(samples.count == summary.frameCount && timed.summary.sampleFrameRate == "25/1")
+        // Printed as they come, kept nowhere: the callbacks get every record, the summary none.
+        var streamed = 0
+        let unkept = try StreamProbe.probe(path: Self.stream, options: .init(listsNALUnits: true, keepsRecords: false), onNALUnit: { _ in streamed += 1 })
+        #expect(streamed == summary.nalUnitCount && unkept.summary.nalUnits == nil)
+        // What a probe cannot do together is refused, not ignored.
+        #expect(throws: BitstreamError.self) { try StreamProbe.probe(path: Self.stream, options: .init(listsNALUnits: true, listsSamples: true)) }
+        #expect(throws: BitstreamError.self) { try StreamProbe.probe(path: Self.stream, options: .init(frameRate: FrameRate(25, 1))) }
         #expect(timed.warnings.contains { if case .frameRateOverridden = $0 { true } else { false } })
         // No picture at all: the keys of the first picture's SPS are null, not missing.
         let empty = StreamSummary(parser: H264StreamParser(), bytes: 0)
@@ -76,6 +83,12 @@ struct OneCallTests {
         defer { try? FileManager.default.removeItem(atPath: stripped) }
         #expect { try StreamMuxer().run(path: stripped, to: work + "/none.mp4") } throws: { if case .bitstream = $0 as? SessionError { true } else { false } }
         #expect(!FileManager.default.fileExists(atPath: work + "/none.mp4"))
+        // A stream cut inside its last NAL unit: muxed, the damage told as it is found.
+        let cut = try Checkout.temporaryFile(Array(source[..<(AnnexB.nalUnits(in: source).last!.startCodeOffset + 6)]))
+        defer { try? FileManager.default.removeItem(atPath: cut) }
+        var told: [StreamDiagnostic] = []
+        let damaged = try StreamMuxer().run(path: cut, to: work + "/cut.mp4", onDiagnostic: { told.append($0) })
+        #expect(damaged.damagedNALUnits == 1 && !told.isEmpty && told.count == damaged.diagnostics.count, "\(told)")
         // A movie without a timecode track has no timecode report: an error naming the file.
         _ = try StreamMuxer().run(path: Self.stream, to: work + "/plain.mp4")
         #expect { try TimecodeReport(MovieReader(path: work + "/plain.mp4")) } throws: { "\($0)".contains("plain.mp4") && "\($0)".contains("no timecode track") }
@@ -116,6 +129,8 @@ struct OneCallTests {
         let read = try SegmentIndex(contentsOf: work + "/" + SegmentIndex.fileName)
         #expect(read == index && read.segments.count >= 2)
         #expect(read.segmentPaths(besideIndexAt: work + "/index.json") == index.segments.map { work + "/" + $0.file })
+        #expect(read.segmentPaths(besideIndexAt: "/index.json").first == "/" + index.segments[0].file, "the root's segments are in /")
+        #expect(read.segmentPaths(besideIndexAt: "index.json").first == index.segments[0].file)
         #expect(throws: SessionError.self) { try SegmentIndex(contentsOf: Self.stream) }
     }
 

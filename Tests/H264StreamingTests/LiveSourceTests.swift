@@ -26,6 +26,7 @@ struct LiveSourceTests {
         #expect(fast.options.receiver.isLowLatency && fast.options.transport == .tcp)
         // Serving for a publisher is for rtsp:// only; a session description is read whole or refused.
         #expect(throws: NetworkError.self) { try LiveSource(parsing: "rtp://@:5004", listen: true) }
+        #expect(throws: NetworkError.self) { try LiveSource(parsing: "rtsp://127.0.0.1/live", credentials: try RTSPCredentials(parsing: "u:p")) }
         #expect(throws: NetworkError.self) { try LiveSource(parsing: "/nonexistent/stream.sdp") }
         let huge = try Checkout.temporaryFile(Array(repeating: UInt8(ascii: "a"), count: SessionDescription.maximumSize + 10), suffix: ".sdp")
         defer { try? FileManager.default.removeItem(atPath: huge) }
