@@ -320,10 +320,11 @@ extension RealTimeDisplay.DisplayTests {
             // The browser itself ran late (its animation frames came far apart: the machine's two
             // cores busy with the other suites beside it): measured, and said.
             withKnownIssue("\(entry.path): the page's animation frames came \(Int(loop.p95)) ms apart at p95 (the machine was busy)", isIntermittent: true) { onTime() }
-        } else if let loop = report.frameLoopMs, loop.max > 1000 / rate * 1.5, report.framesDropped - duplicates <= max(1, (entry.frames ?? 0) / 100) {
-            // One stall of the browser's own frame loop longer than a frame and a half (seen once
-            // in 203 streams with the whole suite running beside them): at most 1% of the frames
-            // dropped for it, said as a known issue; more is a failure.
+        } else if let loop = report.frameLoopMs, loop.max > 1000 / rate * 1.5,
+                  report.framesDropped - duplicates <= Int((loop.max * rate / 1000).rounded(.up)) {
+            // One stall of the browser's own frame loop longer than a frame and a half (the whole
+            // suite running beside it on two cores): the frames whose time passed within that
+            // stall may be dropped, and are said as a known issue; more is a failure.
             withKnownIssue("\(entry.path): the page's frame loop stalled \(Int(loop.max)) ms once; \(report.framesDropped) dropped", isIntermittent: true) { onTime() }
         } else {
             onTime()

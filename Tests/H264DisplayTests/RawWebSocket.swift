@@ -12,8 +12,10 @@ final class RawWebSocket: @unchecked Sendable {
     private(set) var status = 0
     private var buffered: [UInt8] = []
 
-    /// Connects; `path` nil leaves the connection plain (for ``request(_:)``).
-    init(port: Int, path: String? = "/stream", receiveBuffer: Int32? = nil, receiveTimeout: Int = 5) throws {
+    /// Connects; `path` nil leaves the connection plain (for ``request(_:)``). Each read waits
+    /// up to `receiveTimeout` seconds (a server beside the whole suite on two cores can take
+    /// seconds to answer).
+    init(port: Int, path: String? = "/stream", receiveBuffer: Int32? = nil, receiveTimeout: Int = 30) throws {
         descriptor = try loopbackTCPConnection(port: port, receiveBuffer: receiveBuffer, receiveTimeout: receiveTimeout)
         if let path {
             let head = try request("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -51,14 +53,17 @@ final class RawWebSocket: @unchecked Sendable {
                 buffered.removeFirst(min(length, buffered.count))
                 return (status, body)
             }
-            guard fill() else { throw TestFailure("the connection ended before a response") }
+            guard fill() else { throw TestFailure(errno == EAGAIN ? "no response within the receive timeout" : "the connection ended before a response") }
         }
     }
 
     /// Reads more bytes; false at the end, an error or the receive timeout.
     private func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65_536)
-        let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        var count = -1
+        repeat {
+            count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        } while count < 0 && errno == EINTR
         guard count > 0 else { return false }
         buffered += chunk[..<count]
         return true

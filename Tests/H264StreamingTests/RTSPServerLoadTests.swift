@@ -144,11 +144,11 @@ struct RTSPServerLoadTests {
 
     @Test("clients that stop reading fall behind, are counted and cost the server no more than their queue; a reader beside them gets every frame")
     func clientsThatNeverRead() async throws {
-        // Four times real time (~160 KB/s) and 32 KiB queues, so that a client that does not
-        // read fills its queue and socket buffers (~100 KB) within a second, while the reader,
-        // in this process beside the whole suite, has over a second of buffers to lag by (at
-        // ten times it had half a second, and under load fell behind itself).
-        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(rate: 4, clientQueueLimit: 32 << 10))
+        // Real time (~40 KB/s) and 32 KiB queues: a client that does not read fills its queue
+        // and socket buffers (~100 KB) in under three seconds, while the reader, in this process
+        // beside the whole suite, has about five seconds of buffers to lag by (at four and ten
+        // times real time it had one and half a second, and under load fell behind itself).
+        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true), .init(clientQueueLimit: 32 << 10))
         defer { task.cancel() }
         let url = "rtsp://127.0.0.1:\(port)/live"
         let stalled = try await offThePool {
@@ -158,13 +158,22 @@ struct RTSPServerLoadTests {
                 return connection
             }
         }
-        let reader = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(sampleLimit: 300), transport: .tcp))
+        // (An idle timeout well past any stall: the looped file never ends by itself.)
+        let reader = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(idleTimeout: .seconds(60), sampleLimit: 210), transport: .tcp))
         var times: [Int64] = []
+        let stalls = StallWatch()
         let report = try await reader.receive { times.append($0.presentationTime.converted(toTimescale: 90_000, rounding: .halfAwayFromZero).value) }
-        #expect(report.samples == 300 && report.depacketizer.packetsLost == 0, "\(report)")
-        // Every frame, none skipped by the server: presentation times one frame apart.
+        let stall = stalls.stop()
+        #expect(report.samples == 210 && report.depacketizer.packetsLost == 0, "\(report)")
+        // Every frame, none skipped by the server: presentation times one frame apart. The
+        // reader has about five seconds of buffers at this pace; when the machine stopped this
+        // process (server and reader) for longer, the paced server's catch-up overflows them
+        // and it skips the reader too, as it should, and that is said, not failed.
         let sorted = times.sorted()
-        #expect(zip(sorted, sorted.dropFirst()).allSatisfy { $1 - $0 == 3003 }, "the reader missed frames")
+        let cause = stall > .seconds(4) ? "this process was not scheduled for \(stall): the reader's buffers overflowed meanwhile" : nil
+        expectations(unless: cause) {
+            #expect(zip(sorted, sorted.dropFirst()).allSatisfy { $1 - $0 == 3003 }, "the reader missed frames")
+        }
         let statistics = server.statistics
         #expect(statistics.clientsFellBehind >= 3 && statistics.accessUnitsDroppedBehind > 0, "\(statistics)")
         withExtendedLifetime(stalled) {}
@@ -187,8 +196,9 @@ struct RTSPServerLoadTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<180 {
                 group.addTask {
-                    let client = RTSPClient(url: url, options: .init(receiver: .init(idleTimeout: .seconds(10), sampleLimit: 40),
-                                                                     transport: index.isMultiple(of: 2) ? .tcp : .udp))
+                    // (Answers within 30 s: 200 clients at once on two cores busy with the suite.)
+                    let client = RTSPClient(url: url, options: .init(receiver: .init(idleTimeout: .seconds(30), sampleLimit: 40),
+                                                                     transport: index.isMultiple(of: 2) ? .tcp : .udp, responseTimeout: .seconds(30)))
                     var first: Bool?
                     let report = try await client.receive { sample in if first == nil { first = sample.isSync } }
                     results.all.withLock { $0.append((report.samples, first ?? false, index.isMultiple(of: 2), report.depacketizer.packetsLost, "\(report)")) }
