@@ -6,8 +6,8 @@ public import MediaCore
 /// one call.
 ///
 /// Each access unit becomes one sample (a field pair one sample), timed from the stream's VUI
-/// timing or the rate the reader options give (``SampleBufferReader``), written by a
-/// ``MovieWriter`` in the layout its options give. Damaged NAL units are copied as they are and
+/// timing or the rate the reader options give (`SampleBufferReader`), written by a
+/// `MovieWriter` in the layout its options give. Damaged NAL units are copied as they are and
 /// counted in the summary (as `ffmpeg -c copy` does: a decoder conceals them); anything that
 /// stops the mux (slices before their parameter sets, an unwritable output) is an error and
 /// leaves nothing at the output. Memory is the writer's index: samples are read and written one
@@ -37,7 +37,7 @@ public struct StreamMuxer: Sendable {
         public var reader: SampleBufferReader.Options
         /// How the movie is written (file type, layout, metadata).
         public var movie: MovieWriter.Options
-        /// A timecode track to add (replacing any ``MovieWriter/Options/timecode``).
+        /// A timecode track to add (replacing any `MovieWriter.Options.timecode`).
         public var timecode: TimecodeStart?
 
         /// Options: the reader's and writer's defaults, no timecode.

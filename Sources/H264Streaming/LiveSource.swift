@@ -25,7 +25,7 @@ public enum LiveSource: Sendable {
 
     /// The source `name` names, receiving with `options`: an RTSP client prefers `transport`;
     /// with `listen`, an `rtsp://` path is served for a publisher, who must give `credentials`
-    /// when set. A session description file is read (at most ``SessionDescription/maximumSize``
+    /// when set. A session description file is read (at most `SessionDescription.maximumSize`
     /// bytes); anything else is an error.
     public init(parsing name: String, options: RTPReceiver.Options = .init(), transport: RTSPClient.TransportPreference = .automatic,
                 listen: Bool = false, credentials: RTSPCredentials? = nil) throws(NetworkError) {

@@ -9,7 +9,7 @@ extension RTSPServer {
     ///
     /// The first picture gives the stream's description (its parameter sets go in DESCRIBE's
     /// answer); a client that joins or sends a picture loss indication makes the next picture
-    /// an IDR picture (``LivePictureSamples/requestKeyframe()``). When the pictures end, every
+    /// an IDR picture (`LivePictureSamples.requestKeyframe()`). When the pictures end, every
     /// client gets an RTCP BYE, and the server stops half a second later, once they are out.
     /// `onListening` gets the TCP port once the server listens.
     public func run(live pictures: LivePictureSamples, at path: String, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) {

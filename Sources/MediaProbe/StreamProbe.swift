@@ -53,7 +53,7 @@ public enum StreamProbe {
 
     /// Probes the stream `units` reads, calling `onNALUnit` with each NAL unit (when listed)
     /// and `onSample` with each sample (when listed) as they are read. A stream with no start
-    /// code at all is an error (``BitstreamError/Code/noPicture``); a stream with damaged NAL
+    /// code at all is an error (`BitstreamError.Code.noPicture`); a stream with damaged NAL
     /// units or without a decodable picture is summarized, and the summary counts them.
     public static func probe(_ units: AnnexBReader, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
                              onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
