@@ -65,10 +65,13 @@ struct RTSPTests {
         defer { task.cancel() }
         let pictures = try Checkout.temporaryFile([], suffix: ".yuv")
         defer { try? FileManager.default.removeItem(atPath: pictures) }
+        // rtspsrc's own log (its requests and what ended them), said if GStreamer fails.
+        let gstreamerLog = try Checkout.temporaryFile([], suffix: ".log")
+        defer { try? FileManager.default.removeItem(atPath: gstreamerLog) }
         let gstreamer = try ChildProcess(try #require(which("gst-launch-1.0")), [
             "-q", "-e", "rtspsrc", "location=rtsp://127.0.0.1:\(port)/live", "protocols=\(transport)", "latency=1000", "!", "rtph264depay", "!", "h264parse", "!",
             "avdec_h264", "!", "video/x-raw,format=I420", "!", "filesink", "location=\(pictures)",
-        ])
+        ], environment: ["GST_DEBUG": "rtspsrc:5", "GST_DEBUG_NO_COLOR": "1", "GST_DEBUG_FILE": gstreamerLog])
         // The stream lasts 3.6 s, and GStreamer's start (its first builds a plugin registry)
         // can take seconds more under load. rtspsrc ends with end-of-stream on SIGINT (-e),
         // which also lets out the pictures the decoder holds for reordering: sent once the server
@@ -86,8 +89,16 @@ struct RTSPTests {
         }
         _ = await waitUntilFileHolds(pictures, bytes: source.count - 4 * pictureSize, seconds: 30)
         try await Task.sleep(for: .milliseconds(1500))
+        let beforeEnd = server.statistics
         kill(gstreamer.pid, SIGINT)
-        #expect(gstreamer.wait() == 0, "\(gstreamer.stderrText)")
+        let status = gstreamer.wait()
+        if status != 0 {
+            // What each side did: the server's counts (its connections and sessions) as
+            // GStreamer was told to end, and rtspsrc's requests, responses and errors.
+            let lines = (try? String(contentsOfFile: gstreamerLog, encoding: .utf8))?.split(separator: "\n") ?? []
+            let told = lines.suffix(100).map { $0.prefix(240) }.joined(separator: "\n")
+            Issue.record("GStreamer exit \(status): \(gstreamer.stderrText)\nserver before the end: \(beforeEnd)\nserver after: \(server.statistics)\nrtspsrc's log:\n\(told)")
+        }
         let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pictures)))
         let difference = differingPictures(decoded, source, pictureSize: pictureSize)
         #expect(difference == nil, "\(difference ?? "")")
