@@ -1,5 +1,5 @@
 public import H264Bitstream
-public import MediaCore
+import MediaCore
 
 /// What an Annex-B H.264 stream holds: profile, level, size, pixel format, rate, counts of
 /// pictures, NAL units and SEI messages, and what was wrong with it. `h264kit inspect` prints
