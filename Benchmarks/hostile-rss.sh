@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build -c release --product h264kit >/dev/null
 bin=.build/release/h264kit
-peak() {  # a command's peak RSS in MB (GNU time)
-    /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%d", $1 / 1024 }'
+peak() {  # a command's peak RSS in MB (GNU time), whether or not the command refused the input
+    { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null || true; } | tail -1 | awk '{ printf "%d", $1 / 1024 }'
 }
 printf "%-44s %10s %10s %7s %10s %10s %7s\n" input "h264kit-1" "ffmpeg-1" ratio "h264kit" "ffmpeg" ratio
 inputs=(Tests/Fixtures/Hostile/*.264)
