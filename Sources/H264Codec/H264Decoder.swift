@@ -46,6 +46,8 @@ public struct H264Decoder: ~Copyable {
     private let frame: UnsafeMutablePointer<AVFrame>
     /// The NAL length size of the samples (0 for Annex-B).
     public let nalUnitLengthSize: Int
+    /// This decoder's messages in ``DecoderLog``.
+    private let logToken: UInt
 
     /// - Parameters:
     ///   - formatDescription: the stream's parameter sets and NAL length size (nil: Annex-B
@@ -86,6 +88,8 @@ public struct H264Decoder: ~Copyable {
             context.pointee.extradata = extradata.assumingMemoryBound(to: UInt8.self)
             context.pointee.extradata_size = Int32(record.count)
         }
+        let logToken = DecoderLog.makeToken()
+        context.pointee.opaque = UnsafeMutableRawPointer(bitPattern: logToken)  // copied into its frame threads' contexts
         context.pointee.has_b_frames = Int32(clamping: reorderDepth ?? formatDescription?.sps.reorderDepth ?? 0)
         context.pointee.max_pixels = Int64(limits.maximumPixels)
         context.pointee.thread_count = Int32(clamping: threading.count)
@@ -99,6 +103,7 @@ public struct H264Decoder: ~Copyable {
             throw error
         }
         self.context = context
+        self.logToken = logToken
         self.packet = packet
         self.frame = frame
         nalUnitLengthSize = formatDescription?.nalUnitLengthSize ?? 0
@@ -111,6 +116,7 @@ public struct H264Decoder: ~Copyable {
         avcodec_free_context(&context)
         av_packet_free(&packet)
         av_frame_free(&frame)
+        _ = DecoderLog.take(logToken)
     }
 
     /// Sends one sample (an access unit: length-prefixed, or Annex-B for a decoder made
@@ -168,10 +174,10 @@ public struct H264Decoder: ~Copyable {
     }
 
     /// The error messages libavcodec logged since the last call (damage it met and concealed:
-    /// "error while decoding MB", "reference picture missing"). libavcodec's log is
-    /// process-wide, so with several decoders running at once a message may be another's.
+    /// "error while decoding MB", "reference picture missing"): this decoder's only, however
+    /// many decode at once in the process.
     public mutating func takeMessages() -> [String] {
-        DecoderLog.take()
+        DecoderLog.take(logToken)
     }
 
     /// Drops everything held and starts afresh (after ``sendEndOfStream()``, or for a seek):

@@ -120,6 +120,39 @@ struct OneCallTests {
             throws: { if case .damaged = $0 as? SessionError { true } else { false } }
     }
 
+    /// libavcodec's log is one for the process: two exports at once, one of a damaged stream
+    /// (its decoder with frame threads) and one of a clean stream, each hear only their own
+    /// decoder's messages.
+    @Test(.requires(.x264)) func concurrentExportsHearOnlyTheirOwnDamage() throws {
+        var bytes = try x264Stream(frames: 30, size: "320x240", arguments: ["--keyint", "30"])
+        for slice in AnnexB.nalUnits(in: bytes).filter({ bytes[$0.payload.lowerBound] & 0x1F == 1 }).dropFirst(3) {
+            for index in (slice.payload.lowerBound + 20)..<min(slice.payload.upperBound, slice.payload.lowerBound + 200) { bytes[index] = 0x5A }
+        }
+        let damaged = try Checkout.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: damaged) }
+        final class Told: @unchecked Sendable {  // the lock guards both
+            let lock = NSLock()
+            var damaged: [FrameExporter.Damage] = [], clean: [FrameExporter.Damage] = []
+        }
+        let told = Told()
+        for _ in 0..<4 {
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                if side == 0 {
+                    _ = try? FrameExporter(options: .init(reader: .init(threading: .init(count: 2)))).run(path: damaged, to: "/dev/null") { damage in
+                        told.lock.withLock { told.damaged.append(damage) }
+                    }
+                } else {
+                    for _ in 0..<3 {
+                        _ = try? FrameExporter().run(path: Self.stream, to: "/dev/null") { damage in told.lock.withLock { told.clean.append(damage) } }
+                    }
+                }
+            }
+        }
+        let (damage, cleanDamage) = told.lock.withLock { (told.damaged, told.clean) }
+        #expect(!damage.isEmpty, "the damaged stream's decoder told nothing")
+        #expect(cleanDamage.isEmpty, "the clean stream was told another decoder's damage: \(cleanDamage.prefix(3))")
+    }
+
     /// A split's index written beside its segments reads back the same and names their paths.
     @Test func segmentIndexRoundTrips() throws {
         let work = try Self.work()
