@@ -100,6 +100,7 @@ public struct H264Decoder: ~Copyable {
             try check(avcodec_open2(context, codec, nil), .invalidConfiguration, "cannot open the H.264 decoder")
         } catch {
             cleanUp()
+            _ = DecoderLog.take(logToken)  // what the failed open logged is nobody's to take
             throw error
         }
         self.context = context
