@@ -272,6 +272,19 @@ public final class DisplayLayer: Sendable {
         wakeWaiters()
     }
 
+    /// A page's writer took a sample off its queue (sent or skipped as stale). When that gives
+    /// the page room, a producer waiting in ``requestMediaDataWhenReady()`` wakes: room comes
+    /// back as the writer drains, and a page that never reports (or reports seldom) would
+    /// otherwise leave the producer asleep until some other page came, went or reported.
+    func taken(by page: PageConnection) {
+        page.taken()
+        let wakes = state.withLock { state -> Bool in
+            guard !state.waiters.isEmpty else { return false }
+            return page.hasRoom(lastPresentation: state.lastPresentation, ahead: aheadSeconds, live: options.isLive)
+        }
+        if wakes { wakeWaiters() }
+    }
+
     /// A page's status or final report.
     func record(_ report: PageReport, from page: PageConnection) {
         state.withLock { $0.reports[page.id] = report }
@@ -314,12 +327,16 @@ public final class DisplayLayer: Sendable {
     /// Ready when a page that keeps up has room: fewer than its limit of samples waiting, and
     /// less than `aheadOfPresentation` of media past its clock.
     private func readiness(_ state: State) -> Bool {
-        let limit = options.aheadOfPresentation
-        let ahead = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-        for page in state.pages.values where page.hasRoom(lastPresentation: state.lastPresentation, ahead: ahead, live: options.isLive) {
+        for page in state.pages.values where page.hasRoom(lastPresentation: state.lastPresentation, ahead: aheadSeconds, live: options.isLive) {
             return true
         }
         return false
+    }
+
+    /// ``Options/aheadOfPresentation`` in seconds.
+    private var aheadSeconds: Double {
+        let limit = options.aheadOfPresentation
+        return Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
     }
 
     private func wakeWaiters() {

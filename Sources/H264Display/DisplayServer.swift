@@ -201,7 +201,7 @@ public final class DisplayServer: Sendable {
                         case .text(let text):
                             try await outbound.write(.text(text))
                         case .sample(let sample, let generation):
-                            defer { connection.taken() }
+                            defer { layer.taken(by: connection) }
                             guard connection.isCurrent(generation) else { continue }
                             try await outbound.write(.binary(ByteBuffer(bytes: DisplayMessage.sample(sample.sample, number: sample.number, hidden: sample.hidden,
                                                                                                        afterFlush: sample.afterFlush, arrival: sample.arrival, inBand: sample.inBand))))

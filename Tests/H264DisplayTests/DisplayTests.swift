@@ -271,6 +271,29 @@ struct DisplayLayerTests {
         layer.flush()
         #expect(layer.statistics.flushes == 1)
     }
+
+    @Test("a producer waiting for room wakes as a page's writer drains its queue, with no report and no page coming or going (CI once saw 11 of 200 pages stop at 30 samples)")
+    func drainingWakesTheProducer() async throws {
+        let layer = DisplayLayer()
+        let page = PageConnection(id: 1, maximumQueuedSamples: 240)
+        layer.attach(page)
+        let reader = try SampleBufferReader(path: RealTimeDisplay.DisplayTests.source)
+        var enqueued = 0
+        while layer.isReadyForMoreMediaData, let sample = try reader.next() {
+            layer.enqueue(sample)
+            enqueued += 1
+        }
+        #expect(enqueued == 30, "a page that has not reported yet takes 30 samples ahead")
+        let waiting = Task { try await layer.requestMediaDataWhenReady() }
+        defer { waiting.cancel() }
+        try await Task.sleep(for: .milliseconds(50))  // the producer is asleep
+        // The server's writer sends what is queued, as it does for a page that reads but never reports.
+        for _ in 0..<5 { layer.taken(by: page) }
+        try await withDeadline(seconds: 10, "the producer was not woken by the page's room") {
+            try await withTaskCancellationHandler { try await waiting.value } onCancel: { waiting.cancel() }
+        }
+        #expect(layer.isReadyForMoreMediaData)
+    }
 }
 
 extension RealTimeDisplay.DisplayTests {
