@@ -5,7 +5,16 @@
 #   Fuzz/run.sh -r 10000000 FuzzAnnexB   one target for 10 million executions (-runs)
 #   Fuzz/run.sh --replay                 only run the regression inputs (Fuzz/Regressions/<target>
 #                                        and the hostile fixtures in Tests/Fixtures/Hostile)
-# Fails on any crash, trap, leak, timeout (10 s an input) or out-of-memory (a single malloc over
+#   Fuzz/run.sh --replay-corpus          run every input of the kept corpus once (with ASan: the
+#                                        inputs a faster run without it found)
+#   Fuzz/run.sh -s none -r 10000000 FuzzSampleBuffers
+#                                        libFuzzer without ASan (-sanitize=fuzzer alone: about 4x
+#                                        the executions a second; traps, Swift's checks, timeouts
+#                                        and RSS past the limit still stop it, a stray read through
+#                                        an unsafe pointer or a leak does not), for long runs;
+#                                        follow it with --replay-corpus
+# Fails on any crash, trap, leak, timeout (10 s an input; H264KIT_FUZZ_TIMEOUT=S for long runs at
+# low priority beside other work, which a starved input could otherwise exceed) or out-of-memory (a single malloc over
 # 256 MB, or 1.5 GB RSS). New crash inputs land in .build/fuzz/artifacts/<target>/; copy them to
 # Fuzz/Regressions/<target>/ and Tests/Fixtures/Hostile/ once fixed.
 # The corpus each run grows is kept in .build/fuzz/corpus/<target> (seeded by make-seeds.py).
@@ -13,24 +22,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=60
 runs=""
+timeout="${H264KIT_FUZZ_TIMEOUT:-10}"
 replay=false
+replayCorpus=false
+sanitizer=address
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         -t) budget="$2"; shift 2 ;;
         -r) runs="$2"; shift 2 ;;
+        -s) sanitizer="$2"; shift 2 ;;
         --replay) replay=true; shift ;;
+        --replay-corpus) replayCorpus=true; shift ;;
         *) targets+=("$1"); shift ;;
     esac
 done
+case "$sanitizer" in
+    address) sanitize=fuzzer,address; scratch=build ;;
+    none) sanitize=fuzzer; scratch=build-fuzzer-only ;;
+    *) echo "fuzz: -s address|none" >&2; exit 2 ;;
+esac
 all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M FuzzRTP FuzzSDP FuzzRTSP)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 work=.build/fuzz
-build=(swift build -c release --package-path Fuzz --scratch-path "$work/build"
-       -Xswiftc -sanitize=fuzzer,address -Xswiftc -g -Xswiftc -use-ld=lld)   # gold fails on the debug info
+build=(swift build -c release --package-path Fuzz --scratch-path "$work/$scratch"
+       -Xswiftc -sanitize="$sanitize" -Xswiftc -g -Xswiftc -use-ld=lld)   # gold fails on the debug info
 mkdir -p "$work"
-"${build[@]}" >"$work/build.log" 2>&1 || { grep -vE "prohibited flag" "$work/build.log" | tail -30; echo "fuzz: the build failed" >&2; exit 1; }
+"${build[@]}" >"$work/$scratch.log" 2>&1 || { grep -vE "prohibited flag" "$work/$scratch.log" | tail -30; echo "fuzz: the build failed" >&2; exit 1; }
 bin="$("${build[@]}" --show-bin-path)"
 for target in "${all[@]}"; do   # (again when a target was added since they were made)
     [ -d "$work/seeds/$target" ] || { python3 Fuzz/make-seeds.py "$work/seeds"; break; }
@@ -57,6 +76,15 @@ regressionInputs() {
 failed=()
 for target in "${targets[@]}"; do
     mapfile -t regressions < <(regressionInputs "$target" | sort)
+    if $replayCorpus; then
+        corpus="$work/corpus/$target"
+        if [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ]; then
+            echo "== $target: running the $(ls "$corpus" | wc -l) inputs of its corpus once ($sanitizer)"
+            "$bin/$target" -runs=0 -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 -max_len=1048576 "$corpus" >"$work/$target.corpus.log" 2>&1 \
+                || { failed+=("$target"); tail -30 "$work/$target.corpus.log"; }
+        fi
+        continue
+    fi
     if $replay; then
         if [ ${#regressions[@]} -gt 0 ]; then
             echo "== $target: replaying ${#regressions[@]} regression inputs"
@@ -75,11 +103,11 @@ for target in "${targets[@]}"; do
         cp "${regressions[@]}" "$work/regressions/$target/"
         seeds+=("$work/regressions/$target")
     fi
-    echo "== $target (${runs:+$runs runs}${runs:-$budget s})"
+    if [ -n "$runs" ]; then echo "== $target ($runs runs)"; else echo "== $target ($budget s)"; fi
     maxLength=32768
     [ "$target" = FuzzMovie ] && maxLength=262144
     if "$bin/$target" "${limit[@]}" -dict="Fuzz/Dictionaries/${dictionary[$target]}.dict" -max_len="$maxLength" \
-        -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 -print_final_stats=1 \
+        -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout="$timeout" -print_final_stats=1 \
         -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$work/$target.log" 2>&1; then
         grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done [0-9]+ runs" "$work/$target.log" | tr '\n' ' ' || true; echo
     else
