@@ -97,9 +97,15 @@ final class PageConnection: Sendable {
     /// Whether a sample of this generation should still go out (not flushed since).
     func isCurrent(_ generation: Int) -> Bool { state.withLock { $0.generation == generation } }
 
-    /// The writer took a sample off the queue (sent or skipped).
+    /// The writer took a sample off the queue (sent or skipped). A page that fell behind has
+    /// room again once its queue has drained below half (it still starts again at a sync
+    /// sample): without that, a page left alone after the faster pages went would never be
+    /// fed again.
     func taken() {
-        state.withLock { $0.queued -= 1 }
+        state.withLock { state in
+            state.queued -= 1
+            if state.fellBehind, state.queued < limit / 2 { state.fellBehind = false }
+        }
     }
 
     /// Drops what is waiting; the page is told to drop what it holds.
