@@ -140,6 +140,12 @@ public final class DisplayLayer: Sendable {
     /// of AVSampleBufferDisplayLayer, as an `await`). Throws `CancellationError` when the task
     /// is cancelled.
     public func requestMediaDataWhenReady() async throws {
+        try await requestMediaDataWhenReady(orWhen: { false })
+    }
+
+    /// Returns once ``isReadyForMoreMediaData`` is true or `interrupted()` is (checked under the
+    /// layer's lock, and again at every wake: whoever makes it true calls ``wakeProducer()``).
+    func requestMediaDataWhenReady(orWhen interrupted: @Sendable () -> Bool) async throws {
         while true {
             try Task.checkCancellation()
             let id = state.withLock { state -> Int in
@@ -149,13 +155,13 @@ public final class DisplayLayer: Sendable {
             let ready: Bool = await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state -> Bool in
-                        if readiness(state) || Task.isCancelled { return true }
+                        if readiness(state) || interrupted() || Task.isCancelled { return true }
                         state.waiters[id] = continuation
                         return false
                     }
                     if resumeNow { continuation.resume() }
                 }
-                return isReadyForMoreMediaData
+                return isReadyForMoreMediaData || interrupted()
             } onCancel: {
                 state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
             }
@@ -306,7 +312,7 @@ public final class DisplayLayer: Sendable {
         case "step":
             guard let value, value.isFinite else { return }
             let time = MediaTime(seconds: value, preferredTimescale: 90_000)
-            controlTimebase.setRate(0, time: time)
+            setRate(0, time: time)  // every page watching is told, not only the one that stepped
             requestContinuation.yield(.step(time))
         default:
             return
@@ -338,6 +344,9 @@ public final class DisplayLayer: Sendable {
         let limit = options.aheadOfPresentation
         return Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
     }
+
+    /// Wakes a producer waiting in `requestMediaDataWhenReady(orWhen:)` to check its condition.
+    func wakeProducer() { wakeWaiters() }
 
     private func wakeWaiters() {
         let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in

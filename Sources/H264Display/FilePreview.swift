@@ -49,10 +49,14 @@ public struct FilePreview: Sendable {
         let seeks = SeekInbox()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
+                // The player flushes when it takes the seek: it is the one that enqueues, so no
+                // sample of the old position can follow the flush (one read before a flush made
+                // here would have gone out after it, and set the layer's last time past the
+                // target). A player waiting for room is woken to take it.
                 for await request in layer.controlRequests {
                     if case .seek(let time) = request {
                         seeks.request(time)
-                        layer.flush()
+                        layer.wakeProducer()
                     }
                 }
             }
@@ -72,6 +76,7 @@ public struct FilePreview: Sendable {
         while true {
             try Task.checkCancellation()
             if let seek = seeks.take() {
+                layer.flush()
                 target = seek
                 first = true
             }
@@ -83,7 +88,7 @@ public struct FilePreview: Sendable {
                 initial = false
                 first = false
             }
-            try await layer.requestMediaDataWhenReady()
+            try await layer.requestMediaDataWhenReady(orWhen: { seeks.pending })
             if seeks.pending { continue }
             guard let sample = try reader.next() else {
                 layer.endOfStream()
@@ -144,10 +149,14 @@ private struct Reader {
     /// start, keeping the group of pictures that holds `time`).
     mutating func seek(to time: MediaTime) throws {
         try restart()
+        // (The first sample, which restart read, is where a stream's search starts: dropping
+        // it lost the first sync sample, and a seek into the first group of pictures landed
+        // on the second.)
+        var pending = buffered
         buffered = []
         if source.seek(toPresentationTime: time) { return }
         var group: [SampleBuffer] = []
-        while let sample = try source.next() {
+        while let sample = try pending.isEmpty ? source.next() : pending.removeFirst() {
             if sample.isSync {
                 if sample.presentationTime > time, !group.isEmpty {
                     buffered = group + [sample]
