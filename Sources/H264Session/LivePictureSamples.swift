@@ -113,7 +113,8 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
                 } catch {
                     self?.error.withLock { $0 = error }
                 }
-                await session.finish()
+                // Stopped (the iterator went): nobody takes what the encoder still holds.
+                if Task.isCancelled { session.invalidate() } else { await session.finish() }
             }
             task.withLock { $0 = started }
             return frames

@@ -272,17 +272,26 @@ final class SessionPipeline<Output: Sendable>: Sendable {
 /// The outputs of a session made without a handler, as an `AsyncSequence` for its one
 /// consumer: ``DecompressionSession/frames`` and ``CompressionSession/frames``. The sequence
 /// ends after the session finishes or is invalidated, and throws the error when the session
-/// failed; cancelling the consuming task invalidates the session (nobody would take its
-/// outputs, so waiting producers get an error). Memory is bounded: an output is let go here
-/// as soon as it is handed to the consumer.
+/// failed. Cancelling the consuming task invalidates the session, and so does letting go of
+/// the sequence and its iterators (a `break` out of `for try await`, as `AsyncStream` ends
+/// when its last iterator goes): nobody would take its outputs, so producers waiting on the
+/// bound get an error, and `finish()` does not wait for ever to deliver what is left. Memory
+/// is bounded: an output is let go here as soon as it is handed to the consumer.
 public struct SessionOutputs<Element: Sendable>: AsyncSequence, Sendable {
     /// The session's error, thrown when the session failed.
     public typealias Failure = SessionError
     let pipeline: SessionPipeline<Element>
+    private let consumer: OutputsConsumer
+
+    init(pipeline: SessionPipeline<Element>) {
+        self.pipeline = pipeline
+        consumer = OutputsConsumer { [pipeline] in pipeline.end(with: .invalidated) }
+    }
 
     /// Iterates the outputs.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let pipeline: SessionPipeline<Element>
+        fileprivate let consumer: OutputsConsumer
         /// The next output, or nil at the end.
         public mutating func next() async throws(SessionError) -> Element? { try await pipeline.next() }
         /// The next output, or nil at the end.
@@ -290,5 +299,13 @@ public struct SessionOutputs<Element: Sendable>: AsyncSequence, Sendable {
     }
 
     /// An iterator over the session's outputs.
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipeline: pipeline) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipeline: pipeline, consumer: consumer) }
+}
+
+/// The one consumer of a session's outputs, shared by the sequence and its iterators: when the
+/// last of them goes, the session is invalidated.
+private final class OutputsConsumer: Sendable {
+    let gone: @Sendable () -> Void
+    init(gone: @escaping @Sendable () -> Void) { self.gone = gone }
+    deinit { gone() }
 }

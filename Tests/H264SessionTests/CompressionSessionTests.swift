@@ -4,6 +4,7 @@ import H264Codec
 import H264Session
 import MediaCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// A moving test picture: gradients and a bright square that travels, so motion search and
@@ -111,6 +112,33 @@ struct CompressionSessionTests {
         await session.finish()
         #expect(try await consumer.value == 40)
         #expect(session.maximumFramesInFlightReached <= 4)
+    }
+
+    @Test("async: a consumer that breaks out of the frames loop invalidates the session: the producer gets an error instead of waiting for ever, and finish() returns")
+    func consumerBreaksOut() async throws {
+        let configuration = CompressionSession.Configuration(settings: Self.settings(), isAsynchronous: true, maximumFramesInFlight: 4)
+        let session = try CompressionSession(configuration: configuration)
+        let outcome = try await withDeadline(seconds: 60, "the producer or finish() waited for a consumer that had gone") { () -> (taken: Int, refused: Bool) in
+            let consumer = Task {
+                var taken = 0
+                for try await _ in try session.frames {
+                    taken += 1
+                    if taken == 2 { break }
+                }
+                return taken
+            }
+            var refused = false
+            for index in 0..<200 {
+                do { try await session.encode(testPicture(index), presentationTime: Self.time(index)) } catch {
+                    guard case .invalidated? = error as? SessionError else { throw error }
+                    refused = true
+                    break
+                }
+            }
+            await session.finish()
+            return (try await consumer.value, refused)
+        }
+        #expect(outcome.taken == 2 && outcome.refused)
     }
 
     @Test("round trip: encode, decode with the decompression session, PSNR above 35 dB")
