@@ -191,31 +191,34 @@ final class RTPSubscriber: Sendable {
 /// goes to whoever makes the stream.
 final class RTPFanOut: Sendable {
     private let packetizer: Locked<H264Packetizer>
-    private let subscribers = Locked<[String: RTPSubscriber]>([:])
+    /// The subscribers, and whether the stream has ended (one lock: a client that joins as the
+    /// stream ends is either in the set `finish()` says goodbye to, or told goodbye itself).
+    private let subscribers = Locked<(all: [String: RTPSubscriber], finished: Bool)>(([:], false))
     private let keyframeRequest: (@Sendable () -> Void)?
-    let finished = Atomic<Bool>(false)
 
     init(configuration: H264Packetizer.Configuration, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(NetworkError) {
         packetizer = Locked(try H264Packetizer(configuration: configuration))
         keyframeRequest = onKeyframeRequest
     }
 
-    var subscriberCount: Int { subscribers.withLock { $0.count } }
+    var subscriberCount: Int { subscribers.withLock { $0.all.count } }
 
     func add(_ subscriber: RTPSubscriber) {
-        let ended = finished.load(ordering: .acquiring)
-        if !ended { subscribers.withLock { $0[subscriber.id] = subscriber } }
+        let ended = subscribers.withLock { state -> Bool in
+            if !state.finished { state.all[subscriber.id] = subscriber }
+            return state.finished
+        }
         if ended { subscriber.goodbye() } else { requestKeyframe() }
     }
 
     /// Removes a subscriber for good.
     func remove(_ id: String) {
-        subscribers.withLock { $0.removeValue(forKey: id) }?.stop()
+        subscribers.withLock { $0.all.removeValue(forKey: id) }?.stop()
     }
 
     /// Removes a subscriber that may come back (a paused client).
     func detach(_ id: String) {
-        subscribers.withLock { _ = $0.removeValue(forKey: id) }
+        subscribers.withLock { _ = $0.all.removeValue(forKey: id) }
     }
 
     func requestKeyframe() { keyframeRequest?() }
@@ -226,13 +229,16 @@ final class RTPFanOut: Sendable {
             (try packetizer.packets(for: sample), packetizer.timestamp(for: sample.presentationTime))
         }
         let unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync)
-        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.deliver(unit) }
+        for subscriber in subscribers.withLock({ Array($0.all.values) }) { subscriber.deliver(unit) }
     }
 
     /// The end of the stream: a BYE to every subscriber, and to any that joins later.
     func finish() {
-        finished.store(true, ordering: .releasing)
-        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.goodbye() }
+        let all = subscribers.withLock { state -> [RTPSubscriber] in
+            state.finished = true
+            return Array(state.all.values)
+        }
+        for subscriber in all { subscriber.goodbye() }
     }
 }
 

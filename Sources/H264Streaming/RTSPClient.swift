@@ -3,6 +3,7 @@ public import H264Session
 public import MediaCore
 import NIOCore
 import NIOPosix
+import SystemIO
 
 /// Plays an RTSP stream (RFC 2326) and hands on its samples: what `ffmpeg -i rtsp://…` does,
 /// as a library call, and what `h264kit receive rtsp://…` records.
@@ -131,6 +132,9 @@ public struct RTSPClient: Sendable {
             throw NetworkError(.socket, "\(url): cannot connect: \(error)")
         }
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
+        // The connection's end, kept beside the `.closed` input (which a full buffer drops):
+        // the next tick that gets through sees it.
+        let closed = Locked(false)
         var udp: (rtp: any Channel, rtcp: any Channel)?
         if lower == .udp {
             do {
@@ -162,6 +166,7 @@ public struct RTSPClient: Sendable {
                             }
                         }
                     } catch {}
+                    closed.withLock { $0 = true }
                     input.yield(.closed)
                 }
                 group.addTask {
@@ -209,6 +214,7 @@ public struct RTSPClient: Sendable {
                     case .closed:
                         throw NetworkError(.socket, "\(url): the server closed the connection")
                     case .tick:
+                        if closed.withLock { $0 } { throw NetworkError(.socket, "\(url): the server closed the connection") }
                         if ContinuousClock.now - asked > options.responseTimeout { throw NetworkError(.socket, "\(url): no answer within \(options.responseTimeout)") }
                     default:
                         // Packets sent before the PLAY answer came in: kept for when it has.
@@ -257,6 +263,10 @@ public struct RTSPClient: Sendable {
                         ending = .teardown
                         break playing
                     case .tick:
+                        if closed.withLock { $0 } {
+                            ending = .teardown
+                            break playing
+                        }
                         samples = session.expire(now: monotonicSeconds())
                         let now = ContinuousClock.now
                         if goodbye, now - lastArrival > .milliseconds(100) {

@@ -67,6 +67,8 @@ public struct RTSPIngest: Sendable {
                     break events
                 }
             }
+            // (The end event is dropped when the consumer's buffer is full; the reason is kept.)
+            if case .cancelled = ending, let why = sink.ending { ending = why }
             delivered = try RTPReceiver.hand(sink.finish(), delivered: delivered, limit: options.sampleLimit, handle)
         } catch let error as RTPReceiver.HandlerError {
             throw NetworkError(.output, "\(error.underlying)")
@@ -111,6 +113,8 @@ public struct RTSPIngest: Sendable {
             var goodbyeAt: Double?
             var tornDownAt: Double?
             var ended = false
+            /// Why it ended, kept beside the event (which a full buffer drops).
+            var ending: RTPReceiver.Ending?
             var droppedForSlowConsumer = 0
             var failure: NetworkError?
         }
@@ -179,6 +183,7 @@ public struct RTSPIngest: Sendable {
             }
             if !samples.isEmpty { yield(.samples(samples)) }
             if let why {
+                state.withLock { $0.ending = why }
                 yield(.ended(why))
                 continuation.finish()
             }
@@ -194,6 +199,8 @@ public struct RTSPIngest: Sendable {
         }
 
         var failure: NetworkError? { state.withLock { $0.failure } }
+        /// Why the stream ended, once it has.
+        var ending: RTPReceiver.Ending? { state.withLock { $0.ending } }
 
         /// The samples still held.
         func finish() -> [SampleBuffer] {
