@@ -77,7 +77,7 @@ kill "$browser" 2>/dev/null || true; wait "$browser" 2>/dev/null || true
 wait "$display" || status=$?
 cat display.out
 [ "$status" -eq 0 ] || { cat display.log; fail "DisplayInBrowser exited $status"; }
-grep -qE "the page: [0-9]+ frames presented, [0-9]+ dropped, 0 decode errors" display.out || fail "DisplayInBrowser: no clean report from the page"
+grep -qE "the page: [0-9]+ frames presented, [0-9]+ dropped late, [0-9]+ flushed by the seek, 0 decode errors" display.out || fail "DisplayInBrowser: no clean report from the page"
 
 # StreamToNetwork sends its 100 encoded test-pattern frames over loopback RTP to `h264kit
 # receive`, which must record all of them, and ffmpeg must decode the recording cleanly.

@@ -25,8 +25,12 @@ public struct PageReport: Sendable, Hashable, Codable {
     public var framesDecoded: Int
     /// Frames drawn on the canvas.
     public var framesPresented: Int
-    /// Frames decoded but never drawn: late (a later frame was due too) or flushed.
+    /// Frames never drawn for lack of time: decoded late (a later frame was due too; a live
+    /// page draws the newest), or lost in the decoder to a decode error.
     public var framesDropped: Int
+    /// Frames a flush discarded (a seek's or the application's): decoded and waiting for their
+    /// time, or still in the decoder. Not late: ``framesDropped`` does not count them.
+    public var framesFlushed: Int
     /// Decoder errors (a sample the browser could not decode).
     public var decodeErrors: Int
     /// When frames were drawn against when they were due.
@@ -80,7 +84,7 @@ public struct PageReport: Sendable, Hashable, Codable {
     public var heapBytes: Int?
 
     /// A report with nothing measured yet.
-    public init(framesReceived: Int = 0, framesDecoded: Int = 0, framesPresented: Int = 0, framesDropped: Int = 0, decodeErrors: Int = 0,
+    public init(framesReceived: Int = 0, framesDecoded: Int = 0, framesPresented: Int = 0, framesDropped: Int = 0, framesFlushed: Int = 0, decodeErrors: Int = 0,
                 latenessMs: Lateness = .init(), codec: String = "", width: Int = 0, height: Int = 0, userAgent: String = "", decodeQueue: Int = 0,
                 framesWaiting: Int = 0, time: Double = 0, presentedTime: Double? = nil, rate: Double = 0, ended: Bool = false, error: String? = nil, liveLatencyMs: Lateness? = nil,
                 heapBytes: Int? = nil) {
@@ -88,6 +92,7 @@ public struct PageReport: Sendable, Hashable, Codable {
         self.framesDecoded = framesDecoded
         self.framesPresented = framesPresented
         self.framesDropped = framesDropped
+        self.framesFlushed = framesFlushed
         self.decodeErrors = decodeErrors
         self.latenessMs = latenessMs
         self.codec = codec

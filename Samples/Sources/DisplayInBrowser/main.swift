@@ -77,7 +77,7 @@ do {
     try await producer.value
     try await layer.waitUntilPlaybackEnded()
     if let report = layer.pageReports.first {
-        print("the page: \(report.framesPresented) frames presented, \(report.framesDropped) dropped, \(report.decodeErrors) decode errors, "
+        print("the page: \(report.framesPresented) frames presented, \(report.framesDropped) dropped late, \(report.framesFlushed) flushed by the seek, \(report.decodeErrors) decode errors, "
               + "late p95 \(report.latenessMs.p95) ms, \(report.codec) \(report.width)x\(report.height)")
         if let error = report.error { throw SampleError("the page could not play it: \(error)") }
     }

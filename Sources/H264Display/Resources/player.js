@@ -17,7 +17,7 @@ const seekBar = document.getElementById('seek');
 const timeLabel = document.getElementById('time');
 
 const HEADER = 40;
-const counts = { received: 0, decoded: 0, presented: 0, dropped: 0, decodeErrors: 0 };
+const counts = { received: 0, decoded: 0, presented: 0, dropped: 0, flushed: 0, decodeErrors: 0 };
 
 // Percentiles from a fixed histogram (0.25 ms bins up to 4 s): memory stays flat however long.
 class Histogram {
@@ -53,6 +53,7 @@ let error = null;           // a fatal error: playback stopped (the stream canno
 let waitingForKey = false;
 let lastDecodeError = '';
 let given = 0;              // samples handed to the decoder
+let flushedUndecoded = 0;   // of those, dropped in the decoder by a flush
 let lastOutputAt = null;    // performance.now() of the last frame out of the decoder
 // The decoder's own speed: frames out while samples wait in it (a backlog), over that time.
 // Without a backlog it kept up with what it was given, and its speed is not measured.
@@ -219,8 +220,10 @@ function onFrame(frame) {
 }
 
 function flushAll() {
-  for (const entry of frames) { entry.frame.close(); counts.dropped++; }
+  for (const entry of frames) { entry.frame.close(); counts.flushed++; }
   frames = [];
+  counts.flushed += pending.size;   // still in the decoder, which the reset below drops
+  flushedUndecoded += pending.size;
   pending.clear();
   if (decoder && decoder.state !== 'closed') {
     decoder.reset();   // unconfigures: the configuration comes again before the next sample
@@ -340,7 +343,7 @@ function showOverlay() {
   const c = configuration;
   const lines = [
     c ? `${c.width}x${c.height} ${c.codec}${live ? ' (live)' : ''}` : 'waiting for the stream',
-    `${fps.toFixed(1)} fps, presented ${counts.presented}, dropped ${counts.dropped}, late p95 ${lateness.percentile(0.95).toFixed(1)} ms`,
+    `${fps.toFixed(1)} fps, presented ${counts.presented}, dropped ${counts.dropped}, flushed ${counts.flushed}, late p95 ${lateness.percentile(0.95).toFixed(1)} ms`,
     `decode queue ${decoder ? decoder.decodeQueueSize : 0}, waiting ${frames.length}, errors ${counts.decodeErrors}`,
   ];
   if (live) lines.push(`added latency p50 ${liveLatency.percentile(0.5).toFixed(1)} ms, p95 ${liveLatency.percentile(0.95).toFixed(1)} ms`);
@@ -354,7 +357,7 @@ function report(type) {
   const c = configuration || {};
   const result = {
     type, framesReceived: counts.received, framesDecoded: counts.decoded, framesPresented: counts.presented,
-    framesDropped: counts.dropped, decodeErrors: counts.decodeErrors, latenessMs: lateness.summary(),
+    framesDropped: counts.dropped, framesFlushed: counts.flushed, decodeErrors: counts.decodeErrors, latenessMs: lateness.summary(),
     codec: c.codec || '', width: c.width || 0, height: c.height || 0, userAgent: navigator.userAgent,
     decodeQueue: decoder ? decoder.decodeQueueSize : 0, framesWaiting: frames.length,
     time: live ? (lastDrawn || 0) / 1e6 : clockTime(), rate: clock.rate, ended,
@@ -366,7 +369,7 @@ function report(type) {
   if (busyFrames >= 5 && busyMs > 0) {
     result.decodeFramesPerSecond = busyFrames * 1000 / busyMs;
   }
-  if (ended && !error && counts.decoded + counts.decodeErrors < given) {
+  if (ended && !error && counts.decoded + counts.decodeErrors + flushedUndecoded < given) {
     result.warning = `The browser's decoder returned ${counts.decoded} of the ${given} frames it was given (no error).`;
   }
   if (error) result.error = error;
