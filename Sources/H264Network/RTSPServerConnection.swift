@@ -322,21 +322,35 @@ public struct RTSPServerConnection: Sendable {
         String(header.split(separator: ";", maxSplits: 1).first?.trimmingSpaces() ?? "")
     }
 
-    /// The start of `npt=12.5-` or `npt=now-` (nil start: now), nil when it is not an NPT range.
+    /// The latest start a `Range` may ask for, seconds (about 31 years): past it, or not a
+    /// finite number, a range is refused with 457, never computed with.
+    static let maximumRangeStart = 1e9
+
+    /// The start of `npt=12.5-` or `npt=now-` (nil start: now), nil when it is not an NPT range
+    /// or its start is not a finite time of at most ``maximumRangeStart`` seconds.
     static func nptStart(_ range: String) -> Double? {
         let value = range.split(separator: ";").first?.trimmingSpaces() ?? ""
         guard value.lowercased().hasPrefix("npt=") else { return nil }
         let start = value.dropFirst(4).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).first?.trimmingSpaces() ?? ""
         if start.isEmpty || start == "now" { return 0 }
-        if let seconds = Double(start), seconds >= 0, seconds.isFinite { return seconds }
-        // hh:mm:ss(.fraction)
-        let parts = start.split(separator: ":")
-        guard parts.count == 3, let hours = Double(parts[0]), let minutes = Double(parts[1]), let seconds = Double(parts[2]), hours >= 0, minutes >= 0, seconds >= 0 else { return nil }
-        return hours * 3600 + minutes * 60 + seconds
+        let seconds: Double
+        if let plain = Double(start) {
+            seconds = plain
+        } else {
+            // hh:mm:ss(.fraction)
+            let parts = start.split(separator: ":")
+            guard parts.count == 3, let hours = Double(parts[0]), let minutes = Double(parts[1]), let rest = Double(parts[2]), hours >= 0, minutes >= 0, rest >= 0 else { return nil }
+            seconds = hours * 3600 + minutes * 60 + rest
+        }
+        guard seconds.isFinite, seconds >= 0, seconds <= maximumRangeStart else { return nil }
+        return seconds
     }
 
+    /// `seconds` as NPT with milliseconds (`12.500`); a time past ``maximumRangeStart`` or not
+    /// finite (never given: ``nptStart(_:)`` refuses them) is written as the limit, or 0.
     static func format(_ seconds: Double) -> String {
-        let thousandths = Int((seconds * 1000).rounded())
+        let clamped = seconds.isFinite ? min(max(seconds, 0), maximumRangeStart) : 0
+        let thousandths = Int((clamped * 1000).rounded())
         return "\(thousandths / 1000)." + String(thousandths % 1000).leftPadded(to: 3)
     }
 }

@@ -11,6 +11,11 @@ struct NetworkHostileInputTests {
     static let inputs: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
         .filter { $0.hasSuffix(".sdp") || $0.hasSuffix(".rtp") || $0.hasSuffix(".rtsp") }.sorted()
 
+    /// What FuzzRTSP serves at /live (Constrained Baseline 320x240).
+    static let format = try! H264PayloadFormat(medium: .init(type: "video", port: 0, formats: ["96"], attributes: [
+        "rtpmap:96 H264/90000", "fmtp:96 packetization-mode=1; sprop-parameter-sets=Z0LAHtoCgL/lhAAAAwAEAAADAPA8WLqA,aM4PLIA=", "control:trackID=0",
+    ]))
+
     @Test func theRegressionInputsAreThere() {
         #expect(!Self.inputs.isEmpty)
     }
@@ -21,10 +26,19 @@ struct NetworkHostileInputTests {
         if name.hasSuffix(".sdp") {
             #expect(throws: NetworkError.self) { _ = try SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)) }
         } else if name.hasSuffix(".rtsp") {
-            // FuzzRTSP's framing: a chunk-size byte, then the connection's bytes.
+            // FuzzRTSP's framing: a chunk-size byte, then the connection's bytes; each request
+            // through a server's state machine (/live playable, as FuzzRTSP serves it), which
+            // answers every one.
             var parser = RTSPMessageParser()
+            var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 1)
             for element in (try? parser.append(bytes.dropFirst())) ?? [] {
-                if case .message(let message) = element, let transport = message["Transport"] { _ = try? RTSPTransport.parse(header: transport) }
+                guard case .message(let message) = element else { continue }
+                if let transport = message["Transport"] { _ = try? RTSPTransport.parse(header: transport) }
+                if case .request = message.startLine {
+                    let (response, _) = server.respond(to: message) { path in path == "/live" ? .playable(Self.format) : nil }
+                    guard case .response(let status, _) = response.startLine else { Issue.record("\(name): a request answered with a request"); continue }
+                    #expect((100...599).contains(status), "\(name)")
+                }
             }
         } else {
             // FuzzRTP's framing: two option bytes, then datagrams each after a 2-byte length.

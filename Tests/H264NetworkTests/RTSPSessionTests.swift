@@ -67,6 +67,18 @@ struct RTSPSessionTests {
         #expect(server.errorsAnswered == 0)
     }
 
+    @Test("a PLAY whose Range starts past any time (1e16 s, 0x1p70, 1e308 hours, inf, nan) is refused with 457 (it trapped converting to milliseconds, taking the server down); 24 hours plays",
+          arguments: ["npt=1e16-", "npt=0x1p70-", "npt=1e308:0:0-", "npt=inf-", "npt=nan-", "npt=1000000001-"])
+    func hostileRangeIsRefused(_ range: String) throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 9)
+        _ = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/live/trackID=0", 1, [("Transport", "RTP/AVP;unicast;client_port=5000-5001")]), resource: Self.resource)
+        let session = try #require(server.activeSessions.first)
+        let refused = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/live/", 2, [("Session", session.id), ("Range", range)]), resource: Self.resource)
+        #expect(Self.status(refused.response) == 457 && refused.event == nil, "\(range)")
+        let day = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/live/", 3, [("Session", session.id), ("Range", "npt=24:00:00-")]), resource: Self.resource)
+        #expect(Self.status(day.response) == 200 && day.response["Range"] == "npt=86400.000-" && day.event == .play(session, from: 86400))
+    }
+
     @Test("TCP interleaved: channels assigned as asked, or the next free pair")
     func interleavedChannels() throws {
         var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 1)
