@@ -132,8 +132,8 @@ public struct RTSPClient: Sendable {
             throw NetworkError(.socket, "\(url): cannot connect: \(error)")
         }
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
-        // The connection's end, kept beside the `.closed` input (which a full buffer drops):
-        // the next tick that gets through sees it.
+        // The connection's end when a full buffer dropped its `.closed` input: the next tick
+        // that gets through (queued after everything that came before the close) sees it.
         let closed = Locked(false)
         var udp: (rtp: any Channel, rtcp: any Channel)?
         if lower == .udp {
@@ -166,8 +166,9 @@ public struct RTSPClient: Sendable {
                             }
                         }
                     } catch {}
-                    closed.withLock { $0 = true }
-                    input.yield(.closed)
+                    // Only when the buffer is full: a flag set on every close would let a tick
+                    // queued before the last packets end the stream ahead of them.
+                    if case .dropped = input.yield(.closed) { closed.withLock { $0 = true } }
                 }
                 group.addTask {
                     while true {
