@@ -25,8 +25,9 @@ public struct PageReport: Sendable, Hashable, Codable {
     public var framesDecoded: Int
     /// Frames drawn on the canvas.
     public var framesPresented: Int
-    /// Frames never drawn for lack of time: decoded late (a later frame was due too; a live
-    /// page draws the newest), or lost in the decoder to a decode error.
+    /// Frames never drawn for lack of time or for damage: decoded late (a later frame was due
+    /// too; a live page draws the newest), lost in the decoder to a decode error, or samples
+    /// skipped after one until the next sync sample.
     public var framesDropped: Int
     /// Frames a flush discarded (a seek's or the application's): decoded and waiting for their
     /// time, or still in the decoder. Not late: ``framesDropped`` does not count them.
@@ -108,5 +109,38 @@ public struct PageReport: Sendable, Hashable, Codable {
         self.error = error
         self.liveLatencyMs = liveLatencyMs
         self.heapBytes = heapBytes
+    }
+}
+
+extension PageReport {
+    /// Reads a report as a page sends it, or as `preview --report` wrote it; a report written
+    /// before ``framesFlushed`` was counted reads as having flushed none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        framesReceived = try container.decode(Int.self, forKey: .framesReceived)
+        framesDecoded = try container.decode(Int.self, forKey: .framesDecoded)
+        framesPresented = try container.decode(Int.self, forKey: .framesPresented)
+        framesDropped = try container.decode(Int.self, forKey: .framesDropped)
+        framesFlushed = try container.decodeIfPresent(Int.self, forKey: .framesFlushed) ?? 0
+        decodeErrors = try container.decode(Int.self, forKey: .decodeErrors)
+        latenessMs = try container.decode(Lateness.self, forKey: .latenessMs)
+        codec = try container.decode(String.self, forKey: .codec)
+        width = try container.decode(Int.self, forKey: .width)
+        height = try container.decode(Int.self, forKey: .height)
+        userAgent = try container.decode(String.self, forKey: .userAgent)
+        decodeQueue = try container.decode(Int.self, forKey: .decodeQueue)
+        framesWaiting = try container.decode(Int.self, forKey: .framesWaiting)
+        time = try container.decode(Double.self, forKey: .time)
+        presentedTime = try container.decodeIfPresent(Double.self, forKey: .presentedTime)
+        rate = try container.decode(Double.self, forKey: .rate)
+        ended = try container.decode(Bool.self, forKey: .ended)
+        warning = try container.decodeIfPresent(String.self, forKey: .warning)
+        frameLoopMs = try container.decodeIfPresent(Lateness.self, forKey: .frameLoopMs)
+        firstFrameMs = try container.decodeIfPresent(Double.self, forKey: .firstFrameMs)
+        startupMs = try container.decodeIfPresent([String: Double].self, forKey: .startupMs)
+        decodeFramesPerSecond = try container.decodeIfPresent(Double.self, forKey: .decodeFramesPerSecond)
+        error = try container.decodeIfPresent(String.self, forKey: .error)
+        liveLatencyMs = try container.decodeIfPresent(Lateness.self, forKey: .liveLatencyMs)
+        heapBytes = try container.decodeIfPresent(Int.self, forKey: .heapBytes)
     }
 }

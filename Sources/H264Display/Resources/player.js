@@ -54,6 +54,7 @@ let waitingForKey = false;
 let lastDecodeError = '';
 let given = 0;              // samples handed to the decoder
 let flushedUndecoded = 0;   // of those, dropped in the decoder by a flush
+let lostToErrors = 0;       // of those, lost to a decode error (the failing one and those behind it)
 let lastOutputAt = null;    // performance.now() of the last frame out of the decoder
 // The decoder's own speed: frames out while samples wait in it (a backlog), over that time.
 // Without a backlog it kept up with what it was given, and its speed is not measured.
@@ -171,6 +172,7 @@ function onDecoderError(e) {
   lastDecodeError = e.message;
   if (error) return;
   counts.dropped += pending.size;
+  lostToErrors += pending.size;
   pending.clear();
   if (counts.decodeErrors > 1000) { stop(`Decoder error: ${e.message} (${counts.decodeErrors} errors)`); return; }
   decoder = null;
@@ -200,6 +202,7 @@ function onSample(buffer) {
     }));
   } catch (e) {
     pending.delete(timestamp);
+    lostToErrors++;
     onDecoderError(e);
   }
 }
@@ -222,7 +225,8 @@ function onFrame(frame) {
 function flushAll() {
   for (const entry of frames) { entry.frame.close(); counts.flushed++; }
   frames = [];
-  counts.flushed += pending.size;   // still in the decoder, which the reset below drops
+  // Still in the decoder, which the reset below drops (those a seek hid were never to be shown).
+  for (const info of pending.values()) if (!info.hidden) counts.flushed++;
   flushedUndecoded += pending.size;
   pending.clear();
   if (decoder && decoder.state !== 'closed') {
@@ -369,7 +373,7 @@ function report(type) {
   if (busyFrames >= 5 && busyMs > 0) {
     result.decodeFramesPerSecond = busyFrames * 1000 / busyMs;
   }
-  if (ended && !error && counts.decoded + counts.decodeErrors + flushedUndecoded < given) {
+  if (ended && !error && counts.decoded + flushedUndecoded + lostToErrors < given) {
     result.warning = `The browser's decoder returned ${counts.decoded} of the ${given} frames it was given (no error).`;
   }
   if (error) result.error = error;
