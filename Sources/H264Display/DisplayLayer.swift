@@ -345,6 +345,9 @@ public final class DisplayLayer: Sendable {
         return Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
     }
 
+    /// Producers waiting in ``requestMediaDataWhenReady()`` now (for tests: a producer is parked).
+    var waitingProducers: Int { state.withLock { $0.waiters.count } }
+
     /// Wakes a producer waiting in `requestMediaDataWhenReady(orWhen:)` to check its condition.
     func wakeProducer() { wakeWaiters() }
 

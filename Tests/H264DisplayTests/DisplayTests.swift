@@ -275,6 +275,13 @@ struct DisplayLayerTests {
         #expect(layer.statistics.flushes == 1)
     }
 
+    /// Returns once a producer is parked in the layer's `requestMediaDataWhenReady()` (a wake
+    /// tested before it parks would prove nothing).
+    static func untilParked(_ layer: DisplayLayer) async throws {
+        for _ in 0..<1000 where layer.waitingProducers == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(layer.waitingProducers == 1, "the producer never parked")
+    }
+
     @Test("a page that fell behind and was left alone (the faster page gone) is fed again once its writer drains it, from the next sync sample")
     func fallenBehindPageAloneIsFedAgain() async throws {
         let layer = DisplayLayer(options: .init(maximumQueuedSamples: 8))
@@ -296,7 +303,7 @@ struct DisplayLayerTests {
         #expect(!layer.isReadyForMoreMediaData)
         let waiting = Task { try await layer.requestMediaDataWhenReady() }
         defer { waiting.cancel() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Self.untilParked(layer)
         for _ in 0..<8 { layer.taken(by: slow) }  // its writer sends the 8 it held
         try await withDeadline(seconds: 10, "the producer was not woken by the drained page") {
             try await withTaskCancellationHandler { try await waiting.value } onCancel: { waiting.cancel() }
@@ -378,7 +385,7 @@ struct DisplayLayerTests {
         #expect(enqueued == 30, "a page that has not reported yet takes 30 samples ahead")
         let waiting = Task { try await layer.requestMediaDataWhenReady() }
         defer { waiting.cancel() }
-        try await Task.sleep(for: .milliseconds(50))  // the producer is asleep
+        try await Self.untilParked(layer)
         // The server's writer sends what is queued, as it does for a page that reads but never reports.
         for _ in 0..<5 { layer.taken(by: page) }
         try await withDeadline(seconds: 10, "the producer was not woken by the page's room") {
