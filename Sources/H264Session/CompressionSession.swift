@@ -355,8 +355,9 @@ public final class CompressionSession: Sendable {
 
     /// The encoded frames of a session made without a handler, in decoding order, for its one
     /// consumer. Ends after `finish()` or ``invalidate()`` (and throws if x264 failed);
-    /// cancelling the consumer invalidates the session. Asking a session with a handler, or
-    /// asking twice, throws.
+    /// cancelling the consumer invalidates the session, and so does letting go of the sequence
+    /// and every iterator of it (a `break` out of its loop; a sequence asked for and never
+    /// iterated). Asking a session with a handler, or asking twice, throws.
     public var frames: Frames {
         get throws(SessionError) {
             try pipeline.takeSequence()

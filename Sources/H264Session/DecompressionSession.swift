@@ -188,9 +188,11 @@ public final class DecompressionSession: Sendable {
 
     /// The outputs of a session made without a handler, for its one consumer. The sequence ends
     /// after `finish()` (every frame delivered) or ``invalidate()``, and throws if the decoder
-    /// failed as a whole. Cancelling the consuming task invalidates the session: nobody would
-    /// take its frames, so producers waiting on the bound get an error instead of waiting for
-    /// ever. Asking a session with a handler, or asking twice, throws.
+    /// failed as a whole. Cancelling the consuming task invalidates the session, and so does
+    /// letting go of the sequence and every iterator of it (a `break` out of its loop; a
+    /// sequence asked for and never iterated): nobody would take its frames, so producers
+    /// waiting on the bound get an error instead of waiting for ever. Asking a session with a
+    /// handler, or asking twice, throws.
     public var frames: Frames {
         get throws(SessionError) {
             try pipeline.takeSequence()

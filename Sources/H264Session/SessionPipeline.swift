@@ -293,9 +293,15 @@ public struct SessionOutputs<Element: Sendable>: AsyncSequence, Sendable {
         let pipeline: SessionPipeline<Element>
         fileprivate let consumer: OutputsConsumer
         /// The next output, or nil at the end.
-        public mutating func next() async throws(SessionError) -> Element? { try await pipeline.next() }
+        public mutating func next() async throws(SessionError) -> Element? {
+            defer { withExtendedLifetime(consumer) {} }  // (the consumer lives while it waits)
+            return try await pipeline.next()
+        }
         /// The next output, or nil at the end.
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> Element? { try await pipeline.next() }
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SessionError) -> Element? {
+            defer { withExtendedLifetime(consumer) {} }
+            return try await pipeline.next()
+        }
     }
 
     /// An iterator over the session's outputs.
