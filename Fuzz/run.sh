@@ -11,8 +11,10 @@
 #                                        libFuzzer without ASan (-sanitize=fuzzer alone: about 4x
 #                                        the executions a second; traps, Swift's checks, timeouts
 #                                        and RSS past the limit still stop it, a stray read through
-#                                        an unsafe pointer or a leak does not), for long runs;
-#                                        follow it with --replay-corpus
+#                                        an unsafe pointer, a leak or a single malloc past the
+#                                        limit does not: libFuzzer checks those through the
+#                                        sanitizer's allocator), for long runs; follow it with
+#                                        --replay-corpus
 # Fails on any crash, trap, leak, timeout (10 s an input; H264KIT_FUZZ_TIMEOUT=S for long runs at
 # low priority beside other work, which a starved input could otherwise exceed) or out-of-memory (a single malloc over
 # 256 MB, or 1.5 GB RSS). New crash inputs land in .build/fuzz/artifacts/<target>/; copy them to
@@ -78,17 +80,22 @@ for target in "${targets[@]}"; do
     mapfile -t regressions < <(regressionInputs "$target" | sort)
     if $replayCorpus; then
         corpus="$work/corpus/$target"
-        if [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ]; then
-            echo "== $target: running the $(ls "$corpus" | wc -l) inputs of its corpus once ($sanitizer)"
-            "$bin/$target" -runs=0 -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 -max_len=1048576 "$corpus" >"$work/$target.corpus.log" 2>&1 \
-                || { failed+=("$target"); tail -30 "$work/$target.corpus.log"; }
+        if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
+            echo "== $target: no corpus in $corpus to replay" >&2
+            failed+=("$target")
+            continue
         fi
+        echo "== $target: running the $(ls "$corpus" | wc -l) inputs of its corpus once ($sanitizer)"
+        mkdir -p "$work/artifacts/$target"
+        "$bin/$target" -runs=0 -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout="$timeout" -max_len=1048576 \
+            -artifact_prefix="$work/artifacts/$target/" "$corpus" >"$work/$target.corpus.log" 2>&1 \
+            || { failed+=("$target"); tail -30 "$work/$target.corpus.log"; }
         continue
     fi
     if $replay; then
         if [ ${#regressions[@]} -gt 0 ]; then
             echo "== $target: replaying ${#regressions[@]} regression inputs"
-            "$bin/$target" -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout=10 "${regressions[@]}" >"$work/$target.log" 2>&1 || { failed+=("$target"); tail -30 "$work/$target.log"; }
+            "$bin/$target" -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout="$timeout" "${regressions[@]}" >"$work/$target.log" 2>&1 || { failed+=("$target"); tail -30 "$work/$target.log"; }
         fi
         continue
     fi
