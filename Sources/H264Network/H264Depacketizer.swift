@@ -17,7 +17,9 @@ public struct H264Depacketizer: Sendable {
         public var payloadType: UInt8?
         /// Skip access units until an IDR picture at the start and after a dropped one.
         public var resumesAtSyncSample: Bool
-        /// The largest access unit (bytes of NAL units); a larger one is dropped as damaged.
+        /// The largest access unit: bytes of NAL units, each unit charged 64 bytes more for
+        /// holding it (so memory stays near the limit however small the units); a larger one is
+        /// dropped as damaged.
         public var maximumAccessUnitSize: Int
 
         /// A configuration.
@@ -309,7 +311,7 @@ public struct H264Depacketizer: Sendable {
                 current.damaged = true  // a middle or end without its start: the start was lost
                 return
             }
-            if current.fragment!.count > configuration.maximumAccessUnitSize { current.damaged = true; current.fragment = nil; return }
+            if current.size + current.fragment!.count > configuration.maximumAccessUnitSize { current.damaged = true; current.fragment = nil; return }
             if end, let unit = current.fragment {
                 current.fragment = nil
                 append(unit)
@@ -324,8 +326,17 @@ public struct H264Depacketizer: Sendable {
         current.damaged = true
     }
 
+    /// What one NAL unit held costs beyond its bytes (an array's header and allocation): a
+    /// STAP-A of one-byte units would otherwise hold many times the limit.
+    static let unitOverhead = 64
+
+    /// The bound on ``AccessUnit/extendedTimestamp`` (2^61 ticks, some 800,000 years at 90 kHz):
+    /// a sender whose every access unit jumps 2^31 ticks would otherwise overflow it, and the
+    /// sums made from it, after 2^32 access units.
+    static let extendedTimestampLimit: Int64 = 1 << 61
+
     private mutating func append(_ unit: [UInt8]) {
-        current.size += unit.count
+        current.size += unit.count + Self.unitOverhead
         guard current.size <= configuration.maximumAccessUnitSize else { current.damaged = true; return }
         if !current.damaged { current.nalUnits.append(unit) }
     }
@@ -347,7 +358,10 @@ public struct H264Depacketizer: Sendable {
             }
             waitingForIDR = false
         }
-        if let lastTimestamp { unfolded += Int64(Int32(bitPattern: timestamp &- lastTimestamp)) }
+        if let lastTimestamp {
+            let limit = Self.extendedTimestampLimit
+            unfolded = min(max(unfolded + Int64(Int32(bitPattern: timestamp &- lastTimestamp)), -limit), limit)
+        }
         lastTimestamp = timestamp
         statistics.accessUnitsComplete += 1
         units.append(AccessUnit(timestamp: timestamp, extendedTimestamp: unfolded, nalUnits: current.nalUnits, isIDR: isIDR))

@@ -192,4 +192,34 @@ struct RTPPayloadTests {
         #expect(units.count < samples.count && units.count > 0, "the damaged first GOP is dropped, the rest comes through")
         #expect(units.allSatisfy { !$0.nalUnits.isEmpty })
     }
+
+    /// Found in review: each NAL unit held is an array, so STAP-As of one-byte units held some
+    /// 56 times their bytes under the limit; and a fragment was checked alone, not with the
+    /// units before it.
+    @Test func theAccessUnitLimitChargesEachUnitAndCountsTheFragmentWithTheRest() throws {
+        let limit = 64 << 10
+        // Three STAP-As of 460 one-byte units each (1.4 KB of bytes, 90 KB held): dropped.
+        let stap: [UInt8] = [0x18] + (0..<460).flatMap { _ in [0x00, 0x01, 0x06] as [UInt8] }   // SEI-type one-byte units
+        var aggregated = H264Depacketizer(configuration: .init(resumesAtSyncSample: false, maximumAccessUnitSize: limit))
+        var units: [H264Depacketizer.AccessUnit] = []
+        for sequence in 0..<3 {
+            units += aggregated.receive(RTPPacket(marker: sequence == 2, payloadType: 96, sequenceNumber: UInt16(sequence), timestamp: 1, ssrc: 1, payload: stap))
+        }
+        units += aggregated.finish()
+        #expect(units.isEmpty && aggregated.statistics.accessUnitsDropped == 1)
+        // One STAP-A of them (30 KB held) passes.
+        var one = H264Depacketizer(configuration: .init(resumesAtSyncSample: false, maximumAccessUnitSize: limit))
+        units = one.receive(RTPPacket(marker: true, payloadType: 96, sequenceNumber: 0, timestamp: 1, ssrc: 1, payload: stap)) + one.finish()
+        #expect(units.count == 1 && units.first?.nalUnits.count == 460)
+        // 40 KB of single units, then a 40 KB fragmented unit: 80 KB in all, dropped (the
+        // fragment is let go as soon as it and the units before it pass the limit).
+        var fragmented = H264Depacketizer(configuration: .init(resumesAtSyncSample: false, maximumAccessUnitSize: limit))
+        let single: [UInt8] = [0x41] + [UInt8](repeating: 0x9A, count: 40_000)
+        units = fragmented.receive(RTPPacket(payloadType: 96, sequenceNumber: 0, timestamp: 1, ssrc: 1, payload: single))
+        let body = [UInt8](repeating: 0x9A, count: 20_000)
+        units += fragmented.receive(RTPPacket(payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc: 1, payload: [0x5C, 0x81] + body))   // FU-A start
+        units += fragmented.receive(RTPPacket(marker: true, payloadType: 96, sequenceNumber: 2, timestamp: 1, ssrc: 1, payload: [0x5C, 0x41] + body))   // end
+        units += fragmented.finish()
+        #expect(units.isEmpty && fragmented.statistics.accessUnitsDropped == 1)
+    }
 }
