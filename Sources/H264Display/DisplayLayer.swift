@@ -85,6 +85,8 @@ public final class DisplayLayer: Sendable {
         var ended = false
         var statistics = Statistics()
         var reports: [Int: PageReport] = [:]
+        /// The last report of the last page that went (kept for whoever asks after it went).
+        var lastDeparted: PageReport?
         var captureRequests: [Int64] = []
         var afterFlush = false
         var mediaDuration: MediaTime?
@@ -239,8 +241,14 @@ public final class DisplayLayer: Sendable {
     /// What the layer has done.
     public var statistics: Statistics { state.withLock { $0.statistics } }
 
-    /// Each watching page's last report (status or final report).
-    public var pageReports: [PageReport] { state.withLock { state in state.reports.keys.sorted().compactMap { state.reports[$0] } } }
+    /// Each watching page's last report (status or final report); when no page watches, the
+    /// last report of the page that went last (a page's report is not kept after it goes: a
+    /// page that comes and goes again and again costs nothing).
+    public var pageReports: [PageReport] {
+        state.withLock { state in
+            state.reports.isEmpty ? state.lastDeparted.map { [$0] } ?? [] : state.reports.keys.sorted().compactMap { state.reports[$0] }
+        }
+    }
 
     /// Whether some page has shown the stream to its end (after ``endOfStream()``).
     public var playbackEnded: Bool { state.withLock { $0.reports.values.contains { $0.ended } } }
@@ -273,6 +281,7 @@ public final class DisplayLayer: Sendable {
     func detach(_ page: PageConnection) {
         state.withLock { state in
             state.pages[page.id] = nil
+            if let report = state.reports.removeValue(forKey: page.id) { state.lastDeparted = report }
             state.statistics.pagesWatching = state.pages.count
         }
         wakeWaiters()
@@ -293,7 +302,10 @@ public final class DisplayLayer: Sendable {
 
     /// A page's status or final report.
     func record(_ report: PageReport, from page: PageConnection) {
-        state.withLock { $0.reports[page.id] = report }
+        state.withLock { state in
+            guard state.pages[page.id] != nil else { return }  // (a late message from a page that went)
+            state.reports[page.id] = report
+        }
         page.noteStatus(report)
         wakeWaiters()
     }
@@ -301,7 +313,10 @@ public final class DisplayLayer: Sendable {
     /// A page's control request: play, pause and rate here; seeks and steps to the application.
     func control(_ action: String, value: Double?) {
         switch action {
-        case "play": setRate(value ?? 1)
+        case "play":
+            let rate = value ?? 1
+            guard rate.isFinite, (0.0625...16).contains(rate) else { return }
+            setRate(rate)
         case "pause": setRate(0)
         case "rate":
             guard let value, value.isFinite, (0.0625...16).contains(value) else { return }
@@ -319,9 +334,11 @@ public final class DisplayLayer: Sendable {
         }
     }
 
-    /// A PNG a page sent back.
-    func captured(timestamp: Int64, png: [UInt8]) {
+    /// A PNG a page sent back; false (nothing kept) when no capture was asked for at that time.
+    func captured(timestamp: Int64, png: [UInt8]) -> Bool {
+        guard state.withLock({ $0.captureRequests.contains(timestamp) }) else { return false }
         captureContinuation.yield((timestamp, png))
+        return true
     }
 
     private func broadcastTimebase() {

@@ -30,15 +30,26 @@ public final class DisplayServer: Sendable {
         public var maximumPages: Int
         /// The largest message a page may send (a PNG capture of a large picture is the largest).
         public var maximumMessageSize: Int
+        /// The largest text message a page may send (its reports and requests are a few hundred
+        /// bytes; a report is kept while its page watches).
+        public var maximumTextMessageSize: Int
+        /// The most text messages (the timebase, flushes, the end) that may wait for a page
+        /// that does not read them; past it the page is closed. Samples have their own bound
+        /// (``DisplayLayer/Options/maximumQueuedSamples``), past which a page skips ahead.
+        public var maximumQueuedTextMessages: Int
         /// How each layer made for a page feeds it (``onPage(_:)``).
         public var layer: DisplayLayer.Options
 
-        /// Options: 127.0.0.1:8080, 256 pages, 32 MiB messages.
-        public init(host: String = "127.0.0.1", port: Int = 8080, maximumPages: Int = 256, maximumMessageSize: Int = 32 << 20, layer: DisplayLayer.Options = .init()) {
+        /// Options: 127.0.0.1:8080, 256 pages, 32 MiB messages, 64 KiB text messages, 1,024
+        /// text messages waiting.
+        public init(host: String = "127.0.0.1", port: Int = 8080, maximumPages: Int = 256, maximumMessageSize: Int = 32 << 20,
+                    maximumTextMessageSize: Int = 64 << 10, maximumQueuedTextMessages: Int = 1024, layer: DisplayLayer.Options = .init()) {
             self.host = host
             self.port = port
             self.maximumPages = maximumPages
             self.maximumMessageSize = maximumMessageSize
+            self.maximumTextMessageSize = maximumTextMessageSize
+            self.maximumQueuedTextMessages = maximumQueuedTextMessages
             self.layer = layer
         }
     }
@@ -55,6 +66,11 @@ public final class DisplayServer: Sendable {
         /// "message too big"). A single frame of more than twice the limit is refused by the
         /// WebSocket layer before it is read: that page is closed too, but not counted here.
         public var pagesClosedForBadInput = 0
+        /// Pages closed because they left more than ``Options/maximumQueuedTextMessages`` text
+        /// messages unread (a page that stopped reading while asking for more).
+        public var pagesClosedForBacklog = 0
+        /// Captures no one asked for (ignored).
+        public var unrequestedCaptures = 0
     }
 
     /// How the server runs.
@@ -73,8 +89,9 @@ public final class DisplayServer: Sendable {
 
     /// A server with `options`; fails when the page's resources are missing.
     public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.display")) throws(NetworkError) {
-        guard (0...65535).contains(options.port), options.maximumPages > 0, options.maximumMessageSize >= 1024 else {
-            throw NetworkError(.unsupported, "display server options: a port of 0-65535, at least one page, messages of at least 1 KiB")
+        guard (0...65535).contains(options.port), options.maximumPages > 0, options.maximumMessageSize >= 1024, options.maximumTextMessageSize >= 1024,
+              options.maximumQueuedTextMessages >= 16 else {
+            throw NetworkError(.unsupported, "display server options: a port of 0-65535, at least one page, messages of at least 1 KiB, at least 16 text messages waiting")
         }
         guard let html = Bundle.module.url(forResource: "player", withExtension: "html").flatMap({ try? Data(contentsOf: $0) }),
               let javascript = Bundle.module.url(forResource: "player", withExtension: "js").flatMap({ try? Data(contentsOf: $0) })
@@ -121,7 +138,7 @@ public final class DisplayServer: Sendable {
         let connections = self.connections
         // Every connection is noted as it is accepted, so that stopping can close them all.
         let server = HTTPServerBuilder { responder in
-            TrackingChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration) { [self] head, _, _ in
+            TrackingChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration) { [self] head, channel, _ in
                 guard head.path?.split(separator: "?").first == "/stream" else { return .dontUpgrade }
                 let refused = counts.withLock { counts -> Bool in
                     guard activePages.load(ordering: .relaxed) < options.maximumPages else {
@@ -134,7 +151,7 @@ public final class DisplayServer: Sendable {
                     logger.warning("a page refused: \(options.maximumPages) pages already watch")
                     return .dontUpgrade
                 }
-                return .upgrade([:]) { [self] inbound, outbound, _ in await serve(inbound: inbound, outbound: outbound) }
+                return .upgrade([:]) { [self] inbound, outbound, _ in await serve(inbound: inbound, outbound: outbound, channel: channel) }
             }, connections: connections)
         }
         let host = options.host
@@ -172,11 +189,18 @@ public final class DisplayServer: Sendable {
     private let connections = ConnectionRegistry()
 
     /// One page's WebSocket: its layer's messages out, its reports and requests in.
-    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
         let id = nextPage.add(1, ordering: .relaxed).newValue
-        activePages.add(1, ordering: .relaxed)
-        counts.withLock { $0.pages += 1 }
+        let active = activePages.add(1, ordering: .relaxed).newValue
         defer { activePages.subtract(1, ordering: .relaxed) }
+        // (The check before the upgrade can let several through at once: this one counts.)
+        guard active <= options.maximumPages else {
+            counts.withLock { $0.pagesRefused += 1 }
+            logger.warning("a page refused: \(options.maximumPages) pages already watch")
+            try? await outbound.close(.policyViolation, reason: "\(options.maximumPages) pages already watch")
+            return
+        }
+        counts.withLock { $0.pages += 1 }
         let layer: DisplayLayer
         var feed: (@Sendable (DisplayLayer) async -> Void)?
         switch source.withLock({ $0 }) {
@@ -188,7 +212,15 @@ public final class DisplayServer: Sendable {
             try? await outbound.close(.unexpectedServerError, reason: "nothing to show")
             return
         }
-        let connection = PageConnection(id: id, maximumQueuedSamples: layer.options.maximumQueuedSamples)
+        let logger = self.logger, counts = self.counts
+        let connection = PageConnection(id: id, maximumQueuedSamples: layer.options.maximumQueuedSamples,
+                                        maximumQueuedTexts: options.maximumQueuedTextMessages) { [limit = options.maximumQueuedTextMessages] in
+            // It does not read what it is sent: the socket is closed under it (a close frame
+            // would wait behind what it does not read).
+            counts.withLock { $0.pagesClosedForBacklog += 1 }
+            logger.warning("page \(id) closed: more than \(limit) messages unread")
+            channel.close(promise: nil)
+        }
         layer.attach(connection)
         logger.info("page \(id) watching")
         await withTaskGroup(of: Void.self) { group in
@@ -199,6 +231,7 @@ public final class DisplayServer: Sendable {
                     do {
                         switch message {
                         case .text(let text):
+                            defer { connection.textTaken() }
                             try await outbound.write(.text(text))
                         case .sample(let sample, let generation):
                             defer { layer.taken(by: connection) }
@@ -214,11 +247,14 @@ public final class DisplayServer: Sendable {
             // The reader: what the page says, until it goes.
             do {
                 for try await message in inbound.messages(maxSize: 2 * options.maximumMessageSize) {
-                    let size = switch message { case .text(let text): text.utf8.count; case .binary(let bytes): bytes.readableBytes }
-                    guard size <= options.maximumMessageSize else {
+                    let (size, limit) = switch message {
+                    case .text(let text): (text.utf8.count, options.maximumTextMessageSize)
+                    case .binary(let bytes): (bytes.readableBytes, options.maximumMessageSize)
+                    }
+                    guard size <= limit else {
                         counts.withLock { $0.pagesClosedForBadInput += 1 }
-                        logger.warning("page \(id) closed: a message of \(size) bytes, past the limit of \(options.maximumMessageSize)")
-                        try? await outbound.close(.messageTooLarge, reason: "past \(options.maximumMessageSize) bytes")
+                        logger.warning("page \(id) closed: a message of \(size) bytes, past the limit of \(limit)")
+                        try? await outbound.close(.messageTooLarge, reason: "past \(limit) bytes")
                         break
                     }
                     handle(message, from: connection, layer: layer)
@@ -249,7 +285,7 @@ public final class DisplayServer: Sendable {
                     return
                 }
                 layer.record(report, from: connection)
-                if let error = report.error, type == "report" { logger.error("page \(connection.id): \(error)") }
+                if let error = report.error, type == "report" { logger.error("page \(connection.id): \(error.prefix(500))") }
             case "control":
                 guard let action = object["action"] as? String else { return bad(connection, "a control without an action") }
                 layer.control(action, value: object["value"] as? Double)
@@ -264,7 +300,9 @@ public final class DisplayServer: Sendable {
             guard buffer.readableBytes > 9, buffer.readInteger(as: UInt8.self) == 2, let timestamp = buffer.readInteger(as: Int64.self) else {
                 return bad(connection, "a binary message that is not a capture")
             }
-            layer.captured(timestamp: timestamp, png: Array(buffer.readableBytesView))
+            if !layer.captured(timestamp: timestamp, png: Array(buffer.readableBytesView)) {
+                counts.withLock { $0.unrequestedCaptures += 1 }
+            }
         }
     }
 

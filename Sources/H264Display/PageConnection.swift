@@ -37,18 +37,35 @@ final class PageConnection: Sendable {
         var status: PageReport?
         var statusReceived: ContinuousClock.Instant?
         var lastQueuedPresentation: MediaTime?
+        var textsQueued = 0
+        var closedForBacklog = false
     }
 
     let id: Int
     let messages: AsyncStream<Outgoing>
     private let continuation: AsyncStream<Outgoing>.Continuation
     private let limit: Int
+    private let textLimit: Int
+    private let onBacklog: @Sendable () -> Void
     private let state = Locked(State())
 
-    init(id: Int, maximumQueuedSamples: Int) {
+    /// A page whose queue holds at most `maximumQueuedSamples` samples and `maximumQueuedTexts`
+    /// text messages; past the second, `onBacklog` is called once (the server closes it).
+    init(id: Int, maximumQueuedSamples: Int, maximumQueuedTexts: Int = 1024, onBacklog: @escaping @Sendable () -> Void = {}) {
         self.id = id
         limit = maximumQueuedSamples
+        textLimit = maximumQueuedTexts
+        self.onBacklog = onBacklog
         (messages, continuation) = AsyncStream.makeStream()
+    }
+
+    /// Counts a text message queued; true when that puts the page past its backlog for the
+    /// first time (lock held).
+    private func queueText(_ state: inout State) -> Bool {
+        state.textsQueued += 1
+        guard state.textsQueued > textLimit, !state.closedForBacklog else { return false }
+        state.closedForBacklog = true
+        return true
     }
 
     /// Samples dropped because the page fell behind.
@@ -56,6 +73,7 @@ final class PageConnection: Sendable {
 
     /// Queues a sample (its decoder configuration first when it changes); false when dropped.
     func send(_ outgoing: OutgoingSample, live: Bool) -> Bool {
+        var overflowed = false
         let (messages, accepted) = state.withLock { state -> ([Outgoing], Bool) in
             if state.waitingForSync, !outgoing.sample.isSync { return ([], false) }
             guard state.queued < limit else {
@@ -72,6 +90,7 @@ final class PageConnection: Sendable {
             if state.configured != description {
                 if outgoing.sample.isSync || state.configured == nil {
                     messages.append(.text(DisplayMessage.configuration(description, live: live)))
+                    overflowed = queueText(&state)
                 } else {
                     // New parameter sets between sync samples (a stream that sends a PPS with
                     // every picture): WebCodecs wants a key frame after configure(), so they go
@@ -86,12 +105,20 @@ final class PageConnection: Sendable {
             return (messages, true)
         }
         for message in messages { continuation.yield(message) }
+        if overflowed { onBacklog() }
         return accepted
     }
 
     /// Queues a control message.
     func sendText(_ text: String) {
+        let overflowed = state.withLock { queueText(&$0) }
         continuation.yield(.text(text))
+        if overflowed { onBacklog() }
+    }
+
+    /// The writer took a text message off the queue.
+    func textTaken() {
+        state.withLock { $0.textsQueued -= 1 }
     }
 
     /// Whether a sample of this generation should still go out (not flushed since).
@@ -110,12 +137,14 @@ final class PageConnection: Sendable {
 
     /// Drops what is waiting; the page is told to drop what it holds.
     func flush() {
-        state.withLock { state in
+        let overflowed = state.withLock { state in
             state.generation += 1
             state.waitingForSync = true
             state.lastQueuedPresentation = nil
+            return queueText(&state)
         }
         continuation.yield(.text(DisplayMessage.flush))
+        if overflowed { onBacklog() }
     }
 
     /// The page's latest status.

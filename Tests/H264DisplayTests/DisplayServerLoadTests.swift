@@ -83,6 +83,34 @@ struct DisplayServerLoadTests {
         withExtendedLifetime(stalled) {}
     }
 
+    @Test("a page that stops reading but keeps asking (5,000 play requests, each a timebase message to every page) is closed past its backlog of text messages; text past 64 KiB closes a page; a capture nobody asked for is dropped and counted; the reading page beside them plays on")
+    func pagesThatAskWithoutReading() async throws {
+        let (server, _, task, port) = try await Self.start()
+        defer { task.cancel() }
+        let outcome = try await offThePool { () -> (neighbour: Int, longTextClosed: Bool) in
+            let neighbour = try RawWebSocket(port: port)
+            let asker = try RawWebSocket(port: port, receiveBuffer: 4096)
+            for _ in 0..<5000 { asker.sendFrame(opcode: 1, Array("{\"type\":\"control\",\"action\":\"play\"}".utf8)) }
+            var capture: [UInt8] = [2] + [UInt8](repeating: 0, count: 8)
+            capture += [UInt8](repeating: 0x89, count: 1000)
+            neighbour.sendFrame(opcode: 2, capture)
+            let talker = try RawWebSocket(port: port)
+            talker.sendFrame(opcode: 1, [UInt8](repeating: 0x20, count: 70 << 10))
+            let longTextClosed = talker.closeCode() == 1009
+            var samples = 0
+            while samples < 60, let frame = neighbour.readFrame() { if frame.opcode == 2 { samples += 1 } }
+            withExtendedLifetime(asker) {}
+            return (samples, longTextClosed)
+        }
+        #expect(outcome.neighbour == 60 && outcome.longTextClosed)
+        var statistics = server.statistics
+        for _ in 0..<500 where statistics.pagesClosedForBacklog == 0 || statistics.unrequestedCaptures == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+            statistics = server.statistics
+        }
+        #expect(statistics.pagesClosedForBacklog == 1 && statistics.unrequestedCaptures == 1 && statistics.pagesClosedForBadInput == 1, "\(statistics)")
+    }
+
     @Test("a page closed mid-stream goes; a page that sends nonsense is ignored (counted) and keeps its samples; one that sends more than the limit is closed; the page beside them plays on")
     func hostilePages() async throws {
         let (server, _, task, port) = try await Self.start(.init(port: 0, maximumMessageSize: 64 << 10))

@@ -282,6 +282,24 @@ struct DisplayLayerTests {
         try #require(layer.waitingProducers == 1, "the producer never parked")
     }
 
+    @Test("a page's report is kept while it watches; after it goes only the last departed page's is (pages that come and go cost nothing); a late report from a page that went is not kept")
+    func reportsGoWithTheirPages() {
+        let layer = DisplayLayer()
+        for id in 1...100 {
+            let page = PageConnection(id: id, maximumQueuedSamples: 8)
+            layer.attach(page)
+            layer.record(PageReport(framesReceived: id), from: page)
+            #expect(layer.pageReports.map(\.framesReceived) == [id])
+            layer.detach(page)
+            layer.record(PageReport(framesReceived: -1), from: page)
+        }
+        #expect(layer.pageReports.map(\.framesReceived) == [100])
+        let watching = PageConnection(id: 101, maximumQueuedSamples: 8)
+        layer.attach(watching)
+        layer.record(PageReport(framesReceived: 101), from: watching)
+        #expect(layer.pageReports.map(\.framesReceived) == [101])
+    }
+
     @Test("a page that fell behind and was left alone (the faster page gone) is fed again once its writer drains it, from the next sync sample")
     func fallenBehindPageAloneIsFedAgain() async throws {
         let layer = DisplayLayer(options: .init(maximumQueuedSamples: 8))
