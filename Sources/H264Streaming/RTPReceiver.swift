@@ -14,8 +14,8 @@ import Synchronization
 /// ends at an RTCP BYE, after ``Options/sampleLimit`` samples, after ``Options/idleTimeout``
 /// without a packet, or when the task is cancelled; in every case the samples still held are
 /// handed on before it returns. Datagrams that are not RTP of the expected payload type are
-/// counted and ignored. Memory is bounded by the jitter buffer's depth and
-/// `H264Depacketizer/Configuration/maximumAccessUnitSize`.
+/// counted and ignored. Memory is bounded by the jitter buffer's depth,
+/// `H264Depacketizer/Configuration/maximumAccessUnitSize` and ``Options/maximumQueuedBytes``.
 public struct RTPReceiver: Sendable {
     /// How packets are received.
     public struct Options: Sendable, Hashable {
@@ -40,14 +40,21 @@ public struct RTPReceiver: Sendable {
         public var sampleLimit: Int?
         /// The socket receive buffer asked for (the kernel may grant less: `net.core.rmem_max`).
         public var receiveBufferSize: Int
+        /// The most bytes of packets read from the sockets and not yet taken by the receiving
+        /// loop (a handler slower than the sender): past it packets are dropped, as a full
+        /// socket buffer drops them, and counted as lost; over RTSP's TCP connection reading
+        /// waits instead.
+        public var maximumQueuedBytes: Int
 
-        /// Options: a 64-packet jitter buffer, 5 seconds without a packet ends it.
+        /// Options: a 64-packet jitter buffer, 5 seconds without a packet ends it, 64 MiB of
+        /// packets waiting at most.
         public init(depacketizer: H264Depacketizer.Configuration = .init(), idleTimeout: Duration = .seconds(5), sampleLimit: Int? = nil,
-                    receiveBufferSize: Int = 4 << 20) {
+                    receiveBufferSize: Int = 4 << 20, maximumQueuedBytes: Int = 64 << 20) {
             self.session = RTPReceivingSession.Configuration(depacketizer: depacketizer)
             self.idleTimeout = idleTimeout
             self.sampleLimit = sampleLimit
             self.receiveBufferSize = receiveBufferSize
+            self.maximumQueuedBytes = maximumQueuedBytes
         }
     }
 
@@ -150,13 +157,17 @@ public struct RTPReceiver: Sendable {
     private func receiveUntyped(_ handle: (SampleBuffer) throws -> Void) async throws -> Report {
         let host = endpoint.host.isEmpty ? "0.0.0.0" : endpoint.host
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
-        let rtp = try await Self.bind(host: host, port: endpoint.port, receiveBufferSize: options.receiveBufferSize) {
-            input.yield(.rtp($0.map(\.bytes)))
+        let budget = ByteBudget(limit: options.maximumQueuedBytes)
+        let rtp = try await Self.bind(host: host, port: endpoint.port, receiveBufferSize: options.receiveBufferSize) { datagrams in
+            let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
+            if !kept.isEmpty, case .dropped = input.yield(.rtp(kept)) { budget.give(kept.reduce(0) { $0 + $1.count }) }
         }
         let rtcp: any Channel
         do {
             rtcp = try await Self.bind(host: host, port: endpoint.port + 1, receiveBufferSize: 1 << 20) {
-                for datagram in $0 { input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) }
+                for datagram in $0 where budget.take(datagram.bytes.count) {
+                    if case .dropped = input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) { budget.give(datagram.bytes.count) }
+                }
             }
         } catch {
             try? await rtp.close()
@@ -185,9 +196,11 @@ public struct RTPReceiver: Sendable {
             var samples: [SampleBuffer] = []
             switch event {
             case .rtp(let datagrams):
+                budget.give(datagrams.reduce(0) { $0 + $1.count })
                 lastArrival = .now
                 for bytes in datagrams { samples += bytes.withUnsafeBytes { session.receiveRTP($0, arrival: now) } }
             case .rtcp(let bytes, let from):
+                budget.give(bytes.count)
                 lastArrival = .now
                 let events = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: now) }
                 // Reports go back to where the sender's reports come from.

@@ -117,6 +117,16 @@ public struct RTSPClient: Sendable {
         case rtcp([UInt8], from: SocketAddress)
         case tick
         case closed
+
+        /// The packet bytes it holds (counted against ``RTPReceiver/Options/maximumQueuedBytes``).
+        var queuedBytes: Int {
+            switch self {
+            case .rtp(let datagrams): datagrams.reduce(0) { $0 + $1.count }
+            case .rtcp(let bytes, _): bytes.count
+            case .interleaved(_, let payload): payload.count
+            default: 0
+            }
+        }
     }
 
     private func play(over lower: RTSPTransport.Lower, canFallBack: Bool, _ handle: (SampleBuffer) throws -> Void) async throws -> Outcome {
@@ -135,12 +145,20 @@ public struct RTSPClient: Sendable {
         // The connection's end when a full buffer dropped its `.closed` input: the next tick
         // that gets through (queued after everything that came before the close) sees it.
         let closed = Locked(false)
+        let budget = ByteBudget(limit: options.receiver.maximumQueuedBytes)
         var udp: (rtp: any Channel, rtcp: any Channel)?
         if lower == .udp {
             do {
                 udp = try await Self.bindPortPair(
-                    rtp: { input.yield(.rtp($0.map(\.bytes))) },
-                    rtcp: { for datagram in $0 { input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) } })
+                    rtp: { datagrams in
+                        let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
+                        if !kept.isEmpty, case .dropped = input.yield(.rtp(kept)) { budget.give(kept.reduce(0) { $0 + $1.count }) }
+                    },
+                    rtcp: {
+                        for datagram in $0 where budget.take(datagram.bytes.count) {
+                            if case .dropped = input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) { budget.give(datagram.bytes.count) }
+                        }
+                    })
             } catch {
                 try? await connection.channel.close()
                 throw error
@@ -161,7 +179,11 @@ public struct RTSPClient: Sendable {
                             for element in try parser.append(buffer.readableBytesView) {
                                 switch element {
                                 case .message(let message): input.yield(.response(message))
-                                case .interleaved(let channel, let payload): input.yield(.interleaved(channel: channel, payload: payload))
+                                case .interleaved(let channel, let payload):
+                                    // Over TCP the server is slowed rather than its packets dropped.
+                                    while budget.isFull { try await Task.sleep(for: .milliseconds(2)) }
+                                    _ = budget.take(payload.count)
+                                    if case .dropped = input.yield(.interleaved(channel: channel, payload: payload)) { budget.give(payload.count) }
                                 }
                             }
                         }
@@ -219,7 +241,7 @@ public struct RTSPClient: Sendable {
                         if ContinuousClock.now - asked > options.responseTimeout { throw NetworkError(.socket, "\(url): no answer within \(options.responseTimeout)") }
                     default:
                         // Packets sent before the PLAY answer came in: kept for when it has.
-                        if early.count < 4096 { early.append(event) }
+                        if early.count < 4096 { early.append(event) } else { budget.give(event.queuedBytes) }
                     }
                 }
                 guard let setup else { return .report(RTPReceiver.Report(session: RTPReceivingSession(), ending: .cancelled, samples: 0)) }
@@ -241,6 +263,7 @@ public struct RTSPClient: Sendable {
                     let next: Input?
                     if let kept = pending.next() { next = kept } else { next = await events.next() }
                     guard let event = next else { break playing }
+                    budget.give(event.queuedBytes)
                     var samples: [SampleBuffer] = []
                     switch event {
                     case .rtp(let datagrams):

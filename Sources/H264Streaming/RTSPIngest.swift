@@ -38,7 +38,7 @@ public struct RTSPIngest: Sendable {
     /// `NetworkError/Code/output` error.
     public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
         let server = try RTSPServer(options: serverOptions)
-        let sink = Sink(configuration: options.session)
+        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes)
         try server.serve(.ingest(sink), at: url.path)
         let serving = Task {
             do throws(NetworkError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
@@ -119,17 +119,47 @@ public struct RTSPIngest: Sendable {
             var failure: NetworkError?
         }
 
-        /// Samples and the end, as they happen.
-        public let events: AsyncStream<Event>
+        /// Samples and the end, as they happen: at most `maximumQueuedBytes` of samples wait
+        /// for the consumer; past it samples are dropped and counted
+        /// (``RTPReceiver/Report/samplesDroppedForSlowConsumer``).
+        public let events: Events
         private let continuation: AsyncStream<Event>.Continuation
         private let configuration: RTPReceivingSession.Configuration
+        private let budget: ByteBudget
         private let state = Locked(State())
 
-        /// A sink receiving with `configuration`.
-        public init(configuration: RTPReceivingSession.Configuration = .init()) {
+        /// A sink receiving with `configuration`, holding at most `maximumQueuedBytes` of
+        /// samples its consumer has not taken.
+        public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20) {
             self.configuration = configuration
-            (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(4096))
+            budget = ByteBudget(limit: maximumQueuedBytes)
+            let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(4096))
+            self.continuation = continuation
+            events = Events(stream: stream, budget: budget)
         }
+
+        /// The sink's events, each let go from its byte count as it is taken.
+        public struct Events: AsyncSequence, Sendable {
+            let stream: AsyncStream<Event>
+            let budget: ByteBudget
+
+            /// Iterates the events.
+            public struct AsyncIterator: AsyncIteratorProtocol {
+                var base: AsyncStream<Event>.AsyncIterator
+                let budget: ByteBudget
+                /// The next event, or nil when the sink has finished.
+                public mutating func next() async -> Event? {
+                    let event = await base.next()
+                    if case .samples(let samples)? = event { budget.give(Sink.bytes(of: samples)) }
+                    return event
+                }
+            }
+
+            /// An iterator over the events.
+            public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), budget: budget) }
+        }
+
+        static func bytes(of samples: [SampleBuffer]) -> Int { samples.reduce(0) { $0 + $1.data.count } }
 
         /// A publisher's session started recording; the first one is taken, others ignored.
         func begin(session id: String, format: H264PayloadFormat) {
@@ -217,6 +247,18 @@ public struct RTSPIngest: Sendable {
         }
 
         private func yield(_ event: Event) {
+            if case .samples(let samples) = event {
+                let bytes = Self.bytes(of: samples)
+                guard budget.take(bytes) else {
+                    state.withLock { $0.droppedForSlowConsumer += samples.count }
+                    return
+                }
+                if case .dropped = continuation.yield(event) {
+                    budget.give(bytes)
+                    state.withLock { $0.droppedForSlowConsumer += samples.count }
+                }
+                return
+            }
             if case .dropped = continuation.yield(event) { state.withLock { $0.droppedForSlowConsumer += 1 } }
         }
     }

@@ -154,6 +154,19 @@ struct RTPStreamingTests {
         #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source))
     }
 
+    @Test("a handler slower than the sender: the packets waiting for it stay within maximumQueuedBytes (past it they are dropped and counted as lost, as a full socket drops them); receiving goes on and ends")
+    func slowHandlerIsBoundedInBytes() async throws {
+        let port = try freeUDPPortPair()
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(2), maximumQueuedBytes: 32 << 10))
+        async let report = receiver.receive { _ in Thread.sleep(forTimeInterval: 0.02) }
+        try await Self.waitUntilBound(port)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port), options: .init(paced: false))
+        let summary = try await sender.send(MediaFileSamples(path: Self.source))
+        let received = try await report
+        #expect(received.samples > 0 && received.samples < summary.samples && received.depacketizer.packetsLost > 0, "\(received)")
+        #expect(received.ending == .goodbye || received.ending == .idleTimeout)
+    }
+
     @Test("mode 0 with NAL units past 8 KiB (a 720p stream at high quality, one datagram each): every one arrives whole")
     func largeDatagramsArriveWhole() async throws {
         let stream = try Checkout.temporaryFile(try x264Stream(frames: 20, size: "1280x720", arguments: ["--qp", "12", "--keyint", "10"]), suffix: ".264")
