@@ -24,6 +24,11 @@ public struct RTSPMessageParser: Sendable {
 
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the blank line goes on (the bytes before it were searched): bytes
+    /// that come one at a time are each looked at once, not the whole head again each time.
+    private var scanned = 0
+    /// A message whose head has been read, waiting for the rest of its body.
+    private var head: (startLine: RTSPMessage.StartLine, headers: [(name: String, value: String)], length: Int, bodyStart: Int)?
 
     /// A parser for a new connection.
     public init() {}
@@ -38,12 +43,20 @@ public struct RTSPMessageParser: Sendable {
         while let element = try next() { elements.append(element) }
         if start > 4096, start > buffer.count / 2 {
             buffer.removeFirst(start)
+            scanned = max(0, scanned - start)
+            if let waiting = head { head?.bodyStart = waiting.bodyStart - start }
             start = 0
         }
         return elements
     }
 
     private mutating func next() throws(NetworkError) -> Element? {
+        if let waiting = head {
+            // The head was read: only the body's bytes are counted now.
+            guard buffer.count - waiting.bodyStart >= waiting.length else { return nil }
+            head = nil
+            return finish(waiting)
+        }
         // Line ends between messages are allowed (RFC 2326 §4 follows HTTP/1.1).
         while start < buffer.count, buffer[start] == 10 || (buffer[start] == 13 && (start + 1 == buffer.count || buffer[start + 1] == 10)) {
             if buffer[start] == 13, start + 1 == buffer.count { return nil }  // wait for its line feed
@@ -97,15 +110,25 @@ public struct RTSPMessageParser: Sendable {
             length = parsed
             headers[index].value = String(parsed)  // "007" is 7
         }
-        guard buffer.count - end.bodyStart >= length else { return nil }
-        let body = Array(buffer[end.bodyStart..<(end.bodyStart + length)])
-        start = end.bodyStart + length
-        return .message(RTSPMessage(startLine, headers: headers, body: body))
+        let waiting = (startLine: startLine, headers: headers, length: length, bodyStart: end.bodyStart)
+        guard buffer.count - end.bodyStart >= length else {
+            head = waiting
+            return nil
+        }
+        return finish(waiting)
     }
 
-    /// Where the headers end (before the blank line) and the body starts, if the blank line has come.
-    private func headerEnd() -> (headerEnd: Int, bodyStart: Int)? {
-        var index = start
+    /// The message whose head was read, now that its body is here.
+    private mutating func finish(_ message: (startLine: RTSPMessage.StartLine, headers: [(name: String, value: String)], length: Int, bodyStart: Int)) -> Element {
+        let body = Array(buffer[message.bodyStart..<(message.bodyStart + message.length)])
+        start = message.bodyStart + message.length
+        return .message(RTSPMessage(message.startLine, headers: message.headers, body: body))
+    }
+
+    /// Where the headers end (before the blank line) and the body starts, if the blank line has
+    /// come; the search goes on from where the last one stopped.
+    private mutating func headerEnd() -> (headerEnd: Int, bodyStart: Int)? {
+        var index = max(start, scanned)
         let limit = min(buffer.count, start + Self.maximumHeaderSize + 4)
         while index < limit {
             if buffer[index] == 10 {
@@ -114,6 +137,8 @@ public struct RTSPMessageParser: Sendable {
             }
             index += 1
         }
+        // (A line feed in the last two bytes may yet start the blank line.)
+        scanned = max(start, index - 2)
         return nil
     }
 
