@@ -151,8 +151,10 @@ public struct RTSPAuthenticator: Sendable {
     }
 
     /// Whether `authorization` (the request's `Authorization` header) proves the credentials for
-    /// a request of `method`.
-    public func accepts(_ authorization: String?, method: String) -> Bool {
+    /// a request of `method`; with `url` (the request's), a Digest answer must also name that
+    /// resource (RFC 2617 §3.2.2.5: its `uri` is the request's path, or the aggregate path a
+    /// track's URL is under), so one captured for another resource is refused.
+    public func accepts(_ authorization: String?, method: String, url: String? = nil) -> Bool {
         guard let authorization, let parsed = RTSPAuthenticationChallenge(parsing: authorization) else { return false }
         switch parsed.scheme {
         case "basic":
@@ -160,6 +162,10 @@ public struct RTSPAuthenticator: Sendable {
         case "digest":
             let p = parsed.parameters
             guard p["username"] == credentials.user, p["realm"] == realm, p["nonce"] == nonce, let uri = p["uri"], let response = p["response"] else { return false }
+            if let url {
+                let named = RTSPServerConnection.normalizedPath(uri), requested = RTSPServerConnection.normalizedPath(url)
+                guard named == requested || named == "*" || requested.hasPrefix(named == "/" ? "/" : named + "/") else { return false }
+            }
             let ha1 = MD5Digest.hex("\(credentials.user):\(realm):\(credentials.password)")
             let ha2 = MD5Digest.hex("\(method):\(uri)")
             let expected: String

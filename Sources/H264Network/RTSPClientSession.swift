@@ -107,6 +107,7 @@ public struct RTSPClientSession: Sendable {
                 if let parsed = try? H264PayloadFormat(medium: medium) { found = parsed; break }
             }
             guard let found else { throw NetworkError(.unsupported, "\(url): the session description has no H.264 video medium") }
+            guard !transports.isEmpty else { throw NetworkError(.unsupported, "\(url): no transport to ask for (the session was made with none)") }
             format = found
             if let base = response["Content-Base"] ?? response["Content-Location"] { contentBase = base }
             state = .setup
@@ -141,7 +142,9 @@ public struct RTSPClientSession: Sendable {
             }
             return .playing(setup)
         case .playing, .done:
-            return .playing(Setup(sessionID: sessionID ?? "", timeout: timeout, transport: answered ?? transports[0], format: format!, controlURL: controlURL))
+            // A response to a keep-alive (or after the teardown).
+            guard let format, let sessionID, let answered else { throw NetworkError(.invalidDescription, "\(url): a response with no session playing") }
+            return .playing(Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL))
         }
     }
 

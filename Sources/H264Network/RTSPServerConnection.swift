@@ -115,7 +115,7 @@ public struct RTSPServerConnection: Sendable {
             return (reply(400, "Bad Request", to: request), nil)
         }
         guard request.sequenceNumber != nil else { return (reply(400, "Bad Request", to: request, note: "no CSeq"), nil) }
-        if method != "OPTIONS", let authenticator = configuration.authenticator, !authenticator.accepts(request["Authorization"], method: method) {
+        if method != "OPTIONS", let authenticator = configuration.authenticator, !authenticator.accepts(request["Authorization"], method: method, url: url) {
             var response = reply(401, "Unauthorized", to: request)
             for challenge in authenticator.challenges { response.headers.append(("WWW-Authenticate", challenge)) }
             return (response, nil)

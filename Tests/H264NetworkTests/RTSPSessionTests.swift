@@ -144,6 +144,27 @@ struct RTSPSessionTests {
         #expect(Self.status(accepted.response) == 200)
         let options = server.respond(to: Self.request("OPTIONS", "rtsp://h/live", 3), resource: Self.resource)
         #expect(Self.status(options.response) == 200)  // OPTIONS needs no credentials
+        // The Digest answer names its resource: good for the aggregate and its tracks, not for another path.
+        let track = server.respond(to: Self.request("DESCRIBE", "rtsp://h/live/trackID=0", 4, [("Authorization", answer)]), resource: Self.resource)
+        #expect(Self.status(track.response) != 401)
+        let other = server.respond(to: Self.request("DESCRIBE", "rtsp://h/private", 5, [("Authorization", answer)]), resource: Self.resource)
+        #expect(Self.status(other.response) == 401)
+    }
+
+    @Test("a client session used out of order (a response after a teardown before DESCRIBE; no transports to offer) throws, never traps (found in review: a force unwrap and an index)")
+    func clientSessionMisuse() throws {
+        let url = try RTSPURL(parsing: "rtsp://127.0.0.1:8554/live")
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 11)
+        var early = RTSPClientSession(url: url, transports: [RTSPTransport(lower: .tcp, interleaved: 0...1)])
+        _ = early.start()
+        let teardown = early.teardown()
+        let ok = RTSPMessage(.response(status: 200, reason: "OK"), headers: [("CSeq", teardown["CSeq"] ?? "")])
+        #expect(throws: NetworkError.self) { _ = try early.receive(ok) }
+        var none = RTSPClientSession(url: url, transports: [])
+        let first = server.respond(to: none.start(), resource: Self.resource)
+        guard case .send(let describe) = try none.receive(first.response) else { Issue.record("no DESCRIBE after OPTIONS"); return }
+        let described = server.respond(to: describe, resource: Self.resource)
+        #expect(throws: NetworkError.self) { _ = try none.receive(described.response) }
     }
 
     @Test("the client's requests in order; a 401 answered once with credentials; 461 for UDP moves to TCP")
