@@ -25,12 +25,18 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
         public var loops: Bool
         /// Encode at most this many pictures.
         public var frameLimit: Int?
+        /// The least media time between two IDR pictures made on request: a request sooner
+        /// waits until then (it is not dropped), so receivers that ask again and again (a PLI
+        /// with every packet, clients joining by the hundred) cost at most one IDR picture in
+        /// this long rather than every picture being one.
+        public var minimumKeyframeInterval: MediaTime
 
-        /// Paced, one pass, no limit.
-        public init(paced: Bool = true, loops: Bool = false, frameLimit: Int? = nil) {
+        /// Paced, one pass, no limit, requested IDR pictures at least 1/4 s apart.
+        public init(paced: Bool = true, loops: Bool = false, frameLimit: Int? = nil, minimumKeyframeInterval: MediaTime = MediaTime(value: 1, timescale: 4)) {
             self.paced = paced
             self.loops = loops
             self.frameLimit = frameLimit
+            self.minimumKeyframeInterval = minimumKeyframeInterval
         }
     }
 
@@ -125,6 +131,7 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
             let start = clock.now
             let frameDuration = samples.settings.frameRate.frameDuration
             var index: Int64 = 0
+            var lastRequestedKeyframe: MediaTime?
             pass: while true {
                 let reader: any PictureReader
                 do { reader = try samples.openReader() } catch { throw .mediaIO(error) }
@@ -140,7 +147,12 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
                         let due = start + .nanoseconds(time.converted(toTimescale: 1_000_000_000, rounding: .towardZero).value)
                         do { try await Task.sleep(until: due, clock: clock) } catch { return }
                     }
-                    let keyframe = samples.keyframeRequests.requested.exchange(false, ordering: .relaxed)
+                    var keyframe = false
+                    if samples.keyframeRequests.requested.load(ordering: .relaxed),
+                       lastRequestedKeyframe.map({ time - $0 >= samples.options.minimumKeyframeInterval }) ?? true {
+                        keyframe = samples.keyframeRequests.requested.exchange(false, ordering: .relaxed)
+                        if keyframe { lastRequestedKeyframe = time }
+                    }
                     do { try await session.encode(picture, presentationTime: time, duration: frameDuration, forceKeyframe: keyframe) } catch {
                         if case .cancelled = error { return }
                         throw error

@@ -3,6 +3,7 @@ import H264Bitstream
 import H264Codec
 import H264Session
 import MediaCore
+import MediaIO
 import Synchronization
 import TestSupport
 import Testing
@@ -139,6 +140,40 @@ struct CompressionSessionTests {
             return (try await consumer.value, refused)
         }
         #expect(outcome.taken == 2 && outcome.refused)
+    }
+
+    /// Pictures of the test pattern, as a live source's reader; `beforeEach` runs before each
+    /// picture is handed over.
+    final class PatternReader: PictureReader {
+        let width = 160, height = 96, format = PixelFormat.yuv420p, frameRate = FrameRate(25, 1)
+        let sampleAspectRatio: (width: Int, height: Int)? = nil
+        let beforeEach: () -> Void
+        var index = 0
+        init(beforeEach: @escaping () -> Void) { self.beforeEach = beforeEach }
+        func next() throws(MediaIOError) -> PixelBuffer? {
+            beforeEach()
+            defer { index += 1 }
+            return testPicture(index)
+        }
+    }
+
+    @Test("live pictures: with an IDR picture asked for before every picture, one comes at most every minimumKeyframeInterval (1/4 s at 25 fps: frames 0, 7, 14 ... 49, 8 of 50); with no minimum every picture is one")
+    func keyframeRequestsAreSpacedOut() async throws {
+        var settings = Self.settings(preset: "ultrafast")
+        settings.maximumKeyframeInterval = 250
+        func idrPictures(minimum: MediaTime) async throws -> [Int] {
+            final class Source: Sendable { let live = Mutex<LivePictureSamples?>(nil) }
+            let source = Source()
+            let live = try LivePictureSamples(settings: settings, options: .init(paced: false, frameLimit: 50, minimumKeyframeInterval: minimum)) { () throws(MediaIOError) in
+                PatternReader { source.live.withLock { $0?.requestKeyframe() } }
+            }
+            source.live.withLock { $0 = live }
+            var sync: [Int] = []
+            for try await sample in live where sample.isSync { sync.append(Int(sample.presentationTime.converted(toTimescale: 25).value)) }
+            return sync
+        }
+        #expect(try await idrPictures(minimum: MediaTime(value: 1, timescale: 4)) == Array(stride(from: 0, through: 49, by: 7)))
+        #expect(try await idrPictures(minimum: .zero) == Array(0..<50))
     }
 
     @Test("round trip: encode, decode with the decompression session, PSNR above 35 dB")
