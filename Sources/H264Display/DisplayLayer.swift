@@ -87,6 +87,8 @@ public final class DisplayLayer: Sendable {
         var reports: [Int: PageReport] = [:]
         /// The last report of the last page that went (kept for whoever asks after it went).
         var lastDeparted: PageReport?
+        /// A page has reported the end of playback (it may have gone since).
+        var endedSeen = false
         var captureRequests: [Int64] = []
         var afterFlush = false
         var mediaDuration: MediaTime?
@@ -178,6 +180,7 @@ public final class DisplayLayer: Sendable {
             state.statistics.flushes += 1
             state.afterFlush = true
             state.lastPresentation = nil
+            state.endedSeen = false  // (playing again)
             return Array(state.pages.values)
         }
         for page in pages { page.flush() }
@@ -241,17 +244,21 @@ public final class DisplayLayer: Sendable {
     /// What the layer has done.
     public var statistics: Statistics { state.withLock { $0.statistics } }
 
-    /// Each watching page's last report (status or final report); when no page watches, the
-    /// last report of the page that went last (a page's report is not kept after it goes: a
-    /// page that comes and goes again and again costs nothing).
+    /// Each watching page's last report (status or final report), then the last report of the
+    /// page that went last when it had ended or failed, or when no page watches (a page's
+    /// report is not kept after it goes: a page that comes and goes again and again costs
+    /// nothing).
     public var pageReports: [PageReport] {
         state.withLock { state in
-            state.reports.isEmpty ? state.lastDeparted.map { [$0] } ?? [] : state.reports.keys.sorted().compactMap { state.reports[$0] }
+            var reports = state.reports.keys.sorted().compactMap { state.reports[$0] }
+            if let departed = state.lastDeparted, reports.isEmpty || departed.ended || departed.error != nil { reports.append(departed) }
+            return reports
         }
     }
 
-    /// Whether some page has shown the stream to its end (after ``endOfStream()``).
-    public var playbackEnded: Bool { state.withLock { $0.reports.values.contains { $0.ended } } }
+    /// Whether some page has shown the stream to its end (after ``endOfStream()``), even if it
+    /// has gone since.
+    public var playbackEnded: Bool { state.withLock { $0.endedSeen } }
 
     /// Returns once a page has shown the stream to its end.
     public func waitUntilPlaybackEnded() async throws {
@@ -270,7 +277,7 @@ public final class DisplayLayer: Sendable {
             state.statistics.pagesWatching = state.pages.count
             return (state.captureRequests, state.ended, state.mediaDuration)
         }
-        page.sendText(DisplayMessage.timebase(time: controlTimebase.time, rate: controlTimebase.rate))
+        page.sendTimebase(DisplayMessage.timebase(time: controlTimebase.time, rate: controlTimebase.rate))
         if let duration { page.sendText(DisplayMessage.info(duration: duration)) }
         if !captures.isEmpty { page.sendText(DisplayMessage.capture(captures)) }
         if ended { page.sendText(DisplayMessage.end) }
@@ -305,6 +312,7 @@ public final class DisplayLayer: Sendable {
         state.withLock { state in
             guard state.pages[page.id] != nil else { return }  // (a late message from a page that went)
             state.reports[page.id] = report
+            if report.ended { state.endedSeen = true }
         }
         page.noteStatus(report)
         wakeWaiters()
@@ -336,14 +344,20 @@ public final class DisplayLayer: Sendable {
 
     /// A PNG a page sent back; false (nothing kept) when no capture was asked for at that time.
     func captured(timestamp: Int64, png: [UInt8]) -> Bool {
-        guard state.withLock({ $0.captureRequests.contains(timestamp) }) else { return false }
+        // Each capture asked for is taken once (a page cannot send one again and again).
+        let asked = state.withLock { state -> Bool in
+            guard let index = state.captureRequests.firstIndex(of: timestamp) else { return false }
+            state.captureRequests.remove(at: index)
+            return true
+        }
+        guard asked else { return false }
         captureContinuation.yield((timestamp, png))
         return true
     }
 
     private func broadcastTimebase() {
         let message = DisplayMessage.timebase(time: controlTimebase.time, rate: controlTimebase.rate)
-        for page in state.withLock({ Array($0.pages.values) }) { page.sendText(message) }
+        for page in state.withLock({ Array($0.pages.values) }) { page.sendTimebase(message) }
         wakeWaiters()
     }
 

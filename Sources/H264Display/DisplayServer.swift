@@ -33,9 +33,11 @@ public final class DisplayServer: Sendable {
         /// The largest text message a page may send (its reports and requests are a few hundred
         /// bytes; a report is kept while its page watches).
         public var maximumTextMessageSize: Int
-        /// The most text messages (the timebase, flushes, the end) that may wait for a page
-        /// that does not read them; past it the page is closed. Samples have their own bound
-        /// (``DisplayLayer/Options/maximumQueuedSamples``), past which a page skips ahead.
+        /// The most text messages (configurations, flushes, capture requests, the end) that may
+        /// wait for a page that does not read them; past it the page is closed. The timebase
+        /// waits once, the newest (any number of play, pause and rate changes come to one);
+        /// samples have their own bound (``DisplayLayer/Options/maximumQueuedSamples``), past
+        /// which a page skips ahead.
         public var maximumQueuedTextMessages: Int
         /// How each layer made for a page feeds it (``onPage(_:)``).
         public var layer: DisplayLayer.Options
@@ -227,12 +229,15 @@ public final class DisplayServer: Sendable {
             if let feed { group.addTask { await feed(layer) } }
             group.addTask {
                 // The writer: the page's queue onto its socket.
+                defer { connection.writerStopped() }
                 for await message in connection.messages {
                     do {
                         switch message {
                         case .text(let text):
                             defer { connection.textTaken() }
                             try await outbound.write(.text(text))
+                        case .timebase:
+                            if let text = connection.takeTimebase() { try await outbound.write(.text(text)) }
                         case .sample(let sample, let generation):
                             defer { layer.taken(by: connection) }
                             guard connection.isCurrent(generation) else { continue }

@@ -25,6 +25,8 @@ final class PageConnection: Sendable {
     enum Outgoing: Sendable {
         case text(String)
         case sample(OutgoingSample, generation: Int)
+        /// The latest timebase (one waits at most: a newer one replaces it).
+        case timebase
     }
 
     private struct State {
@@ -39,6 +41,9 @@ final class PageConnection: Sendable {
         var lastQueuedPresentation: MediaTime?
         var textsQueued = 0
         var closedForBacklog = false
+        /// The writer has stopped (the socket failed or closed): nothing is counted any more.
+        var writerStopped = false
+        var pendingTimebase: String?
     }
 
     let id: Int
@@ -62,6 +67,7 @@ final class PageConnection: Sendable {
     /// Counts a text message queued; true when that puts the page past its backlog for the
     /// first time (lock held).
     private func queueText(_ state: inout State) -> Bool {
+        guard !state.writerStopped else { return false }
         state.textsQueued += 1
         guard state.textsQueued > textLimit, !state.closedForBacklog else { return false }
         state.closedForBacklog = true
@@ -119,6 +125,29 @@ final class PageConnection: Sendable {
     /// The writer took a text message off the queue.
     func textTaken() {
         state.withLock { $0.textsQueued -= 1 }
+    }
+
+    /// Queues the control timebase: at most one waits for the writer, the newest (what any
+    /// number of play, pause and rate changes while the page does not read come to).
+    func sendTimebase(_ text: String) {
+        let queue = state.withLock { state -> Bool in
+            defer { state.pendingTimebase = text }
+            return state.pendingTimebase == nil
+        }
+        if queue { continuation.yield(.timebase) }
+    }
+
+    /// The timebase to send now (the writer took its place in the queue).
+    func takeTimebase() -> String? {
+        state.withLock { state in
+            defer { state.pendingTimebase = nil }
+            return state.pendingTimebase
+        }
+    }
+
+    /// The writer has stopped: what is still queued is never taken, and counts for nothing.
+    func writerStopped() {
+        state.withLock { $0.writerStopped = true }
     }
 
     /// Whether a sample of this generation should still go out (not flushed since).

@@ -152,8 +152,10 @@ public struct RTSPAuthenticator: Sendable {
 
     /// Whether `authorization` (the request's `Authorization` header) proves the credentials for
     /// a request of `method`; with `url` (the request's), a Digest answer must also name that
-    /// resource (RFC 2617 §3.2.2.5: its `uri` is the request's path, or the aggregate path a
-    /// track's URL is under), so one captured for another resource is refused.
+    /// resource (RFC 2617 §3.2.2.5: its `uri` is the request's path; for a SETUP, also the
+    /// aggregate path the track is under), so one captured for another resource is refused.
+    /// (The nonce lasts as long as the authenticator: an answer captured for a resource can be
+    /// replayed for it; Basic, when accepted, is a password in the clear.)
     public func accepts(_ authorization: String?, method: String, url: String? = nil) -> Bool {
         guard let authorization, let parsed = RTSPAuthenticationChallenge(parsing: authorization) else { return false }
         switch parsed.scheme {
@@ -163,8 +165,13 @@ public struct RTSPAuthenticator: Sendable {
             let p = parsed.parameters
             guard p["username"] == credentials.user, p["realm"] == realm, p["nonce"] == nonce, let uri = p["uri"], let response = p["response"] else { return false }
             if let url {
+                // The request's own resource; for a SETUP, the aggregate its track is under (live555
+                // answers from its base URL); `*` only for the keep-alives.
                 let named = RTSPServerConnection.normalizedPath(uri), requested = RTSPServerConnection.normalizedPath(url)
-                guard named == requested || named == "*" || requested.hasPrefix(named == "/" ? "/" : named + "/") else { return false }
+                let matches = named == requested
+                    || (method == "SETUP" && named != "/" && named != "*" && requested.hasPrefix(named + "/"))
+                    || (named == "*" && ["GET_PARAMETER", "SET_PARAMETER"].contains(method))
+                guard matches else { return false }
             }
             let ha1 = MD5Digest.hex("\(credentials.user):\(realm):\(credentials.password)")
             let ha2 = MD5Digest.hex("\(method):\(uri)")

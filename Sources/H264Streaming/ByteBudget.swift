@@ -2,8 +2,8 @@ import SystemIO
 
 /// The bytes waiting between a socket's event loop and the task that takes them, against a
 /// limit: the event loop takes from it for what it hands on (a datagram that does not fit is
-/// dropped, as a full socket buffer drops it; a TCP reader waits, so the peer is slowed), and
-/// the task gives back what it has taken off the queue.
+/// dropped, as a full socket buffer drops it; a TCP reader waits until it fits, so the peer is
+/// slowed), and the task gives back what it has taken off the queue.
 final class ByteBudget: Sendable {
     let limit: Int
     private let queued = Locked(0)
@@ -23,7 +23,4 @@ final class ByteBudget: Sendable {
     func give(_ count: Int) {
         queued.withLock { $0 -= count }
     }
-
-    /// Whether the queue is at its limit (a TCP reader waits while it is).
-    var isFull: Bool { queued.withLock { $0 >= limit } }
 }

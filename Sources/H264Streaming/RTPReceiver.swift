@@ -157,7 +157,7 @@ public struct RTPReceiver: Sendable {
     private func receiveUntyped(_ handle: (SampleBuffer) throws -> Void) async throws -> Report {
         let host = endpoint.host.isEmpty ? "0.0.0.0" : endpoint.host
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
-        let budget = ByteBudget(limit: options.maximumQueuedBytes)
+        let budget = ByteBudget(limit: max(1, options.maximumQueuedBytes))
         let rtp = try await Self.bind(host: host, port: endpoint.port, receiveBufferSize: options.receiveBufferSize) { datagrams in
             let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
             if !kept.isEmpty, case .dropped = input.yield(.rtp(kept)) { budget.give(kept.reduce(0) { $0 + $1.count }) }

@@ -145,7 +145,7 @@ public struct RTSPClient: Sendable {
         // The connection's end when a full buffer dropped its `.closed` input: the next tick
         // that gets through (queued after everything that came before the close) sees it.
         let closed = Locked(false)
-        let budget = ByteBudget(limit: options.receiver.maximumQueuedBytes)
+        let budget = ByteBudget(limit: max(1, options.receiver.maximumQueuedBytes))
         var udp: (rtp: any Channel, rtcp: any Channel)?
         if lower == .udp {
             do {
@@ -180,9 +180,9 @@ public struct RTSPClient: Sendable {
                                 switch element {
                                 case .message(let message): input.yield(.response(message))
                                 case .interleaved(let channel, let payload):
-                                    // Over TCP the server is slowed rather than its packets dropped.
-                                    while budget.isFull { try await Task.sleep(for: .milliseconds(2)) }
-                                    _ = budget.take(payload.count)
+                                    // Over TCP the server is slowed rather than its packets dropped
+                                    // (an empty queue always takes one: no deadlock).
+                                    while !budget.take(payload.count) { try await Task.sleep(for: .milliseconds(2)) }
                                     if case .dropped = input.yield(.interleaved(channel: channel, payload: payload)) { budget.give(payload.count) }
                                 }
                             }
@@ -224,6 +224,7 @@ public struct RTSPClient: Sendable {
                 try await send(machine.start())
                 var setup: RTSPClientSession.Setup?
                 var early: [Input] = []
+                var earlyBytes = 0
                 let asked = ContinuousClock.now
                 negotiation: for await event in inputs {
                     switch event {
@@ -240,8 +241,14 @@ public struct RTSPClient: Sendable {
                         if closed.withLock { $0 } { throw NetworkError(.socket, "\(url): the server closed the connection") }
                         if ContinuousClock.now - asked > options.responseTimeout { throw NetworkError(.socket, "\(url): no answer within \(options.responseTimeout)") }
                     default:
-                        // Packets sent before the PLAY answer came in: kept for when it has.
-                        if early.count < 4096 { early.append(event) } else { budget.give(event.queuedBytes) }
+                        // Packets sent before the PLAY answer came in: kept for when it has,
+                        // out of the queue's count (a reader waiting for room would hold the
+                        // answer back), within a bound of their own.
+                        budget.give(event.queuedBytes)
+                        if early.count < 4096, earlyBytes + event.queuedBytes <= budget.limit {
+                            early.append(event)
+                            earlyBytes += event.queuedBytes
+                        }
                     }
                 }
                 guard let setup else { return .report(RTPReceiver.Report(session: RTPReceivingSession(), ending: .cancelled, samples: 0)) }
@@ -261,9 +268,13 @@ public struct RTSPClient: Sendable {
                 var events = inputs.makeAsyncIterator()
                 playing: while true {
                     let next: Input?
-                    if let kept = pending.next() { next = kept } else { next = await events.next() }
+                    if let kept = pending.next() {
+                        next = kept
+                    } else {
+                        next = await events.next()
+                        if let next { budget.give(next.queuedBytes) }
+                    }
                     guard let event = next else { break playing }
-                    budget.give(event.queuedBytes)
                     var samples: [SampleBuffer] = []
                     switch event {
                     case .rtp(let datagrams):

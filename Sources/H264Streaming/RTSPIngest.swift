@@ -116,6 +116,8 @@ public struct RTSPIngest: Sendable {
             /// Why it ended, kept beside the event (which a full buffer drops).
             var ending: RTPReceiver.Ending?
             var droppedForSlowConsumer = 0
+            /// Samples were dropped: the next ones wait for a sync sample.
+            var skippingToSync = false
             var failure: NetworkError?
         }
 
@@ -132,7 +134,7 @@ public struct RTSPIngest: Sendable {
         /// samples its consumer has not taken.
         public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20) {
             self.configuration = configuration
-            budget = ByteBudget(limit: maximumQueuedBytes)
+            budget = ByteBudget(limit: max(1, maximumQueuedBytes))
             let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(4096))
             self.continuation = continuation
             events = Events(stream: stream, budget: budget)
@@ -150,6 +152,13 @@ public struct RTSPIngest: Sendable {
                 /// The next event, or nil when the sink has finished.
                 public mutating func next() async -> Event? {
                     let event = await base.next()
+                    if case .samples(let samples)? = event { budget.give(Sink.bytes(of: samples)) }
+                    return event
+                }
+
+                /// The next event, or nil when the sink has finished (on the caller's actor).
+                public mutating func next(isolation actor: isolated (any Actor)?) async -> Event? {
+                    let event = await base.next(isolation: actor)
                     if case .samples(let samples)? = event { budget.give(Sink.bytes(of: samples)) }
                     return event
                 }
@@ -246,20 +255,33 @@ public struct RTSPIngest: Sendable {
             }
         }
 
+        /// Hands on samples, or drops them past the byte bound; after a drop the samples up to
+        /// the next sync sample are dropped too (they refer to what was dropped), all counted.
         private func yield(_ event: Event) {
-            if case .samples(let samples) = event {
-                let bytes = Self.bytes(of: samples)
-                guard budget.take(bytes) else {
-                    state.withLock { $0.droppedForSlowConsumer += samples.count }
-                    return
-                }
-                if case .dropped = continuation.yield(event) {
-                    budget.give(bytes)
-                    state.withLock { $0.droppedForSlowConsumer += samples.count }
-                }
+            guard case .samples(let all) = event else {
+                continuation.yield(event)
                 return
             }
-            if case .dropped = continuation.yield(event) { state.withLock { $0.droppedForSlowConsumer += 1 } }
+            let samples = state.withLock { state -> [SampleBuffer] in
+                guard state.skippingToSync else { return all }
+                guard let sync = all.firstIndex(where: \.isSync) else {
+                    state.droppedForSlowConsumer += all.count
+                    return []
+                }
+                state.droppedForSlowConsumer += sync
+                state.skippingToSync = false
+                return Array(all[sync...])
+            }
+            guard !samples.isEmpty else { return }
+            let bytes = Self.bytes(of: samples)
+            if budget.take(bytes) {
+                guard case .dropped = continuation.yield(.samples(samples)) else { return }
+                budget.give(bytes)
+            }
+            state.withLock {
+                $0.droppedForSlowConsumer += samples.count
+                $0.skippingToSync = true
+            }
         }
     }
 }

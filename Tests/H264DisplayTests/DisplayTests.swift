@@ -282,6 +282,32 @@ struct DisplayLayerTests {
         try #require(layer.waitingProducers == 1, "the producer never parked")
     }
 
+    @Test("a page's queue: any number of timebases while it does not read come to one, the newest; past its bound of text messages the page is closed, once; after its writer stops nothing counts")
+    func pageQueueBounds() async {
+        let closed = Mutex(0)
+        let page = PageConnection(id: 1, maximumQueuedSamples: 8, maximumQueuedTexts: 16) { closed.withLock { $0 += 1 } }
+        for index in 0..<1000 { page.sendTimebase("timebase \(index)") }
+        for index in 0..<16 { page.sendText("text \(index)") }
+        #expect(closed.withLock { $0 } == 0)
+        page.sendText("one too many")
+        page.sendText("and another")
+        #expect(closed.withLock { $0 } == 1)
+        page.finish()
+        var timebases = 0, texts = 0
+        for await message in page.messages {
+            switch message {
+            case .timebase: timebases += 1; #expect(page.takeTimebase() == "timebase 999")
+            case .text: texts += 1
+            case .sample: break
+            }
+        }
+        #expect(timebases == 1 && texts == 18)
+        let gone = PageConnection(id: 2, maximumQueuedSamples: 8, maximumQueuedTexts: 16) { closed.withLock { $0 += 1 } }
+        gone.writerStopped()
+        for _ in 0..<100 { gone.sendText("unread") }
+        #expect(closed.withLock { $0 } == 1)
+    }
+
     @Test("a page's report is kept while it watches; after it goes only the last departed page's is (pages that come and go cost nothing); a late report from a page that went is not kept")
     func reportsGoWithTheirPages() {
         let layer = DisplayLayer()

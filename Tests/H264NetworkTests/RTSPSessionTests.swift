@@ -144,11 +144,17 @@ struct RTSPSessionTests {
         #expect(Self.status(accepted.response) == 200)
         let options = server.respond(to: Self.request("OPTIONS", "rtsp://h/live", 3), resource: Self.resource)
         #expect(Self.status(options.response) == 200)  // OPTIONS needs no credentials
-        // The Digest answer names its resource: good for the aggregate and its tracks, not for another path.
-        let track = server.respond(to: Self.request("DESCRIBE", "rtsp://h/live/trackID=0", 4, [("Authorization", answer)]), resource: Self.resource)
-        #expect(Self.status(track.response) != 401)
+        // The Digest answer names its resource: a SETUP of a track under the aggregate it names
+        // is good (live555 answers from its base URL); the same answer for another path, or for a
+        // DESCRIBE of the track, is not.
+        let setupAnswer = try RTSPCredentials(user: "u", password: "p").authorization(method: "SETUP", uri: "rtsp://h/live/", challenges: challenges)
+        let track = server.respond(to: Self.request("SETUP", "rtsp://h/live/trackID=0", 4, [("Authorization", setupAnswer), ("Transport", "RTP/AVP;unicast;client_port=5000-5001")]),
+                                   resource: Self.resource)
+        #expect(Self.status(track.response) == 200)
         let other = server.respond(to: Self.request("DESCRIBE", "rtsp://h/private", 5, [("Authorization", answer)]), resource: Self.resource)
         #expect(Self.status(other.response) == 401)
+        let trackDescribe = server.respond(to: Self.request("DESCRIBE", "rtsp://h/live/trackID=0", 6, [("Authorization", answer)]), resource: Self.resource)
+        #expect(Self.status(trackDescribe.response) == 401)
     }
 
     @Test("a client session used out of order (a response after a teardown before DESCRIBE; no transports to offer) throws, never traps (found in review: a force unwrap and an index)")

@@ -123,6 +123,17 @@ struct RTSPTests {
         #expect(server.statistics.errorsAnswered == (preference == .automatic ? 1 : 0), "\(server.statistics)")
     }
 
+    @Test("RTSPClient over TCP with room for one packet at a time (maximumQueuedBytes 1): the reader waits for each to be taken, nothing is lost, every frame arrives")
+    func tcpReaderWaitsForRoom() async throws {
+        let (_, task, port) = try await Self.startServer(.file(path: Self.source), options: RTSPServer.Options())
+        defer { task.cancel() }
+        var receiver = RTPReceiver.Options()
+        receiver.maximumQueuedBytes = 1
+        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: receiver, transport: .tcp))
+        let report = try await client.receive { _ in }
+        #expect(report.ending == .goodbye && report.samples == 90 && report.depacketizer.packetsLost == 0, "\(report)")
+    }
+
     @Test("credentials: Digest and Basic accepted, none or wrong ones refused with 401; ffmpeg authenticates with Digest")
     func authentication() async throws {
         let (server, task, port) = try await Self.startServer(.file(path: Self.source), options: .init(credentials: .init(user: "alice", password: "s3cret")))
