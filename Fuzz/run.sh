@@ -7,6 +7,11 @@
 #                                        and the hostile fixtures in Tests/Fixtures/Hostile)
 #   Fuzz/run.sh --replay-corpus          run every input of the kept corpus once (with ASan: the
 #                                        inputs a faster run without it found)
+#   Fuzz/run.sh --merge FuzzSampleBuffers
+#                                        shrink the kept corpus to the inputs that keep its coverage
+#                                        (libFuzzer's -merge=1; the old corpus stays beside it as
+#                                        <target>.unmerged); a long run from a merged corpus runs
+#                                        faster (57,167 inputs to 5,130: 880 to 2,260 a second)
 #   Fuzz/run.sh -s none -r 10000000 FuzzSampleBuffers
 #                                        libFuzzer without ASan (-sanitize=fuzzer alone: about 4x
 #                                        the executions a second; traps, Swift's checks, timeouts
@@ -27,6 +32,7 @@ runs=""
 timeout="${H264KIT_FUZZ_TIMEOUT:-10}"
 replay=false
 replayCorpus=false
+merge=false
 sanitizer=address
 targets=()
 while [ $# -gt 0 ]; do
@@ -36,6 +42,7 @@ while [ $# -gt 0 ]; do
         -s) sanitizer="$2"; shift 2 ;;
         --replay) replay=true; shift ;;
         --replay-corpus) replayCorpus=true; shift ;;
+        --merge) merge=true; shift ;;
         *) targets+=("$1"); shift ;;
     esac
 done
@@ -78,6 +85,8 @@ regressionInputs() {
 failed=()
 for target in "${targets[@]}"; do
     mapfile -t regressions < <(regressionInputs "$target" | sort)
+    maxLength=32768
+    [ "$target" = FuzzMovie ] && maxLength=262144
     if $replayCorpus; then
         corpus="$work/corpus/$target"
         if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
@@ -90,6 +99,20 @@ for target in "${targets[@]}"; do
         "$bin/$target" -runs=0 -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout="$timeout" -max_len=1048576 \
             -artifact_prefix="$work/artifacts/$target/" "$corpus" >"$work/$target.corpus.log" 2>&1 \
             || { failed+=("$target"); tail -30 "$work/$target.corpus.log"; }
+        continue
+    fi
+    if $merge; then
+        corpus="$work/corpus/$target"
+        [ -d "$corpus" ] || { echo "== $target: no corpus in $corpus to merge" >&2; failed+=("$target"); continue; }
+        rm -rf "$corpus.merging"; mkdir -p "$corpus.merging"
+        echo "== $target: merging the $(ls "$corpus" | wc -l) inputs of its corpus"
+        if "$bin/$target" -merge=1 -max_len="$maxLength" -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout="$timeout" \
+            "$corpus.merging" "$corpus" >"$work/$target.merge.log" 2>&1; then
+            rm -rf "$corpus.unmerged"; mv "$corpus" "$corpus.unmerged"; mv "$corpus.merging" "$corpus"
+            echo "   $(ls "$corpus" | wc -l) inputs kept; the old corpus is in $corpus.unmerged"
+        else
+            failed+=("$target"); tail -30 "$work/$target.merge.log"; rm -rf "$corpus.merging"
+        fi
         continue
     fi
     if $replay; then
@@ -111,8 +134,6 @@ for target in "${targets[@]}"; do
         seeds+=("$work/regressions/$target")
     fi
     if [ -n "$runs" ]; then echo "== $target ($runs runs)"; else echo "== $target ($budget s)"; fi
-    maxLength=32768
-    [ "$target" = FuzzMovie ] && maxLength=262144
     if "$bin/$target" "${limit[@]}" -dict="Fuzz/Dictionaries/${dictionary[$target]}.dict" -max_len="$maxLength" \
         -rss_limit_mb=1536 -malloc_limit_mb=256 -timeout="$timeout" -print_final_stats=1 \
         -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$work/$target.log" 2>&1; then
