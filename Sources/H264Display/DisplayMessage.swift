@@ -1,4 +1,4 @@
-public import MediaCore
+import MediaCore
 import H264Network
 
 /// What the server says to a page over its WebSocket: JSON text messages for control, binary

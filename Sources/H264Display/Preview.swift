@@ -1,7 +1,7 @@
 public import H264Network
 public import H264Streaming
 import H264Session
-public import MediaCore
+import MediaCore
 import SystemIO
 
 /// `h264kit preview` as one call: a ``DisplayServer`` showing a file (each page gets it from

@@ -1,7 +1,7 @@
 import H264Bitstream
-public import H264Codec
-public import MediaCore
-public import MediaIO
+import H264Codec
+import MediaCore
+import MediaIO
 import SystemIO
 #if canImport(Glibc)
 import Glibc

@@ -238,7 +238,7 @@ public struct RTSPClient: Sendable {
                     case .closed:
                         throw NetworkError(.socket, "\(url): the server closed the connection")
                     case .tick:
-                        if closed.withLock { $0 } { throw NetworkError(.socket, "\(url): the server closed the connection") }
+                        if closed.withLock({ $0 }) { throw NetworkError(.socket, "\(url): the server closed the connection") }
                         if ContinuousClock.now - asked > options.responseTimeout { throw NetworkError(.socket, "\(url): no answer within \(options.responseTimeout)") }
                     default:
                         // Packets sent before the PLAY answer came in: kept for when it has,
@@ -298,7 +298,7 @@ public struct RTSPClient: Sendable {
                         ending = .teardown
                         break playing
                     case .tick:
-                        if closed.withLock { $0 } {
+                        if closed.withLock({ $0 }) {
                             ending = .teardown
                             break playing
                         }
