@@ -119,15 +119,15 @@ final class PacedFilePlayer: @unchecked Sendable {
         }
     }
 
-    /// The end of the file (or a read error): the BYE goes out once the last frame's time is
-    /// over and its packets had half a second more, as ``RTPSender`` does (a receiver that
-    /// reads the BYE first drops what it has not read).
+    /// The end of the file (or a read error): the stream ends once the last frame's time is
+    /// over; each client's BYE then follows its last packets by half a second at least (see
+    /// ``RTPSubscriber/goodbye()``), as ``RTPSender``'s does.
     private func end(_ error: (any Error)?) {
         guard !stopped else { return }
         stopped = true
-        var linger = TimeAmount.milliseconds(500)
+        var linger = TimeAmount.zero
         if paced, let last = lastDuration, rate > 0 {
-            linger = linger + .nanoseconds(Int64(last.seconds / rate * 1e9))
+            linger = .nanoseconds(Int64(last.seconds / rate * 1e9))
         }
         let fanOut = fanOut, onEnd = onEnd
         loop.scheduleTask(in: linger) {

@@ -62,7 +62,15 @@ final class RTPSubscriber: Sendable {
     private let initialTimestamp: UInt32
     private let state: Locked<State>
     private let lastActivity = Atomic<Int64>(NIODeadline.now().uptimeNanoseconds.asInt64)
+    /// When the last RTP packets went to the socket (uptime nanoseconds; 0: none yet), written
+    /// on the RTP channel's event loop.
+    private let lastRTPWrite = Atomic<Int64>(0)
     static let reportInterval = TimeAmount.seconds(5)
+    /// How long a UDP client's last RTP packets have on the wire before the BYE follows them.
+    /// The two go to different sockets, and a receiver ends at the BYE, dropping what it has
+    /// not read yet (ffmpeg; GStreamer's rtspsrc ends its RTP source at once): a receiver that
+    /// lags, as on a loaded machine, needs the margin. As ``RTPSender/Options/goodbyeDelay``.
+    static let goodbyeDelay = TimeAmount.milliseconds(500)
 
     init(id: String, transport: RTPSinkTransport, ssrc: UInt32, payloadType: UInt8, initialSequenceNumber: UInt16, initialTimestamp: UInt32) {
         self.id = id
@@ -126,13 +134,33 @@ final class RTPSubscriber: Sendable {
     }
 
     /// Ends the stream for this client: a last sender report and a BYE. Nothing is sent after.
+    ///
+    /// Over UDP the BYE goes out on the RTP channel's event loop, behind the RTP packets still
+    /// queued there, and at least ``goodbyeDelay`` after the last of them was written: when
+    /// that loop is behind (busy with other channels), a BYE sent from elsewhere would overtake
+    /// the end of the stream, and a receiver ending at the BYE would lose it (seen in CI:
+    /// GStreamer's rtspsrc stopped 32 frames short, its last picture half decoded).
     func goodbye() {
         let bye: [UInt8]? = state.withLock { state in
             guard !state.finished else { return nil }
             state.finished = true
             return RTCPPacket.serialize([.senderReport(senderReport(state)), .goodbye(.init(sources: [ssrc]))])
         }
-        if let bye { write([], control: bye) }
+        guard let bye else { return }
+        switch transport {
+        case .udp(let rtp, _, _, _):
+            rtp.eventLoop.execute {
+                let last = self.lastRTPWrite.load(ordering: .relaxed)
+                let since = last == 0 ? Self.goodbyeDelay : .nanoseconds(NIODeadline.now().uptimeNanoseconds.asInt64 - last)
+                if since >= Self.goodbyeDelay {
+                    self.write([], control: bye)
+                } else {
+                    rtp.eventLoop.scheduleTask(in: Self.goodbyeDelay - since) { self.write([], control: bye) }
+                }
+            }
+        case .interleaved:
+            write([], control: bye)  // the same connection, behind the packets
+        }
     }
 
     /// Waits for the next sync sample again (a paused client playing again).
@@ -161,6 +189,7 @@ final class RTPSubscriber: Sendable {
                         rtp.write(AddressedEnvelope(remoteAddress: rtpAddress, data: buffer), promise: nil)
                     }
                     rtp.flush()
+                    self.lastRTPWrite.store(NIODeadline.now().uptimeNanoseconds.asInt64, ordering: .relaxed)
                 }
             }
             if let control {

@@ -92,16 +92,17 @@ struct RTSPTests {
         let beforeEnd = server.statistics
         kill(gstreamer.pid, SIGINT)
         let status = gstreamer.wait()
-        if status != 0 {
-            // What each side did: the server's counts (its connections and sessions) as
-            // GStreamer was told to end, and rtspsrc's requests, responses and errors.
+        // What each side did, said with any failure: the server's counts (its connections and
+        // sessions) as GStreamer was told to end, and rtspsrc's requests, responses and errors.
+        func told() -> String {
             let lines = (try? String(contentsOfFile: gstreamerLog, encoding: .utf8))?.split(separator: "\n") ?? []
-            let told = lines.suffix(100).map { $0.prefix(240) }.joined(separator: "\n")
-            Issue.record("GStreamer exit \(status): \(gstreamer.stderrText)\nserver before the end: \(beforeEnd)\nserver after: \(server.statistics)\nrtspsrc's log:\n\(told)")
+            let rtspsrc = lines.suffix(100).map { $0.prefix(240) }.joined(separator: "\n")
+            return "server before the end: \(beforeEnd)\nserver after: \(server.statistics)\nrtspsrc's log:\n\(rtspsrc)"
         }
+        if status != 0 { Issue.record("GStreamer exit \(status): \(gstreamer.stderrText)\n\(told())") }
         let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pictures)))
         let difference = differingPictures(decoded, source, pictureSize: pictureSize)
-        #expect(difference == nil, "\(difference ?? "")")
+        #expect(difference == nil, "\(difference ?? "")\n\(difference == nil ? "" : told())")
     }
 
     @Test("RTSPClient plays our server over UDP, TCP, and UDP refused (461) then TCP: the source's frames and times", arguments: RTSPClient.TransportPreference.allCases)
