@@ -76,6 +76,16 @@ public struct PageReport: Sendable, Hashable, Codable {
     /// it kept up with what it was given). Near or below the stream's frame rate, the decoder
     /// cannot keep up, and frames are late and dropped for that reason.
     public var decodeFramesPerSecond: Double?
+    /// Files: frames the decoder returned after their time had come while other samples waited
+    /// in it (it fell behind at that moment, as a decoder sharing a busy machine does); each is
+    /// dropped or drawn late. Nil from a page that did not count them, and for live sources.
+    public var framesDecodedLate: Int?
+    /// Files: samples that reached the page after their presentation time had come (the server
+    /// or the network was late); their frames are dropped or drawn late. Nil as above.
+    public var samplesReceivedLate: Int?
+    /// Files: frames dropped because no animation frame of the page came within their time
+    /// (the browser's frame loop stalled, the machine busy), decoded in time or not.
+    public var framesDroppedBetweenAnimationFrames: Int?
     /// Why the stream cannot play here (the browser does not support its configuration), if so.
     public var error: String?
     /// Live sources: added latency in milliseconds, from a sample's arrival at the server to
@@ -139,6 +149,9 @@ extension PageReport {
         firstFrameMs = try container.decodeIfPresent(Double.self, forKey: .firstFrameMs)
         startupMs = try container.decodeIfPresent([String: Double].self, forKey: .startupMs)
         decodeFramesPerSecond = try container.decodeIfPresent(Double.self, forKey: .decodeFramesPerSecond)
+        framesDecodedLate = try container.decodeIfPresent(Int.self, forKey: .framesDecodedLate)
+        samplesReceivedLate = try container.decodeIfPresent(Int.self, forKey: .samplesReceivedLate)
+        framesDroppedBetweenAnimationFrames = try container.decodeIfPresent(Int.self, forKey: .framesDroppedBetweenAnimationFrames)
         error = try container.decodeIfPresent(String.self, forKey: .error)
         liveLatencyMs = try container.decodeIfPresent(Lateness.self, forKey: .liveLatencyMs)
         heapBytes = try container.decodeIfPresent(Int.self, forKey: .heapBytes)

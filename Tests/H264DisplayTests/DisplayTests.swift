@@ -472,11 +472,23 @@ extension RealTimeDisplay.DisplayTests {
         let duplicates = times.count - Set(times).count
         #expect(report.ended && report.decodeErrors == 0 && report.framesPresented <= report.framesReceived, "\(entry): \(report)")
         let rate = 1 / frameDuration
+        // What the page measured of the causes, said with any failure.
+        let causes = "decoding \(report.decodeFramesPerSecond.map { "\(Int($0)) frames a second" } ?? "never behind"), "
+            + "frame loop \(report.frameLoopMs.map { "\($0)" } ?? "-") ms, decoded late \(report.framesDecodedLate ?? -1), "
+            + "samples received late \(report.samplesReceivedLate ?? -1), dropped between animation frames \(report.framesDroppedBetweenAnimationFrames ?? -1)"
         let onTime = {
             #expect(report.framesPresented >= (entry.frames ?? 0) - duplicates && report.framesDropped <= duplicates,
-                    "\(entry): \(report.framesPresented) presented, \(report.framesDropped) dropped, \(duplicates) duplicate times")
-            #expect(report.latenessMs.p95 <= frameDuration * 1000 + 1, "\(entry): lateness \(report.latenessMs), a frame is \(frameDuration * 1000) ms")
+                    "\(entry): \(report.framesPresented) presented, \(report.framesDropped) dropped, \(duplicates) duplicate times; \(causes)")
+            #expect(report.latenessMs.p95 <= frameDuration * 1000 + 1, "\(entry): lateness \(report.latenessMs), a frame is \(frameDuration * 1000) ms; \(causes)")
         }
+        // The frames the browser itself cost, as the page measured them: those whose whole time
+        // passed between two of its animation frames (its frame loop stalled), and those its
+        // decoder returned after their time while samples waited in it (it fell behind). Both
+        // happen when the suite beside it takes the machine's two cores.
+        let betweenAnimationFrames = report.framesDroppedBetweenAnimationFrames ?? 0
+        let decodedLate = report.framesDecodedLate ?? 0
+        let stalled = report.frameLoopMs.map { $0.max > 1000 / rate * 1.5 } ?? false
+        let latenessExplained = report.latenessMs.p95 <= frameDuration * 1000 + 1 || stalled || decodedLate * 20 >= report.framesPresented
         if let decoding = report.decodeFramesPerSecond, decoding < rate * 1.15 {
             // The browser decodes this stream hardly faster than real time here, if at all (4K60,
             // 1080p60, 10-bit 1080p intra in software on two cores): frames are late and dropped
@@ -486,12 +498,12 @@ extension RealTimeDisplay.DisplayTests {
             // The browser itself ran late (its animation frames came far apart: the machine's two
             // cores busy with the other suites beside it): measured, and said.
             withKnownIssue("\(entry.path): the page's animation frames came \(Int(loop.p95)) ms apart at p95 (the machine was busy)", isIntermittent: true) { onTime() }
-        } else if let loop = report.frameLoopMs, loop.max > 1000 / rate * 1.5,
-                  report.framesDropped - duplicates <= Int((loop.max * rate / 1000).rounded(.up)) {
-            // One stall of the browser's own frame loop longer than a frame and a half (the whole
-            // suite running beside it on two cores): the frames whose time passed within that
-            // stall may be dropped, and are said as a known issue; more is a failure.
-            withKnownIssue("\(entry.path): the page's frame loop stalled \(Int(loop.max)) ms once; \(report.framesDropped) dropped", isIntermittent: true) { onTime() }
+        } else if betweenAnimationFrames + decodedLate > 0 || stalled,
+                  report.framesDropped - duplicates <= betweenAnimationFrames + decodedLate, latenessExplained {
+            // The browser's own frame loop stalled, or its decoder fell behind for a moment: the
+            // frames that cost are dropped or late, measured and said as a known issue; a drop
+            // or lateness the browser did not cause (a sample that came late) is a failure.
+            withKnownIssue("\(entry.path): \(report.framesDropped) dropped: \(betweenAnimationFrames) between the page's animation frames (longest interval \(Int(report.frameLoopMs?.max ?? 0)) ms), \(decodedLate) decoded after their time", isIntermittent: true) { onTime() }
         } else {
             onTime()
         }

@@ -59,6 +59,12 @@ let lastOutputAt = null;    // performance.now() of the last frame out of the de
 // The decoder's own speed: frames out while samples wait in it (a backlog), over that time.
 // Without a backlog it kept up with what it was given, and its speed is not measured.
 let busyFrames = 0, busyMs = 0;
+// A file at a running clock: frames out of the decoder after their time had come while other
+// samples waited in it (it fell behind), and samples that reached the page after their time.
+let decodedLate = 0, receivedLate = 0;
+// Frames dropped because no animation frame came within their time (the browser's frame loop).
+let droppedBetweenAnimationFrames = 0;
+let previousTickTime = null;   // the clock's time (µs) at the last tick that drew from a running clock
 let endRequested = false, flushing = false, ended = false, reported = false;
 let captures = new Set();
 let lastDrawn = null;       // presentation time (µs) of the frame on screen
@@ -81,7 +87,7 @@ function prerolled() {
   return performance.now() - clock.waitingSince >= PREROLL_MS;
 }
 function clockTime() { return clock.time + (performance.now() - clock.wall) / 1000 * clock.rate; }
-function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); }
+function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); previousTickTime = null; }
 
 const socket = new WebSocket(`ws://${location.host}/stream`);
 socket.binaryType = 'arraybuffer';
@@ -195,6 +201,8 @@ function onSample(buffer) {
     waitingForKey = false;
   }
   pending.set(timestamp, { hidden: (flags & 2) !== 0, arrival });
+  if (!live && (flags & 2) === 0 && !clock.waitingForFirstFrame && clock.rate > 0 &&
+      performance.now() > clock.wall + (timestamp / 1e6 - clock.time) / clock.rate * 1000) receivedLate++;
   given++;
   try {
     decoder.decode(new EncodedVideoChunk({
@@ -211,11 +219,16 @@ function onFrame(frame) {
   counts.decoded++;
   mark('firstDecoded');
   const outAt = performance.now();
-  if (lastOutputAt !== null && decoder && decoder.decodeQueueSize > 0) { busyFrames++; busyMs += outAt - lastOutputAt; }
+  const backlog = decoder !== null && decoder.decodeQueueSize > 0;
+  if (lastOutputAt !== null && backlog) { busyFrames++; busyMs += outAt - lastOutputAt; }
   lastOutputAt = outAt;
   const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
   pending.delete(frame.timestamp);
   if (info.hidden) { frame.close(); return; }   // decoded on the way to a seek's target
+  if (!live && !clock.waitingForFirstFrame && clock.rate > 0 &&
+      outAt > clock.wall + (frame.timestamp / 1e6 - clock.time) / clock.rate * 1000) {
+    if (backlog) decodedLate++;
+  }
   let index = frames.length;
   while (index > 0 && frames[index - 1].frame.timestamp > frame.timestamp) index--;
   frames.splice(index, 0, { frame, arrival: info.arrival });
@@ -297,12 +310,15 @@ function tick(animating) {
       }
       const prerolling = clock.waitingForFirstFrame && clock.rate > 0;
       const now = clockTime() * 1e6 + 500;   // (half a millisecond of rounding)
+      const previous = previousTickTime;
+      previousTickTime = !prerolling && clock.rate > 0 ? now : null;
       let due = -1;
       for (let i = 0; !prerolling && i < frames.length && frames[i].frame.timestamp <= now; i++) due = i;
       if (due < 0 && clock.rate === 0 && lastDrawn === null) due = 0;   // paused before the first frame: show it
       if (due >= 0) {
         for (let i = 0; i < due; i++) {
           const late = frames[i];
+          if (clock.rate > 0 && (previous === null || previous < late.frame.timestamp)) droppedBetweenAnimationFrames++;
           if (captures.has(late.frame.timestamp)) { draw(late); counts.presented--; } else { late.frame.close(); }
           counts.dropped++;
         }
@@ -372,6 +388,11 @@ function report(type) {
   result.startupMs = startup;
   if (busyFrames >= 5 && busyMs > 0) {
     result.decodeFramesPerSecond = busyFrames * 1000 / busyMs;
+  }
+  if (!live) {
+    result.framesDecodedLate = decodedLate;
+    result.samplesReceivedLate = receivedLate;
+    result.framesDroppedBetweenAnimationFrames = droppedBetweenAnimationFrames;
   }
   if (ended && !error && counts.decoded + flushedUndecoded + lostToErrors < given) {
     result.warning = `The browser's decoder returned ${counts.decoded} of the ${given} frames it was given (no error).`;
