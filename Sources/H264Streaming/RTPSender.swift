@@ -144,8 +144,10 @@ public struct RTPSender: Sendable {
         }
         let wildcard = rtpAddress.protocol == .inet6 ? "::" : "0.0.0.0"
         let rtp = try await Self.datagramChannel(host: wildcard)
+        // RTCP on the RTP socket's event loop: their writes go out in the order they were made,
+        // so the BYE never overtakes the last packets however far behind that loop runs.
         let rtcp: NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
-        do { rtcp = try await Self.datagramChannel(host: wildcard) } catch {
+        do { rtcp = try await Self.datagramChannel(host: wildcard, on: rtp.channel.eventLoop) } catch {
             try? await rtp.channel.close()
             throw error
         }
@@ -176,8 +178,9 @@ public struct RTPSender: Sendable {
         return summary
     }
 
-    /// A UDP channel bound to an ephemeral port of `host`.
-    static func datagramChannel(host: String, port: Int = 0, receiveBufferSize: Int? = nil) async throws(NetworkError)
+    /// A UDP channel bound to an ephemeral port of `host`, on one of `group`'s event loops.
+    static func datagramChannel(host: String, port: Int = 0, receiveBufferSize: Int? = nil,
+                                on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(NetworkError)
         -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
     {
         do {
@@ -185,7 +188,7 @@ public struct RTPSender: Sendable {
             // reads only RTCP.
             // No SO_REUSEADDR on an ephemeral port: with it, Linux may hand out a port that
             // another such socket (a receiver's, in the same process) holds, and steal its packets.
-            var bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            var bootstrap = DatagramBootstrap(group: group)
                 .readingWholeDatagrams(1)
             if let receiveBufferSize { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize)) }
             return try await bootstrap.bind(host: host, port: port) { channel in
