@@ -1,5 +1,5 @@
 import Foundation
-public import Testing
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -16,7 +16,7 @@ struct PreviewCommandTests {
     static func preview(_ arguments: [String], seconds: Double = 90) async throws -> (status: Int32, url: String, stderr: String) {
         let output = StreamCommandTests.temporaryPath(".txt"), profile = StreamCommandTests.temporaryPath("-chromium")
         defer { for path in [output, profile] { try? FileManager.default.removeItem(atPath: path) } }
-        FileManager.default.createFile(atPath: output, contents: nil)
+        try #require(FileManager.default.createFile(atPath: output, contents: nil), "creating \(output) for the preview's output")
         let preview = try ChildProcess(try h264kitURL(), ["preview"] + arguments + ["--port", "0"], stdout: output)
         var url: String?
         for _ in 0..<2000 where url == nil {

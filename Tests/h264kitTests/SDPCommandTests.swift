@@ -8,7 +8,7 @@ struct SDPCommandTests {
     static func fmtp(_ sdp: String) -> [String: String] {
         guard let line = sdp.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).first(where: { $0.hasPrefix("a=fmtp:") }) else { return [:] }
         var parameters: [String: String] = [:]
-        for pair in line.drop { $0 != " " }.split(separator: ";") {
+        for pair in line.drop(while: { $0 != " " }).split(separator: ";") {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             if parts.count == 2 { parameters[parts[0]] = parts[1] }
         }
