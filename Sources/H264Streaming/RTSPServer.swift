@@ -19,12 +19,12 @@ import SystemIO
 ///
 /// Every client has its own session, SSRC, sequence numbers and timestamps, sender reports
 /// every 5 seconds and a BYE at the end (over UDP, half a second behind its last RTP packets
-/// out of the socket: a receiver ends at the BYE and drops what it has not read). The pacing and all the socket work run on SwiftNIO's
-/// event loops; a client that reads too slowly (its socket queue past
-/// ``Options/clientQueueLimit``) drops to the next sync sample and is counted, so it never
-/// holds up the others or grows the server's memory, and one that stops talking (no request,
-/// no RTCP) loses its session after ``Options/sessionTimeout`` seconds. Requests are bounded
-/// (`RTSPMessageParser`); bad ones are answered with a 4xx and counted.
+/// out of the socket: a receiver ends at the BYE and drops what it has not read). The pacing
+/// and all the socket work run on SwiftNIO's event loops; a client that reads too slowly (its
+/// socket queue past ``Options/clientQueueLimit``) drops to the next sync sample and is
+/// counted, so it never holds up the others or grows the server's memory, and one that stops
+/// talking (no request, no RTCP) loses its session after ``Options/sessionTimeout`` seconds.
+/// Requests are bounded (`RTSPMessageParser`); bad ones are answered with a 4xx and counted.
 public final class RTSPServer: Sendable {
     /// How the server runs.
     public struct Options: Sendable {

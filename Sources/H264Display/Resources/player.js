@@ -87,6 +87,10 @@ function prerolled() {
   return performance.now() - clock.waitingSince >= PREROLL_MS;
 }
 function clockTime() { return clock.time + (performance.now() - clock.wall) / 1000 * clock.rate; }
+// When a presentation time (µs) is due on the page's clock, in performance.now() terms (rate > 0).
+function dueAt(timestamp) { return clock.wall + (timestamp / 1e6 - clock.time) / clock.rate * 1000; }
+// Whether a presentation time has passed on a running file clock (not before it starts, not live).
+function isPast(timestamp, at) { return !live && !clock.waitingForFirstFrame && clock.rate > 0 && at > dueAt(timestamp); }
 function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); previousTickTime = null; }
 
 const socket = new WebSocket(`ws://${location.host}/stream`);
@@ -201,8 +205,7 @@ function onSample(buffer) {
     waitingForKey = false;
   }
   pending.set(timestamp, { hidden: (flags & 2) !== 0, arrival });
-  if (!live && (flags & 2) === 0 && !clock.waitingForFirstFrame && clock.rate > 0 &&
-      performance.now() > clock.wall + (timestamp / 1e6 - clock.time) / clock.rate * 1000) receivedLate++;
+  if ((flags & 2) === 0 && isPast(timestamp, performance.now())) receivedLate++;
   given++;
   try {
     decoder.decode(new EncodedVideoChunk({
@@ -225,10 +228,7 @@ function onFrame(frame) {
   const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
   pending.delete(frame.timestamp);
   if (info.hidden) { frame.close(); return; }   // decoded on the way to a seek's target
-  if (!live && !clock.waitingForFirstFrame && clock.rate > 0 &&
-      outAt > clock.wall + (frame.timestamp / 1e6 - clock.time) / clock.rate * 1000) {
-    if (backlog) decodedLate++;
-  }
+  if (backlog && isPast(frame.timestamp, outAt)) decodedLate++;
   let index = frames.length;
   while (index > 0 && frames[index - 1].frame.timestamp > frame.timestamp) index--;
   frames.splice(index, 0, { frame, arrival: info.arrival });
@@ -324,7 +324,7 @@ function tick(animating) {
         }
         const entry = frames[due];
         if (clock.rate > 0) {
-          const dueWall = clock.wall + (entry.frame.timestamp / 1e6 - clock.time) / clock.rate * 1000;
+          const dueWall = dueAt(entry.frame.timestamp);
           lateness.add(performance.now() - dueWall);
         }
         frames = frames.slice(due + 1);
