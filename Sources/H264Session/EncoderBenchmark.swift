@@ -181,6 +181,7 @@ public struct EncoderBenchmark: Sendable {
         let clock = HostClock(), start = clock.currentTime
         var count = 0
         while options.frames.map({ count < $0 }) ?? true {
+            if Task.isCancelled { throw .cancelled }
             let picture: PixelBuffer?
             do { picture = try source.next() } catch { throw .mediaIO(error) }
             guard let picture else { break }
@@ -201,7 +202,8 @@ public struct EncoderBenchmark: Sendable {
         let errorPath = output + ".stderr"
         defer { unlink(errorPath) }
         let status: Int32
-        do { status = try ChildProcess.run(arguments, standardError: errorPath) } catch { throw .referenceFailed("\(x264): \(error)") }
+        do { status = try ChildProcess.run(arguments, standardError: errorPath, stopping: { Task.isCancelled }) } catch { throw .referenceFailed("\(x264): \(error)") }
+        if Task.isCancelled { throw .cancelled }
         let stderr = String(decoding: (try? readWholeFile(errorPath)) ?? [], as: UTF8.self)
         guard status == 0 else { throw .referenceFailed("x264 failed (exit \(status)): \(stderr)") }
         // "encoded 120 frames, 23.97 fps, 4565.50 kb/s"

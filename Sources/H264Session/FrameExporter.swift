@@ -100,6 +100,9 @@ public struct FrameExporter: Sendable {
         public var diagnostics: [StreamDiagnostic] = []
         /// NAL units of an Annex-B stream that could not be parsed.
         public var damagedNALUnits = 0
+        /// Whether the export stopped early because its task was cancelled: the file holds
+        /// the frames decoded until then, finished.
+        public var interrupted = false
     }
 
     /// How to decode and write.
@@ -111,7 +114,8 @@ public struct FrameExporter: Sendable {
     /// Decodes the input at `path` ("-": an Annex-B stream on standard input) into `output`
     /// ("-": standard output), calling `onDamage` for each damaged frame and, for an Annex-B
     /// stream, `onDiagnostic` with each problem the stream parser finds, as it is found (those
-    /// before a failure too).
+    /// before a failure too). Cancelling the calling task stops the decoding and finishes the
+    /// file with the frames written so far (``Summary/interrupted``).
     public func run(path: String, to output: String, onDamage: (Damage) -> Void = { _ in },
                     onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SessionError) -> Summary {
         let format = options.format ?? Format(path: output)
@@ -136,6 +140,10 @@ public struct FrameExporter: Sendable {
             do { try body() } catch { throw .mediaIO(error) }
         }
         while summary.frames < (options.frameLimit ?? .max), let frame = try reader.next() {
+            if Task.isCancelled {
+                summary.interrupted = true
+                break
+            }
             tell()
             try note(frame, in: &summary, onDamage: onDamage)
             guard let picture = frame.pixelBuffer else { continue }

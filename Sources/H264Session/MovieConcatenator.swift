@@ -65,7 +65,7 @@ public struct MovieConcatenator: Sendable {
     }
 
     /// Joins the movies at `paths`, in that order, into `output`. Nothing is left at `output`
-    /// when it fails.
+    /// when it fails, or when the calling task is cancelled (``SessionError/cancelled``).
     public func concatenate(_ paths: [String], into output: String) throws(SessionError) -> Summary {
         guard !paths.isEmpty else { throw .invalidOption("no movies to join") }
         var options = self.options
@@ -111,6 +111,7 @@ public struct MovieConcatenator: Sendable {
                 }
                 shifts.append(shift)
                 for var sample in input.samples {
+                    if Task.isCancelled { break }
                     if shift != .zero {
                         sample.timing = SampleTiming(presentationTime: sample.presentationTime + shift, decodeTime: sample.decodeTime + shift,
                                                      duration: sample.duration)
@@ -122,10 +123,13 @@ public struct MovieConcatenator: Sendable {
                 }
                 presentationEnd = shown.end + shift
             }
+            // A join cut short is not the join asked for: nothing is left.
+            if Task.isCancelled { writer.cancel() }
             let summary = try writer.finish()
             return Summary(movie: summary, shifts: shifts, warnings: warnings)
         } catch {
             writer.cancel()
+            if Task.isCancelled { throw .cancelled }
             throw .container(error)
         }
     }

@@ -122,6 +122,8 @@ public struct MovieSplitter: Sendable {
 
     /// Splits the input at `path` into `directory` (which must exist); returns the index.
     /// Every segment is complete when it is named; a failure leaves the complete segments.
+    /// Cancelling the calling task stops the reading: the segment being written is finished
+    /// with the samples read, and the index covers the segments so far.
     public func split(path: String, into directory: String, sourceOptions: MediaSource.Options = .decoding) throws(SessionError) -> SegmentIndex {
         guard segmentDuration.isNumeric, segmentDuration > .zero else { throw .invalidOption("the segment duration \(segmentDuration) is not a positive time") }
         let source = try MediaSource(path: path, options: sourceOptions)
@@ -148,6 +150,7 @@ public struct MovieSplitter: Sendable {
         }
 
         while let sample = try source.next() {
+            if Task.isCancelled { break }
             // Counted from the first frame shown (a pre-roll the edit list hides is not).
             if !sample.attachments.doNotDisplay, origin.map({ sample.presentationTime < $0 }) ?? true { origin = sample.presentationTime }
             held.append(sample)

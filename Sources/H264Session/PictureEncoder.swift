@@ -33,6 +33,10 @@ public struct PictureEncoder: Sendable {
         public var bytes: Int
         /// The pictures' presentation span.
         public var duration: MediaTime
+        /// Whether the encode stopped early because its task was cancelled: the output holds
+        /// the pictures read until then, encoded and finished (a two-pass encode cut short in
+        /// its first pass writes nothing).
+        public var interrupted = false
     }
 
     /// What x264 encodes and how; an Annex-B output turns on `annexB` and `repeatParameterSets`.
@@ -51,7 +55,8 @@ public struct PictureEncoder: Sendable {
 
     /// Encodes the pictures `openReader` gives (called once per pass) into `output`.
     /// `progress` is called after each picture with the pass and the pictures so far. Nothing
-    /// is left at `output` when it fails.
+    /// is left at `output` when it fails. Cancelling the calling task stops the reading and
+    /// finishes the output with the pictures read (``Summary/interrupted``).
     public func run(reading openReader: () throws(MediaIOError) -> any PictureReader, into output: EncodedOutput,
                     progress: (_ pass: Int, _ pictures: Int, _ bytes: Int) -> Void = { _, _, _ in }) throws(SessionError) -> Summary {
         var settings = self.settings
@@ -63,6 +68,7 @@ public struct PictureEncoder: Sendable {
         defer { sink.cancel() }  // after a commit, nothing to cancel
         let session = try CompressionSession(configuration: .init(settings: settings, passes: passes), outputHandler: { sink.take($0) })
         var encoded = 0
+        var interrupted = false
         var frameDuration = settings.frameRate.frameDuration
         for pass in 1...passes {
             if passes > 1 { try session.beginPass() }
@@ -71,6 +77,10 @@ public struct PictureEncoder: Sendable {
             frameDuration = reader.frameDuration
             encoded = 0
             while frameLimit.map({ encoded < $0 }) ?? true {
+                if Task.isCancelled {
+                    interrupted = true
+                    break
+                }
                 let picture: PixelBuffer?
                 do { picture = try reader.next() } catch { throw .mediaIO(error) }
                 guard let picture else { break }
@@ -79,12 +89,19 @@ public struct PictureEncoder: Sendable {
                 if let error = sink.error { throw error }
                 progress(pass, encoded, sink.bytes)
             }
+            if interrupted {
+                // A first pass cut short has no statistics for a second: the frames of this
+                // pass are what there is.
+                if passes > 1 && pass == 1 { throw .cancelled }
+                if passes > 1 { _ = try session.endPass() }
+                break
+            }
             if passes > 1 { _ = try session.endPass() }
         }
         if passes == 1 { session.finish() }
         if let error = sink.error { throw error }
         guard encoded > 0 else { throw .mediaIO(MediaIOError(.invalidData, "no pictures to encode; nothing written")) }
         try sink.commit()
-        return Summary(frames: sink.frames, bytes: sink.bytes, duration: frameDuration * Int64(encoded))
+        return Summary(frames: sink.frames, bytes: sink.bytes, duration: frameDuration * Int64(encoded), interrupted: interrupted)
     }
 }

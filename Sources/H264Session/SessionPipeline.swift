@@ -1,4 +1,5 @@
 import Dispatch
+import SystemIO
 
 /// The plumbing both sessions share: where the codec work runs (the caller's thread, or a
 /// serial dispatch queue of the session's own, off Swift's cooperative pool), where outputs go

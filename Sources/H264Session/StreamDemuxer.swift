@@ -21,6 +21,9 @@ public struct StreamDemuxer: Sendable {
         /// What the movie holds that an elementary stream cannot carry (its timecode track,
         /// its metadata), a line each with how to carry it to a new movie.
         public var notCarried: [String]
+        /// Whether the demux stopped early because its task was cancelled: the stream written
+        /// holds the samples read until then.
+        public var interrupted = false
     }
 
     /// How the movie is read (its track and limits). The edit list is never applied: every
@@ -31,6 +34,7 @@ public struct StreamDemuxer: Sendable {
     public init(options: MediaSource.Options = .init(editList: .shift)) { self.options = options }
 
     /// Writes the H.264 track of the movie at `path` to `output` ("-": standard output).
+    /// Cancelling the calling task stops it early with the samples read until then written.
     public func run(path: String, to output: String) throws(SessionError) -> Summary {
         var options = options
         options.editList = .shift
@@ -51,6 +55,10 @@ public struct StreamDemuxer: Sendable {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(2 << 20)
         while let sample = try source.next() {
+            if Task.isCancelled {
+                summary.interrupted = true
+                break
+            }
             do { try writer.append(sample, to: &buffer) } catch {
                 throw .container(ContainerError(.invalidInput, "sample \(summary.samples) at \(sample.decodeTime): \(error)", path: path))
             }

@@ -73,6 +73,9 @@ public struct StreamMuxer: Sendable {
         public var problemCount: Int
         /// NAL units that could not be parsed, copied as they were.
         public var damagedNALUnits: Int
+        /// Whether the mux stopped early because its task was cancelled (SIGINT in the tool):
+        /// the movie holds the samples read until then, finished as a whole file.
+        public var interrupted = false
     }
 
     /// How to read and write.
@@ -86,7 +89,8 @@ public struct StreamMuxer: Sendable {
     /// once more when the whole stream is read, and `onDiagnostic` with each problem the stream
     /// parser finds (damaged NAL units, units cut off), as it finds it, a failure's too.
     /// A failure leaves nothing at `output`; a ``SessionError/bitstream(_:)`` error carries
-    /// where in the stream it stopped.
+    /// where in the stream it stopped. Cancelling the calling task stops the reading and
+    /// finishes the movie with what was read (``Summary/interrupted``), as ffmpeg does at `q`.
     public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in },
                     onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SessionError) -> Summary {
         let reader: SampleBufferReader
@@ -100,7 +104,12 @@ public struct StreamMuxer: Sendable {
         }
         defer { tell() }
         do {
+            var interrupted = false
             while let sample = try reader.next() {
+                if Task.isCancelled {
+                    interrupted = true
+                    break
+                }
                 tell()
                 if writer == nil { writer = try makeWriter(output, frameRate: reader.frameRate) }
                 try writer!.append(sample)
@@ -111,7 +120,7 @@ public struct StreamMuxer: Sendable {
             let movie = try writer.finish()
             let parser = reader.parser
             return Summary(movie: movie, frameRate: reader.frameRate ?? FrameRate(25, 1), warnings: reader.warnings, diagnostics: parser.diagnostics,
-                           problemCount: parser.errorCount + parser.warningCount, damagedNALUnits: parser.errorCount)
+                           problemCount: parser.errorCount + parser.warningCount, damagedNALUnits: parser.errorCount, interrupted: interrupted)
         } catch {
             writer?.cancel()
             switch error {

@@ -43,6 +43,9 @@ public enum StreamProbe {
         /// What the sample reader warned of while timing the samples (an assumed or
         /// overridden rate), when samples were listed.
         public var warnings: [SampleBufferReader.Warning]
+        /// Whether the probe stopped early because its task was cancelled (SIGINT in the
+        /// tool, or a listing's reader gone): the summary covers the stream read until then.
+        public var interrupted = false
     }
 
     /// Probes the stream in the file at `path` (or standard input for "-").
@@ -55,6 +58,7 @@ public enum StreamProbe {
     /// and `onSample` with each sample (when listed) as they are read. A stream with no start
     /// code at all is an error (`BitstreamError.Code.noPicture`); a stream with damaged NAL
     /// units or without a decodable picture is summarized, and the summary counts them.
+    /// Cancelling the calling task stops the reading; the result covers what was read.
     public static func probe(_ units: AnnexBReader, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
                              onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
         if options.listsNALUnits && options.listsSamples {
@@ -74,6 +78,7 @@ public enum StreamProbe {
                                                                              rejectsSlicesBeforeParameterSets: false))
             do {
                 while let sample = try reader.next() {
+                    if Task.isCancelled { break }
                     let record = SampleRecord(index: sampleCount, sample: sample)
                     sampleCount += 1
                     onSample(record)
@@ -87,6 +92,7 @@ public enum StreamProbe {
         } else {
             var streamParser = H264StreamParser()
             while let unit = try units.next() {
+                if Task.isCancelled { break }
                 let parsed = unit.withSpan { streamParser.consume($0, at: unit.location) }
                 guard options.listsNALUnits else { continue }
                 let record = NALUnitRecord(parsed)
@@ -108,6 +114,6 @@ public enum StreamProbe {
             if keeps { summary.samples = sampleRecords }
             summary.sampleFrameRate = sampleCount == 0 ? nil : (options.frameRate ?? parser.firstPictureSPS?.frameRate ?? FrameRate(25, 1)).description
         }
-        return Result(summary: summary, parser: parser, warnings: warnings)
+        return Result(summary: summary, parser: parser, warnings: warnings, interrupted: Task.isCancelled)
     }
 }

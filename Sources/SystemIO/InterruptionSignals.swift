@@ -1,4 +1,5 @@
 import Dispatch
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -87,3 +88,15 @@ private final class InterruptionDispatcher: Sendable {
         }
     }
 }
+
+/// SIGPIPE ignored for the whole process: a write to a pipe whose reader has gone then fails
+/// with `EPIPE` (`Errno.brokenPipe`), which the writer reports like any other failed write,
+/// instead of the signal ending the process on the spot. What a tool that writes to pipes
+/// does at start (as ffmpeg does); child processes get the default action back
+/// (``ChildProcess/withSpawnAttributes(_:)``).
+package func ignoreBrokenPipeSignal() {
+    signal(SIGPIPE, SIG_IGN)
+}
+
+/// Whether `error` is a write to a pipe or socket whose reader has gone (`EPIPE`).
+package func isBrokenPipe(_ error: SystemError) -> Bool { error.errno == .brokenPipe }

@@ -3,7 +3,7 @@ import H264Kit
 import MediaProbe
 import SystemIO
 
-struct Bench: ParsableCommand {
+struct Bench: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Encoding speed, bit rate and PSNR per x264 preset, beside the x264 CLI.",
         discussion: """
@@ -52,7 +52,7 @@ struct Bench: ParsableCommand {
 
     private var presetList: [String] { presets.split(separator: ",").map { String($0.filter { $0 != " " }) } }
 
-    mutating func run() throws {
+    func work() throws {
         let directory = try TemporaryDirectory(prefix: "h264kit-bench")
         var path = directory.path + "/synthetic-1080p.y4m"
         if let input {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import H264Kit
 
-struct Concat: ParsableCommand {
+struct Concat: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Join movies (or the segments of a split's index.json) into one movie, without re-encoding.",
         discussion: """
@@ -21,7 +21,7 @@ struct Concat: ParsableCommand {
         if files.count < 2 { throw ValidationError("give the inputs and the output") }
     }
 
-    mutating func run() throws {
+    func work() throws {
         var inputs = Array(files.dropLast())
         let output = files.last!
         if inputs.count == 1, inputs[0].hasSuffix(".json") {

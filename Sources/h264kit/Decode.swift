@@ -1,7 +1,7 @@
 import ArgumentParser
 import H264Kit
 
-struct Decode: ParsableCommand {
+struct Decode: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode an H.264 stream or MP4/MOV file to raw video, Y4M, PNG images or frame hashes.",
         discussion: """
@@ -68,7 +68,7 @@ struct Decode: ParsableCommand {
         if noAutoscale && kind == .y4m { throw ValidationError("--no-autoscale: a Y4M stream has one picture size") }
     }
 
-    mutating func run() throws {
+    func work() throws {
         let name = input == "-" ? "stdin" : input
         var options = FrameExporter.Options(format: kind, frameLimit: frames, stopsAtDamage: strict)
         options.reader = FrameReader.Options(threading: .init(count: threads), pixelFormat: pixelFormat.flatMap(PixelFormat.init(name:)),

@@ -1,7 +1,7 @@
 import ArgumentParser
 import H264Kit
 
-struct Demux: ParsableCommand {
+struct Demux: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Extract the H.264 track of an MP4 or MOV file as an Annex-B elementary stream.",
         discussion: """
@@ -21,7 +21,7 @@ struct Demux: ParsableCommand {
     @Option(help: "The track ID to extract (default: the first H.264 video track).")
     var track: UInt32?
 
-    mutating func run() throws {
+    func work() throws {
         let summary: StreamDemuxer.Summary
         do {
             summary = try StreamDemuxer(options: .init(trackID: track, editList: .shift, movieLimits: limits.movie)).run(path: input, to: output)

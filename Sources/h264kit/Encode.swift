@@ -2,7 +2,7 @@ import ArgumentParser
 import H264Kit
 import MediaProbe
 
-struct Encode: ParsableCommand {
+struct Encode: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Encode Y4M or raw video with x264 into an H.264 stream, MP4 or MOV.",
         discussion: """
@@ -107,7 +107,7 @@ struct Encode: ParsableCommand {
         try pictureInput.openReader(input, limits: limits.pictures)
     }
 
-    mutating func run() throws {
+    func work() throws {
         let probe: any PictureReader
         do { probe = try openReader() } catch { throw ToolError(error) }
         // What x264 is given: the input's format when x264 takes it, else 4:2:0 (converted).

@@ -14,6 +14,13 @@ struct H264KitCommand: AsyncParsableCommand {
         version: "0.2.0",
         subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Transcode.self, Split.self, Concat.self, SDP.self, Stream.self, Receive.self, PreviewCommand.self, Bench.self, TimecodeCommand.self]
     )
+
+    /// The tool's entry point: SIGPIPE ignored first, so that a reader closing the tool's
+    /// output pipe (`| head`) ends a run with a write error and a message, not the signal.
+    static func main() async {
+        ignoreBrokenPipeSignal()
+        await main(nil)
+    }
 }
 
 /// A failure the tool reports as it is and exits 1 for.

@@ -1,7 +1,8 @@
 import ArgumentParser
 import H264Kit
+import SystemIO
 
-struct Inspect: ParsableCommand {
+struct Inspect: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Summarise an H.264 Annex-B elementary stream, or the tracks of an MP4/MOV file.",
         discussion: """
@@ -34,7 +35,7 @@ struct Inspect: ParsableCommand {
         if fps != nil && file != "-" && MovieReader.looksLikeMovie(path: file) { throw ValidationError("--fps times an Annex-B stream; a movie has its own times") }
     }
 
-    mutating func run() throws {
+    func work() throws {
         if file != "-" && MovieReader.looksLikeMovie(path: file) {
             if nals { throw ToolError("\(file): --nals lists an Annex-B stream's NAL units; for a movie's, `h264kit demux \(file) OUT.264` first") }
             let reader: MovieReader
@@ -58,8 +59,11 @@ struct Inspect: ParsableCommand {
         // JSON at the end.
         let options = StreamProbe.Options(listsNALUnits: nals, listsSamples: samples, frameRate: try parseRate(fps, "--fps"), keepsRecords: json)
         var listed = false
+        // A listing stops when its reader goes (`| head`): the probe is cancelled, and the
+        // closed output is the error.
+        let output = StandardOutput()
         func list(_ header: String, _ line: String) {
-            if !json { print(listed ? line : header + "\n" + line) }
+            if !json, !output.line(listed ? line : header + "\n" + line) { withUnsafeCurrentTask { $0?.cancel() } }
             listed = true
         }
         let result: StreamProbe.Result
@@ -69,6 +73,7 @@ struct Inspect: ParsableCommand {
         } catch {
             throw ToolError("\(name): \(error)")
         }
+        if !output.flush(), let failure = output.failure { throw ToolError("\(failure)") }
         printWarnings(result.warnings, name: name)
         let parser = result.parser
         if json { try printJSON(result.summary) } else if !samples { print(result.summary.text(name: name)) }

@@ -2,7 +2,7 @@ import ArgumentParser
 import H264Kit
 import SystemIO
 
-struct Mux: ParsableCommand {
+struct Mux: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Put an H.264 Annex-B elementary stream into an MP4 or MOV file.",
         discussion: """
@@ -83,7 +83,7 @@ struct Mux: ParsableCommand {
         return items
     }
 
-    mutating func run() throws {
+    func work() throws {
         let name = input == "-" ? "stdin" : input
         var options = StreamMuxer.Options(reader: .init(builder: .init(keepsParameterSetsInBand: avc3, codec: avc3 ? "avc3" : "avc1"), frameRate: try parseRate(fps, "--fps")))
         options.movie = MovieWriter.Options(fileType: format.flatMap(MovieFileType.init(rawValue:)) ?? MovieFileType(path: output),

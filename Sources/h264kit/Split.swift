@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import H264Kit
 
-struct Split: ParsableCommand {
+struct Split: InterruptibleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Cut a stream or movie at sync samples into standalone MP4s, without re-encoding.",
         discussion: """
@@ -36,7 +36,7 @@ struct Split: ParsableCommand {
         if let chunks, chunks < 1 { throw ValidationError("--chunks \(chunks): at least 1") }
     }
 
-    mutating func run() throws {
+    func work() throws {
         do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch { throw ToolError("\(directory): \(error)") }
         var sourceOptions = MediaSource.Options.decoding
         sourceOptions.movieLimits = limits.movie

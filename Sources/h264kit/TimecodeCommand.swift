@@ -9,7 +9,7 @@ struct TimecodeCommand: ParsableCommand {
         defaultSubcommand: Show.self
     )
 
-    struct Show: ParsableCommand {
+    struct Show: InterruptibleCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
             abstract: "Print a file's start timecode, rate, flags and reel (and with --frames, every frame's timecode).",
@@ -26,7 +26,7 @@ struct TimecodeCommand: ParsableCommand {
         @Flag(help: "Print one JSON object.")
         var json = false
 
-        mutating func run() throws {
+        func work() throws {
             let reader: MovieReader
             do { reader = try MovieReader(path: file, limits: limits.movie) } catch { throw ToolError(error) }
             for warning in reader.warnings { printError("\(file): warning: \(warning)") }

@@ -82,8 +82,9 @@ struct Transcode: AsyncParsableCommand {
             else if let chunkDuration { ChunkedTranscoder(options: options, chunkDuration: MediaTime(seconds: chunkDuration, preferredTimescale: 90_000)) }
             else { nil }
         // The work runs in a task that SIGINT/SIGTERM cancel: the transcoders check between
-        // frames (a chunk's process is terminated), and nothing is left at the output.
-        let task = Task { () throws -> (summary: Transcoder.Summary, chunks: Int?) in
+        // frames (a chunk's process is terminated), and nothing is left at the output; the
+        // tool exits 130.
+        let (summary, summaryChunks) = try await runInterruptibly { () throws -> (summary: Transcoder.Summary, chunks: Int?) in
             let progress = Progress()
             defer { progress.clear() }
             if var chunked = chunking {
@@ -119,9 +120,6 @@ struct Transcode: AsyncParsableCommand {
                 throw ToolError("\(input): \(error)")
             }
         }
-        let stop = InterruptionSignals { task.cancel() }
-        defer { stop.restore() }
-        let (summary, summaryChunks) = try await task.value
         if chunking == nil { for warning in summary.warnings { printError("\(input): warning: \(warning)") } }
         if summary.concealedFrames + summary.droppedFrames > 0 {
             printError("\(input): \(summary.concealedFrames) damaged frames concealed, \(summary.droppedFrames) samples gave no picture and were skipped")

@@ -74,3 +74,32 @@ struct AnnexBReaderTests {
         }
     }
 }
+
+/// Stopping early on a file many windows long: the reader let go after a few units, in each
+/// of its two large-file modes (a helper thread a few windows ahead, releasing pages behind;
+/// the two halves at once), mid-file and before any unit. Letting go used to trap in
+/// libdispatch (a semaphore released below its initial count) on every file over 8 MB.
+@Suite("Annex-B reader stopped early")
+struct AnnexBReaderEarlyStopTests {
+    @Test(arguments: [true, false]) func lettingGoMidFileIsClean(releasesPagesBehind: Bool) throws {
+        for taken in [0, 5, 2_000, 40_000] {
+            for pauses in [false, true] {
+                let reader = try AnnexBReader(path: LargeStream.annexB, options: .init(releasesPagesBehind: releasesPagesBehind))
+                for _ in 0..<taken { _ = try reader.next() }
+                #expect(taken == 0 || reader.bytesRead > 0)
+                // A reader that stops to do other work: the helper meanwhile fills every
+                // window it may run ahead (the state that trapped).
+                if pauses { Thread.sleep(forTimeInterval: 0.1) }
+            }
+        }
+    }
+
+    @Test func breakingOutOfTheAsyncFormIsClean() async throws {
+        var count = 0
+        for try await _ in try AnnexBReader(path: LargeStream.annexB) {
+            count += 1
+            if count == 5 { break }
+        }
+        #expect(count == 5)
+    }
+}

@@ -189,3 +189,14 @@ struct OneCallTests {
         #expect(throws: SessionError.self) { try EncoderBenchmark(options: .init(presets: ["warp"])).run(path: source) }
     }
 }
+
+/// A media source let go after 5 samples of a 50 MB stream (and of its decoding form): clean.
+@Suite("Media source stopped early")
+struct MediaSourceEarlyStopTests {
+    @Test func fiveSamplesThenLetGo() throws {
+        for options in [MediaSource.Options(), .decoding] {
+            let source = try MediaSource(path: LargeStream.annexB, options: options)
+            for _ in 0..<5 { #expect(try source.next() != nil) }
+        }
+    }
+}

@@ -127,3 +127,22 @@ struct TimebaseWaitTests {
         await #expect(throws: CancellationError.self) { try await cancelled.value }
     }
 }
+
+/// A caller that stops after 5 samples of a 50 MB stream, with `next()` and with a `break` out
+/// of `for try await`: the reader goes cleanly (it used to trap at its deinit).
+@Suite("Sample buffer reader stopped early")
+struct SampleBufferReaderEarlyStopTests {
+    @Test func fiveSamplesThenLetGo() async throws {
+        do {
+            let reader = try SampleBufferReader(path: LargeStream.annexB)
+            for _ in 0..<5 { #expect(try reader.next() != nil) }
+        }
+        var count = 0
+        for try await sample in try SampleBufferReader(path: LargeStream.annexB) {
+            #expect(sample.size > 0)
+            count += 1
+            if count == 5 { break }
+        }
+        #expect(count == 5)
+    }
+}

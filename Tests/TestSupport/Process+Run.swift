@@ -119,6 +119,9 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
 
     /// Starts `executable`; `environment` adds to (or replaces variables of) this process's.
     public init(_ executable: URL, _ arguments: [String], stdout: String = "/dev/null", environment: [String: String] = [:]) throws {
+        // A child that stops reading its input (it was interrupted, it failed) makes a write
+        // to it fail with EPIPE, not end the test process.
+        signal(SIGPIPE, SIG_IGN)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
         errorPath = directory.appendingPathComponent("stderr").path

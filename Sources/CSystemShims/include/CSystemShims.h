@@ -8,6 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <pthread.h>
+
+/// Names a thread (`pthread_setname_np`, a GNU extension; at most 15 bytes show).
+static inline int csystem_set_thread_name(pthread_t thread, const char *name) {
+    return pthread_setname_np(thread, name);
+}
 
 /// Inserts `length` bytes of hole at `offset`, shifting the rest of the file up without copying it
 /// (`fallocate(FALLOC_FL_INSERT_RANGE)`; ext4 and XFS). Both must be multiples of the file
@@ -24,6 +30,11 @@ static inline int csystem_start_writeback(int fd, off_t offset, off_t length) {
 #else
 #include <errno.h>
 #include <sys/types.h>
+#include <pthread.h>
+static inline int csystem_set_thread_name(pthread_t thread, const char *name) {
+    (void)thread; (void)name;
+    return 0;
+}
 static inline int csystem_start_writeback(int fd, off_t offset, off_t length) {
     (void)fd; (void)offset; (void)length;
     return 0;
