@@ -221,6 +221,23 @@ public struct H264Depacketizer: Sendable {
         return units
     }
 
+    /// The stream starts again (its sender restarted its numbering, or another source took
+    /// over): what is held is ended as at ``finish()``, and the sequence state is forgotten,
+    /// the counts kept. The next packet is taken as a first one, and access units are skipped
+    /// until an IDR picture.
+    public mutating func restart() -> [AccessUnit] {
+        let units = finish()
+        held = [:]
+        taken = []
+        highest = nil
+        nextExpected = nil
+        probation = nil
+        gapBeforeNext = false
+        gapEndsUnit = nil
+        waitingForIDR = configuration.resumesAtSyncSample
+        return units
+    }
+
     /// The packet's sequence number extended to 64 bits: the candidate nearest the highest seen.
     private func extend(_ sequence: UInt16) -> Int64 {
         guard let reference = highest else { return Int64(sequence) }

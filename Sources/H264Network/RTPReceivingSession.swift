@@ -5,8 +5,10 @@ public import MediaCore
 /// no clock: the caller passes arrival times and decides where the feedback goes (the sender's
 /// RTCP address, an interleaved channel).
 ///
-/// RTP goes through the ``H264Depacketizer`` (jitter buffer, loss, duplicates, resuming at the
-/// next IDR) and the ``RTPSampleBufferBuilder``. The feedback is a compound RTCP packet (RFC
+/// RTP goes first through ``RTPSourceValidation`` (RFC 3550 A.1: which source is the stream;
+/// packets of other sources, malformed payloads and wild sequence jumps are counted and
+/// dropped before they change any state), then the ``H264Depacketizer`` (jitter buffer, loss,
+/// duplicates, resuming at the next IDR) and the ``RTPSampleBufferBuilder``. The feedback is a compound RTCP packet (RFC
 /// 3550 §6.1): a receiver report with a reception report block for the sender (loss, extended
 /// highest sequence number, jitter, the last sender report and the delay since it), plus a
 /// picture loss indication (RFC 4585 §6.3.1) while access units are being skipped for want of
@@ -30,6 +32,9 @@ public struct RTPReceivingSession: Sendable {
         /// How access units become sample buffers (``RTPSampleBufferBuilder/Options/isLowLatency``
         /// hands each on at once when the stream reorders no frame).
         public var sampleBuilder: RTPSampleBufferBuilder.Options = .init()
+        /// Which packets are the stream's (RFC 3550 A.1); its payload type is the
+        /// depacketizer's when it names none.
+        public var sourceValidation: RTPSourceValidation.Configuration = .init()
 
         /// A configuration: a report a second, a PLI at most every 200 ms, 20 ms for a late packet.
         public init(depacketizer: H264Depacketizer.Configuration = .init(), ssrc: UInt32 = .random(in: 1...UInt32.max), reportInterval: Double = 1,
@@ -60,8 +65,12 @@ public struct RTPReceivingSession: Sendable {
     /// The sample buffer builder (the format description, access units dropped for want of
     /// parameter sets).
     public private(set) var builder: RTPSampleBufferBuilder
-    /// Loss and jitter of the sender's stream (RFC 3550 A.3, A.8), from its first packet.
+    /// Loss and jitter of the sender's stream (RFC 3550 A.3, A.8), from its first packet
+    /// taken as the stream's (after a restart, from the restart).
     public private(set) var reception: RTPReceptionStatistics?
+    /// Which packets were taken as the stream's, and what was dropped before: other sources,
+    /// malformed payloads, wild sequence jumps.
+    public private(set) var sourceValidation: RTPSourceValidation
     /// Access units refused because their parameter sets in band do not parse.
     public private(set) var refusedForParameterSets = 0
     /// RTCP packets received (compound packets count once).
@@ -79,23 +88,54 @@ public struct RTPReceivingSession: Sendable {
     public init(configuration: Configuration = Configuration(), formatDescription: VideoFormatDescription? = nil) {
         self.configuration = configuration
         depacketizer = H264Depacketizer(configuration: configuration.depacketizer)
+        var validation = configuration.sourceValidation
+        if validation.payloadType == nil { validation.payloadType = configuration.depacketizer.payloadType }
+        sourceValidation = RTPSourceValidation(configuration: validation)
         builder = RTPSampleBufferBuilder(formatDescription: formatDescription, options: configuration.sampleBuilder)
     }
 
     /// Takes an RTP datagram that arrived at `arrival` seconds (any monotonic origin); returns
-    /// the sample buffers it completes, in decode order. A datagram that is not RTP is counted.
+    /// the sample buffers it completes, in decode order. A datagram that is not the stream's
+    /// (not RTP, another source, a malformed payload) is counted in ``sourceValidation`` and
+    /// changes nothing else.
     public mutating func receiveRTP(_ datagram: UnsafeRawBufferPointer, arrival: Double) -> [SampleBuffer] {
-        let units: [H264Depacketizer.AccessUnit]
-        if let packet = try? RTPPacket(parsing: datagram) {
-            if reception == nil { reception = RTPReceptionStatistics(ssrc: packet.ssrc) }
-            if packet.ssrc == reception?.ssrc {
-                reception?.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: arrival)
-            }
-            units = depacketizer.receive(packet)
-        } else {
-            units = depacketizer.receive(datagram: datagram)  // counted as invalid
+        var units: [H264Depacketizer.AccessUnit] = []
+        switch sourceValidation.admit(datagram: datagram, arrival: arrival) {
+        case .drop:
+            break
+        case .accept(let packets):
+            for packet in packets { units += take(packet, arrival: arrival) }
+        case .restart(let packets):
+            // A new numbering or a new source: what the old one left is ended, and the
+            // reception counts start again for the new one.
+            units = depacketizer.restart()
+            reception = nil
+            for packet in packets { units += take(packet, arrival: arrival) }
         }
         return build(units) + expire(now: arrival)
+    }
+
+    /// Takes an RTP datagram held in an array (see ``receiveRTP(_:arrival:)-(UnsafeRawBufferPointer,_)``).
+    public mutating func receiveRTP(_ datagram: [UInt8], arrival: Double) -> [SampleBuffer] {
+        var units: [H264Depacketizer.AccessUnit] = []
+        let verdict = datagram.withUnsafeBytes { sourceValidation.admit(datagram: $0, arrival: arrival) }
+        switch verdict {
+        case .drop:
+            break
+        case .accept(let packets):
+            for packet in packets { units += take(packet, arrival: arrival) }
+        case .restart(let packets):
+            units = depacketizer.restart()
+            reception = nil
+            for packet in packets { units += take(packet, arrival: arrival) }
+        }
+        return build(units) + expire(now: arrival)
+    }
+
+    private mutating func take(_ packet: RTPPacket, arrival: Double) -> [H264Depacketizer.AccessUnit] {
+        if reception == nil { reception = RTPReceptionStatistics(ssrc: packet.ssrc) }
+        reception?.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: arrival)
+        return depacketizer.receive(packet)
     }
 
     /// Gives up on a missing packet awaited longer than ``Configuration/maximumReorderDelay``

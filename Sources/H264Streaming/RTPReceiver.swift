@@ -92,7 +92,7 @@ public struct RTPReceiver: Sendable {
         public var jitter: Double
         /// RTCP packets received (compound packets count once).
         public var controlPackets: Int
-        /// The sender's SSRC (of its first packet).
+        /// The SSRC of the source taken as the stream (RFC 3550 A.1).
         public var ssrc: UInt32?
         /// RTCP receiver reports sent back to the sender.
         public var receiverReports: Int
@@ -100,6 +100,33 @@ public struct RTPReceiver: Sendable {
         public var pictureLossIndications: Int
         /// Samples the consumer was too slow to take, dropped so that memory stays bounded.
         public var samplesDroppedForSlowConsumer = 0
+        /// Which packets were the stream's (RFC 3550 A.1): packets of other sources, not RTP,
+        /// malformed or far out of sequence, counted apart and dropped before they changed
+        /// anything. (Nil in a report written before these were counted.)
+        public var sourceValidation: RTPSourceValidation.Statistics? {
+            get { sourceValidationStorage?.value }
+            set { sourceValidationStorage = newValue.map(StatisticsBox.init) }
+        }
+        // Held by reference: a report grown by these 72 bytes crashed Swift 6.3's task
+        // allocator when it was a task's result (`Task { try await receiver.record(to:) }`;
+        // swiftlang/swift#87481, async results over about 280 bytes).
+        private var sourceValidationStorage: StatisticsBox?
+
+        private enum CodingKeys: String, CodingKey {
+            case ending, samples, depacketizer, droppedBeforeParameterSets, refusedForParameterSets, droppedOutOfOrder, jitter, controlPackets,
+                 ssrc, receiverReports, pictureLossIndications, samplesDroppedForSlowConsumer
+            case sourceValidationStorage = "sourceValidation"
+        }
+    }
+
+    /// Counts kept by reference in a report, compared and coded by value.
+    final class StatisticsBox: Sendable, Hashable, Codable {
+        let value: RTPSourceValidation.Statistics
+        init(_ value: RTPSourceValidation.Statistics) { self.value = value }
+        init(from decoder: any Decoder) throws { value = try RTPSourceValidation.Statistics(from: decoder) }
+        func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+        static func == (a: StatisticsBox, b: StatisticsBox) -> Bool { a.value == b.value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
     }
 
     /// Where to listen: RTP on the port, RTCP on the next; an empty host listens on every
@@ -198,7 +225,9 @@ public struct RTPReceiver: Sendable {
             case .rtp(let datagrams):
                 budget.give(datagrams.reduce(0) { $0 + $1.count })
                 lastArrival = .now
-                for bytes in datagrams { samples += bytes.withUnsafeBytes { session.receiveRTP($0, arrival: now) } }
+                // (Arrays, not a closure over the session: a closure capturing this async
+                // function's large `session` for mutation broke the task allocator's order.)
+                for bytes in datagrams { samples += session.receiveRTP(bytes, arrival: now) }
             case .rtcp(let bytes, let from):
                 budget.give(bytes.count)
                 lastArrival = .now
@@ -269,5 +298,6 @@ extension RTPReceiver.Report {
                   jitter: (session.reception?.jitter ?? 0) / 90_000, controlPackets: session.controlPackets, ssrc: session.reception?.ssrc,
                   receiverReports: session.receiverReports, pictureLossIndications: session.pictureLossIndications)
         droppedOutOfOrder = session.builder.droppedOutOfOrder
+        sourceValidation = session.sourceValidation.statistics
     }
 }

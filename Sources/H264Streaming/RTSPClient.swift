@@ -281,11 +281,11 @@ public struct RTSPClient: Sendable {
                         lastArrival = .now
                         anyRTP = true
                         let arrival = monotonicSeconds()
-                        for bytes in datagrams { samples += bytes.withUnsafeBytes { session.receiveRTP($0, arrival: arrival) } }
+                        for bytes in datagrams { samples += session.receiveRTP(bytes, arrival: arrival) }
                     case .interleaved(let channel, let payload) where channel == rtpChannel:
                         lastArrival = .now
                         anyRTP = true
-                        samples = payload.withUnsafeBytes { session.receiveRTP($0, arrival: monotonicSeconds()) }
+                        samples = session.receiveRTP(payload, arrival: monotonicSeconds())
                     case .interleaved(let channel, let payload) where channel == rtcpChannel:
                         lastArrival = .now
                         if payload.withUnsafeBytes({ session.receiveRTCP($0, arrival: monotonicSeconds()) }).goodbye { goodbye = true }
