@@ -7,13 +7,20 @@ import NIOCore
 /// decode time, on one SwiftNIO event loop: the pacing runs on the loop's timers, off Swift's
 /// cooperative pool, and a pause (rate 0) holds the next sample until the rate changes.
 ///
-/// Everything but `start`, `pause`, `resume` and `stop` (which hop to the loop) runs on the
-/// loop, so the reader is touched by one thread only.
+/// Unpaced (`paced` false), samples go as fast as the subscribers' sockets take them: with
+/// `waitsForRoom` (a file played to one client) the player waits while a socket is over its
+/// watermark and goes on when it has room (``roomAvailable()``, or a check each millisecond),
+/// so the file's pace is the client's and nothing is dropped; a shared stream instead leaves a
+/// slow client to skip to the next sync sample (``RTPSubscriber``), as a live source must.
+///
+/// Everything but `start`, `pause`, `resume`, `stop` and `roomAvailable` (which hop to the
+/// loop) runs on the loop, so the reader is touched by one thread only.
 final class PacedFilePlayer: @unchecked Sendable {
     let loop: any EventLoop
     let fanOut: RTPFanOut
     let paced: Bool
     let rate: Double
+    let waitsForRoom: Bool
     private var reader: LoopingSampleReader
     private let timebase = Timebase()
     private var pending: SampleBuffer?
@@ -22,16 +29,19 @@ final class PacedFilePlayer: @unchecked Sendable {
     private var stopped = false
     private var isFirst = true
     private var lastDuration: MediaTime?
+    private var waitingForRoom = false
     private let onEnd: @Sendable ((any Error)?) -> Void
 
     /// A player of `reader` into `fanOut`; `onEnd` is called on the loop once, at the end of
     /// the file (nil) or at a read error.
-    init(reader: LoopingSampleReader, fanOut: RTPFanOut, loop: any EventLoop, paced: Bool, rate: Double, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
+    init(reader: LoopingSampleReader, fanOut: RTPFanOut, loop: any EventLoop, paced: Bool, rate: Double, waitsForRoom: Bool = false,
+         onEnd: @escaping @Sendable ((any Error)?) -> Void) {
         self.reader = reader
         self.fanOut = fanOut
         self.loop = loop
         self.paced = paced
         self.rate = rate
+        self.waitsForRoom = waitsForRoom && !paced
         self.onEnd = onEnd
     }
 
@@ -55,6 +65,17 @@ final class PacedFilePlayer: @unchecked Sendable {
         loop.execute {
             guard self.started, !self.stopped, self.timebase.rate == 0, self.pending != nil || !self.reader.finished else { return }
             self.timebase.setRate(self.rate)
+            self.scheduled?.cancel()
+            self.scheduled = nil
+            self.pump()
+        }
+    }
+
+    /// A subscriber's socket has room again: an unpaced player waiting for it goes on.
+    func roomAvailable() {
+        loop.execute {
+            guard self.waitingForRoom, !self.stopped else { return }
+            self.waitingForRoom = false
             self.scheduled?.cancel()
             self.scheduled = nil
             self.pump()
@@ -106,6 +127,16 @@ final class PacedFilePlayer: @unchecked Sendable {
                 case .due, .unreachable:
                     break
                 }
+            } else if waitsForRoom && !fanOut.hasRoom {
+                // Unpaced to one client: its socket is full; wait until it has room again.
+                pending = sample
+                waitingForRoom = true
+                scheduled = loop.scheduleTask(in: .milliseconds(1)) { [self] in
+                    scheduled = nil
+                    waitingForRoom = false
+                    pump()
+                }
+                return
             } else if handed >= 8 {
                 // Unpaced: a few at a time, then let the loop serve its other work.
                 pending = sample

@@ -37,11 +37,13 @@ final class RTPSubscriber: Sendable {
         var packets = 0
         var octets = 0
         var accessUnits = 0
-        /// Access units dropped because the client could not take them.
+        /// Access units the client did not get because it fell behind: the one its socket
+        /// could not take, and every one skipped after it up to the next sync sample.
         var droppedBehind = 0
         /// Times the client fell behind (each a skip to the next sync sample).
         var fellBehind = 0
-        /// Access units skipped while waiting for a sync sample (joining, after falling behind).
+        /// Access units skipped while joining (or playing again after a pause), before the
+        /// first sync sample.
         var skippedToSync = 0
     }
 
@@ -49,6 +51,8 @@ final class RTPSubscriber: Sendable {
         var nextSequence: UInt16
         var timestampDelta: UInt32?
         var waitingForSync = true
+        /// Waiting for a sync sample because the client fell behind (not because it joined).
+        var behind = false
         var counts = Counts()
         var lastTimestamp: UInt32
         var nextReport: NIODeadline = .now()
@@ -95,16 +99,18 @@ final class RTPSubscriber: Sendable {
         let built: (rtp: [[UInt8]], report: [UInt8]?)? = state.withLock { state in
             guard !state.finished else { return nil }
             if state.waitingForSync, !unit.isSync {
-                state.counts.skippedToSync += 1
+                if state.behind { state.counts.droppedBehind += 1 } else { state.counts.skippedToSync += 1 }
                 return nil
             }
             guard writable else {
-                if !state.waitingForSync { state.counts.fellBehind += 1 }
+                if !state.behind { state.counts.fellBehind += 1 }
                 state.waitingForSync = true
+                state.behind = true
                 state.counts.droppedBehind += 1
                 return nil
             }
             state.waitingForSync = false
+            state.behind = false
             let delta = state.timestampDelta ?? (initialTimestamp &- unit.timestamp)
             state.timestampDelta = delta
             let timestamp = unit.timestamp &+ delta
@@ -165,7 +171,10 @@ final class RTPSubscriber: Sendable {
 
     /// Waits for the next sync sample again (a paused client playing again).
     func rejoin() {
-        state.withLock { $0.waitingForSync = true }
+        state.withLock {
+            $0.waitingForSync = true
+            $0.behind = false
+        }
     }
 
     /// Stops sending without a BYE (the client tore down or went away).
@@ -251,6 +260,9 @@ final class RTPFanOut: Sendable {
     }
 
     func requestKeyframe() { keyframeRequest?() }
+
+    /// Whether every subscriber's socket takes more now (none is over its watermark).
+    var hasRoom: Bool { subscribers.withLock { $0.all.values.allSatisfy(\.transport.isWritable) } }
 
     /// Packetizes `sample` and hands it to every subscriber.
     func deliver(_ sample: SampleBuffer) throws(NetworkError) {

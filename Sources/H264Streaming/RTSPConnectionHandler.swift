@@ -92,7 +92,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { context.channel.setOption(.autoRead, value: true).whenComplete { _ in } }
+        if context.channel.isWritable {
+            context.channel.setOption(.autoRead, value: true).whenComplete { _ in }
+            // Files played unpaced over this connection wait for it to have room.
+            for active in sessions.values { active.player?.roomAvailable() }
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -188,7 +192,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             if let from, from > 0 { reader.seek(to: MediaTime(seconds: from, preferredTimescale: 90_000)) }
             guard let fanOut = try? RTPFanOut(configuration: core.options.packetizer) else { return }
             fanOut.add(subscriber)
-            let player = PacedFilePlayer(reader: reader, fanOut: fanOut, loop: context.eventLoop, paced: core.options.paced, rate: core.options.rate, onEnd: { _ in })
+            // Unpaced, a file played to one client goes at its socket's pace, nothing dropped.
+            let player = PacedFilePlayer(reader: reader, fanOut: fanOut, loop: context.eventLoop, paced: core.options.paced, rate: core.options.rate,
+                                         waitsForRoom: true, onEnd: { _ in })
             active.player = player
             active.fanOut = fanOut
             player.start()

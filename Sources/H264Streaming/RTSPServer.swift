@@ -40,7 +40,10 @@ public final class RTSPServer: Sendable {
         public var idleConnectionTimeout: Int
         /// How files are packetized (broadcasts bring their own).
         public var packetizer: H264Packetizer.Configuration
-        /// Files wait for each sample's time (true), or go as fast as the sockets take them.
+        /// Files wait for each sample's time (true), or go as fast as the sockets take them
+        /// (false): a file played to one client then waits while the client's socket is full,
+        /// so a slow client slows its own file and loses nothing; a looped file shared by all
+        /// is live, and a client that falls behind skips to the next sync sample.
         public var paced: Bool
         /// The pace of files, when paced: 1 is real time.
         public var rate: Double
@@ -101,7 +104,10 @@ public final class RTSPServer: Sendable {
         public var sessionsTimedOut = 0
         /// RTP packets sent, all clients.
         public var packetsSent = 0
-        /// Access units dropped because a client could not take them, all clients.
+        /// Access units clients did not get because they fell behind, all clients: each one a
+        /// client's socket could not take, and every one it skipped after it up to the next
+        /// sync sample. (A file played unpaced to one client waits for its socket instead, and
+        /// drops none.)
         public var accessUnitsDroppedBehind = 0
         /// Times a client fell behind and skipped to the next sync sample.
         public var clientsFellBehind = 0

@@ -135,6 +135,47 @@ struct RTSPTests {
         #expect(report.ending == .goodbye && report.samples == 90 && report.depacketizer.packetsLost == 0, "\(report)")
     }
 
+    /// A 600-frame 720p file with an IDR picture every 60 (made once).
+    static let longSource: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-rtsp-600-\(getpid()).264").path
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-frames:v", "600", "-c:v", "libx264",
+                                "-preset", "ultrafast", "-g", "60", "-bf", "2", "-f", "h264", path])
+        return path
+    }()
+
+    @Test("unpaced (paced: false) over TCP: a file goes at its client's pace and nothing is dropped: 600 of 600, three runs in a row")
+    func unpacedOverTCPLosesNothing() async throws {
+        let (server, task, port) = try await Self.startServer(.file(path: Self.longSource), options: .init(paced: false))
+        defer { task.cancel() }
+        let expected = try ffmpegFrameHashes(Self.longSource)
+        #expect(expected.count == 600)
+        for run in 1...3 {
+            let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+            defer { try? FileManager.default.removeItem(atPath: movie) }
+            let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: .tcp))
+            let report = try await client.record(to: .init(path: movie))
+            #expect(report.samples == 600 && report.depacketizer.packetsLost == 0, "run \(run): \(report)")
+            #expect(try ffmpegFrameHashes(movie) == expected, "run \(run)")
+        }
+        #expect(server.statistics.accessUnitsDroppedBehind == 0 && server.statistics.clientsFellBehind == 0, "\(server.statistics)")
+    }
+
+    @Test("unpaced over TCP to a reader slower than the file: it still gets every frame (the server waits for its socket)")
+    func unpacedToASlowReaderLosesNothing() async throws {
+        let (server, task, port) = try await Self.startServer(.file(path: Self.longSource), options: .init(paced: false, clientQueueLimit: 64 << 10))
+        defer { task.cancel() }
+        var receiver = RTPReceiver.Options()
+        receiver.maximumQueuedBytes = 256 << 10
+        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: receiver, transport: .tcp))
+        var count = 0
+        let report = try await client.receive { _ in
+            count += 1
+            usleep(5_000)  // 200 frames a second: slower than the server can send
+        }
+        #expect(report.samples == 600 && count == 600 && report.depacketizer.packetsLost == 0, "\(report)")
+        #expect(server.statistics.accessUnitsDroppedBehind == 0, "\(server.statistics)")
+    }
+
     @Test("credentials: Digest and Basic accepted, none or wrong ones refused with 401; ffmpeg authenticates with Digest")
     func authentication() async throws {
         let (server, task, port) = try await Self.startServer(.file(path: Self.source), options: .init(credentials: .init(user: "alice", password: "s3cret")))
