@@ -144,6 +144,34 @@ extension RealTimeDisplay.DisplayTests {
         }
     }
 
+    @Test("a size change mid-stream (320x240 then 640x480, two streams joined): each frame is drawn at its own size, the captures match ffmpeg's frames (PSNR >= 40 dB)")
+    func aSizeChangeDrawsEachFrameAtItsOwnSize() async throws {
+        var parts: [String] = []
+        defer { for path in parts { try? FileManager.default.removeItem(atPath: path) } }
+        for size in ["320x240", "640x480"] {
+            let path = try Checkout.temporaryFile([], suffix: ".264")
+            parts.append(path)
+            let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25", "-frames:v", "30", "-c:v", "libx264",
+                                          "-preset", "veryfast", "-bf", "0", "-f", "h264", path])
+            try #require(made.status == 0, "\(made.stderrText)")
+        }
+        let joined = try Checkout.temporaryFile(try parts.flatMap { [UInt8](try Data(contentsOf: URL(fileURLWithPath: $0))) }, suffix: ".264")
+        parts.append(joined)
+        let numbers = [0, 29, 30, 31, 59]
+        let preview = Preview(source: .file(FilePreview(path: joined)), options: .init(server: .init(port: 0), exitsAfterPlayback: true, captures: numbers))
+        let (reports, captures) = try await Self.play(preview)
+        #expect(reports.first?.ended == true && reports.first?.error == nil, "\(reports)")
+        let small = try Self.referencePictures(parts[0], width: 320, height: 240), large = try Self.referencePictures(parts[1], width: 640, height: 480)
+        for number in numbers {
+            let png = try #require(captures[number], "no capture of frame \(number)")
+            let reference = number < 30 ? small[number] : large[number - 30]
+            let pixels = try Self.pixels(ofPNG: png)
+            #expect(pixels.count == reference.count, "frame \(number): \(pixels.count / 3) pixels, its own size has \(reference.count / 3)")
+            let value = Self.psnr(pixels, reference)
+            #expect(value >= 40, "frame \(number): \(value) dB")
+        }
+    }
+
     /// A layer fed by a looped file, shown to one Chromium page, for driving its timebase.
     static func withLoopedPage(_ body: (DisplayLayer) async throws -> Void) async throws {
         let server = try DisplayServer(options: .init(port: 0))

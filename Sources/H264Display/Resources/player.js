@@ -152,8 +152,13 @@ function configure(control) {
       && configuration.description === control.description && !!configuration.live === !!control.live) return;   // nothing new
   configuration = control;
   live = !!control.live;
-  canvas.width = control.width;
-  canvas.height = control.height;
+  // The canvas takes a configuration's size only before any frame is drawn (for the layout);
+  // after that each frame sets it when drawn (fitCanvas): frames of the old size may still be
+  // queued when a new configuration comes, and must not be stretched to it.
+  if (firstFrameAt === null) {
+    canvas.width = control.width;
+    canvas.height = control.height;
+  }
   const config = decoderConfig(control);
   VideoDecoder.isConfigSupported(config).then((support) => {
     if (!support.supported) stop(`This browser cannot decode ${control.codec} (${control.width}x${control.height}).`);
@@ -255,13 +260,26 @@ function flushAll() {
 // The first frame drawn while the preroll goes on (not yet counted as presented: it is drawn
 // again, on time, when the clock starts).
 function showPoster(entry) {
+  fitCanvas(entry.frame);
   context.drawImage(entry.frame, 0, 0, canvas.width, canvas.height);
   firstFrameAt = performance.now();
   mark('firstDrawn');
 }
 
+// Each frame is drawn at its own size (the picture's visible rectangle, as ffmpeg outputs
+// it): the canvas changes size when the first frame of a new size is drawn.
+function fitCanvas(frame) {
+  const width = frame.visibleRect ? frame.visibleRect.width : frame.displayWidth;
+  const height = frame.visibleRect ? frame.visibleRect.height : frame.displayHeight;
+  if (canvas.width !== width || canvas.height !== height) {
+    canvas.width = width;
+    canvas.height = height;
+  }
+}
+
 function draw(entry) {
   const frame = entry.frame;
+  fitCanvas(frame);
   context.drawImage(frame, 0, 0, canvas.width, canvas.height);
   counts.presented++;
   if (firstFrameAt === null) { firstFrameAt = performance.now(); mark('firstDrawn'); }
