@@ -30,8 +30,12 @@ public struct CompressedFrame: Sendable {
 /// presentation times of the pictures in order, shifted back by x264's reorder delay (what
 /// x264 and FFmpeg do), so that no frame is decoded after it is shown.
 ///
-/// Synchronous by default (a synchronous session needs a handler); asynchronous on its own
-/// dispatch queue, off the cooperative pool. At most ``Configuration/maximumFramesInFlight``
+/// Synchronous by default with a handler; asynchronous on its own dispatch queue, off the
+/// cooperative pool, when asked, and always without a handler (its frames go to ``frames``,
+/// consumed beside the encoding). A blocking `encode` never waits for ever on a consumer that
+/// is not there (one that was to run on the same thread, after the loop): it throws
+/// ``SessionError/outputsNotConsumed(waited:inFlight:)`` after
+/// ``Configuration/consumerWaitLimit``. At most ``Configuration/maximumFramesInFlight``
 /// pictures wait for the encoder plus frames wait for the consumer: a fast producer blocks (or
 /// suspends) until the consumer catches up.
 ///
@@ -50,7 +54,9 @@ public final class CompressionSession: Sendable {
     public struct Configuration: Sendable {
         /// What x264 encodes and how: size, pixel format, frame rate, rate control.
         public var settings: EncoderSettings
-        /// Encode on the session's own queue; `encode` returns once the picture is queued.
+        /// Encode on the session's own queue; `encode` returns once the picture is queued. A
+        /// session made without an output handler (its frames consumed from ``frames``) is
+        /// always asynchronous.
         public var isAsynchronous: Bool
         /// Pictures queued plus frames waiting for the consumer, at most (at least 1).
         public var maximumFramesInFlight: Int
@@ -61,6 +67,10 @@ public final class CompressionSession: Sendable {
         /// Convert pictures of another size or pixel format to the settings' (libswscale, as
         /// ffmpeg scales); otherwise such a picture is an error.
         public var convertsPictures: Bool
+        /// Seconds the blocking `encode` waits for an absent consumer of ``frames`` to take a
+        /// frame before it throws ``SessionError/outputsNotConsumed(waited:inFlight:)`` (nil:
+        /// for ever). Only while frames wait and nobody is waiting for them.
+        public var consumerWaitLimit: Double? = 2
 
         /// A configuration; `maximumFramesInFlight` is raised to at least 1.
         public init(settings: EncoderSettings, isAsynchronous: Bool = false, maximumFramesInFlight: Int = 8, passes: Int = 1,
@@ -101,7 +111,10 @@ public final class CompressionSession: Sendable {
     }
 
     private init(configuration: Configuration, handler: OutputHandler?) throws(SessionError) {
-        guard handler != nil || configuration.isAsynchronous else { throw .outputHandlerRequired }
+        // Without a handler the outputs go to `frames`, consumed beside the work: asynchronous,
+        // whatever the configuration says.
+        var configuration = configuration
+        if handler == nil { configuration.isAsynchronous = true }
         guard (1...2).contains(configuration.passes) else {
             throw .invalidSettings(CodecError(.invalidConfiguration, "\(configuration.passes) passes: 1 or 2"))
         }
@@ -129,7 +142,8 @@ public final class CompressionSession: Sendable {
                               pass: configuration.passes == 1 ? 1 : 0, passes: configuration.passes))
         intake = Locked(Intake(passOpen: configuration.passes == 1))
         pipeline = SessionPipeline(label: "H264Session.CompressionSession", asynchronous: configuration.isAsynchronous,
-                                   limit: configuration.maximumFramesInFlight, handler: handler)
+                                   limit: configuration.maximumFramesInFlight, handler: handler,
+                                   consumerWaitLimit: configuration.consumerWaitLimit)
     }
 
     deinit {

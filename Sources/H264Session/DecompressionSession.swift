@@ -11,15 +11,18 @@ import SystemIO
 /// pictures in presentation order. Outputs go to the handler given at creation, or, without
 /// one, to ``frames``, an `AsyncSequence` for one consumer.
 ///
-/// - **Synchronous** (the default): the caller's thread decodes, and the handler runs before
-///   `decode(_:)` returns. A synchronous session needs a handler.
-/// - **Asynchronous** (``Configuration/isAsynchronous``): a serial dispatch queue of the
-///   session's own decodes, off Swift's cooperative pool, and the handler runs there.
+/// - **Synchronous** (the default with a handler): the caller's thread decodes, and the
+///   handler runs before `decode(_:)` returns.
+/// - **Asynchronous** (``Configuration/isAsynchronous``, and always without a handler): a
+///   serial dispatch queue of the session's own decodes, off Swift's cooperative pool, and the
+///   handler runs there.
 ///
 /// Either way memory is bounded: at most ``Configuration/maximumFramesInFlight`` samples wait
 /// for the decoder plus pictures wait for their consumer. At the bound, `decode` blocks (or, in
 /// its async form, suspends) until the consumer catches up, so a slow consumer never makes the
-/// session grow. (The decoder itself holds a bounded number of pictures for reordering and
+/// session grow; a blocking `decode` whose outputs nobody consumes (the consumer was to run on
+/// the same thread, after the loop) throws ``SessionError/outputsNotConsumed(waited:inFlight:)``
+/// after ``Configuration/consumerWaitLimit`` rather than wait for ever. (The decoder itself holds a bounded number of pictures for reordering and
 /// threading; `finishDelayedFrames()` gets them out.)
 ///
 /// A damaged sample is that frame's status (``DecodedFrame/flags``, ``DecodedFrame/error``),
@@ -38,7 +41,9 @@ public final class DecompressionSession: Sendable {
         public var size: (width: Int, height: Int)?
         /// How libavcodec spreads the decoding over threads.
         public var threading: H264Decoder.Threading
-        /// Decode on the session's own queue; `decode` returns once the sample is queued.
+        /// Decode on the session's own queue; `decode` returns once the sample is queued. A
+        /// session made without an output handler (its frames consumed from ``frames``) is
+        /// always asynchronous.
         public var isAsynchronous: Bool
         /// Samples queued plus pictures waiting for the consumer, at most (at least 1). (The
         /// pictures a drain lets out at once, beyond one per sample, wait only for room among
@@ -47,6 +52,10 @@ public final class DecompressionSession: Sendable {
         /// The largest picture decoded: a sample whose SPS declares a larger one is dropped
         /// with an error saying so, before the decoder allocates for it.
         public var limits: PictureLimits
+        /// Seconds the blocking `decode` waits for an absent consumer of ``frames`` to take a
+        /// frame before it throws ``SessionError/outputsNotConsumed(waited:inFlight:)`` (nil:
+        /// for ever). Only while frames wait and nobody is waiting for them.
+        public var consumerWaitLimit: Double? = 2
 
         /// A configuration; `maximumFramesInFlight` is raised to at least 1.
         public init(pixelFormat: PixelFormat? = nil, size: (width: Int, height: Int)? = nil,
@@ -77,14 +86,17 @@ public final class DecompressionSession: Sendable {
         try self.init(formatDescription: formatDescription, configuration: configuration, handler: outputHandler)
     }
 
-    /// A session delivering outputs to ``frames``; it must be asynchronous (the consumer runs
-    /// beside the decoding, not on the thread that calls `decode`).
+    /// A session delivering outputs to ``frames``: asynchronous whatever the configuration
+    /// says (the consumer runs beside the decoding, not on the thread that calls `decode`).
     public convenience init(formatDescription: VideoFormatDescription, configuration: Configuration = Configuration(isAsynchronous: true)) throws(SessionError) {
         try self.init(formatDescription: formatDescription, configuration: configuration, handler: nil)
     }
 
     private init(formatDescription: VideoFormatDescription, configuration: Configuration, handler: OutputHandler?) throws(SessionError) {
-        guard handler != nil || configuration.isAsynchronous else { throw .outputHandlerRequired }
+        // Without a handler the outputs go to `frames`, consumed beside the work: asynchronous,
+        // whatever the configuration says.
+        var configuration = configuration
+        if handler == nil { configuration.isAsynchronous = true }
         self.formatDescription = formatDescription
         self.configuration = configuration
         do {
@@ -93,7 +105,8 @@ public final class DecompressionSession: Sendable {
             throw .codecFailed(error)
         }
         pipeline = SessionPipeline(label: "H264Session.DecompressionSession", asynchronous: configuration.isAsynchronous,
-                                   limit: configuration.maximumFramesInFlight, handler: handler)
+                                   limit: configuration.maximumFramesInFlight, handler: handler,
+                                   consumerWaitLimit: configuration.consumerWaitLimit)
     }
 
     deinit {

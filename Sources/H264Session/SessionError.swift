@@ -34,6 +34,11 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case codecFailed(CodecError)
     /// The session was finished or invalidated (or its consumer went away): no more input.
     case invalidated
+    /// A blocking `encode`/`decode` found the session's outputs waiting with nobody consuming
+    /// its `frames` sequence for `waited` seconds (the consumer was to run on the same thread,
+    /// after the feeding loop): consume `frames` on another task, call the `async` form, or
+    /// give the session an output handler. `inFlight` outputs and inputs were waiting.
+    case outputsNotConsumed(waited: Double, inFlight: Int)
     /// The waiting task was cancelled (or a chunked transcode stopped, by a cancel or another
     /// chunk's failure).
     case cancelled
@@ -69,6 +74,9 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .formatNotAccepted(let session, let sample):
             "the session decodes \(session.nalUnitLengthSize)-byte NAL lengths of H.264; this sample's description is \(sample) (make a new session)"
+        case .outputsNotConsumed(let waited, let inFlight):
+            "\(inFlight) frames waited \(waited) s with nothing consuming the session's frames sequence; a blocking call cannot wait for a consumer "
+                + "that would run after it on the same thread: consume frames on another task, use the async form, or give the session an output handler"
         case .outputHandlerRequired:
             "a synchronous session delivers to an output handler; give one, or make the session asynchronous to consume its frames"
         case .outputsGoToHandler:

@@ -16,6 +16,8 @@ final class SessionPipeline<Output: Sendable>: Sendable {
 
     let limit: Int
     let handler: Handler?
+    /// Nanoseconds a blocking producer waits for an absent consumer (see ``acquire()``).
+    let consumerWaitLimit: Int64?
     let queue: DispatchQueue?
     private let lock = ConditionLock()
     private nonisolated(unsafe) var state = State()  // guarded by `lock`
@@ -41,6 +43,8 @@ final class SessionPipeline<Output: Sendable>: Sendable {
         var consumer: UnsafeContinuation<Output?, Never>?
         var nextWaiterID = 0
         var highWater = 0
+        /// Outputs the consumer has taken (a blocking producer watches it move).
+        var taken = 0
 
         var readyCount: Int { ready.count - readyStart }
 
@@ -48,6 +52,7 @@ final class SessionPipeline<Output: Sendable>: Sendable {
         mutating func takeReady() -> Output {
             let output = ready[readyStart].take()!
             readyStart += 1
+            taken += 1
             if readyStart == ready.count {
                 ready.removeAll(keepingCapacity: true)
                 readyStart = 0
@@ -60,10 +65,11 @@ final class SessionPipeline<Output: Sendable>: Sendable {
         var inFlight: Int { queued + readyCount }
     }
 
-    init(label: String, asynchronous: Bool, limit: Int, handler: Handler?) {
+    init(label: String, asynchronous: Bool, limit: Int, handler: Handler?, consumerWaitLimit: Double? = nil) {
         precondition(limit > 0, "the in-flight bound must be positive")
         self.limit = limit
         self.handler = handler
+        self.consumerWaitLimit = consumerWaitLimit.map { Int64(max(0, min($0, 1e9)) * 1e9) }
         queue = asynchronous ? DispatchQueue(label: label) : nil
     }
 
@@ -74,9 +80,30 @@ final class SessionPipeline<Output: Sendable>: Sendable {
     // MARK: Producers
 
     /// Waits, blocking, for room in flight, and takes it.
+    ///
+    /// A blocking producer of a session whose outputs go to its one sequence can wait for ever
+    /// if nobody consumes them (the consumer was to run on this very thread, after the
+    /// loop that feeds the session). So while outputs wait for a consumer and none is waiting
+    /// for them, it waits at most ``consumerWaitLimit`` without one being taken, then throws
+    /// ``SessionError/outputsNotConsumed(waited:inFlight:)``.
     func acquire() throws(Failure) {
         try lock.withLock { () throws(Failure) in
-            while state.failure == nil && state.inFlight >= limit { lock.wait() }
+            var deadline: Int64?
+            var takenAtDeadline = state.taken
+            while state.failure == nil && state.inFlight >= limit {
+                guard handler == nil, let wait = consumerWaitLimit, state.consumer == nil, state.readyCount > 0 else {
+                    deadline = nil
+                    lock.wait()
+                    continue
+                }
+                let now = MonotonicClock.nanoseconds
+                if deadline == nil || state.taken != takenAtDeadline {
+                    deadline = now + wait
+                    takenAtDeadline = state.taken
+                }
+                if now >= deadline! { throw .outputsNotConsumed(waited: Double(wait) / 1e9, inFlight: state.inFlight) }
+                lock.wait(until: deadline!)
+            }
             try reserve()
         }
     }
@@ -253,6 +280,7 @@ final class SessionPipeline<Output: Sendable>: Sendable {
                     if state.readyCount > 0 { return .output(state.takeReady()) }
                     if state.ended || Task.isCancelled || state.consumer != nil { return .end }
                     state.consumer = continuation
+                    lock.broadcast()  // (a blocking producer sees a consumer came)
                     return .wait
                 }
                 switch next {

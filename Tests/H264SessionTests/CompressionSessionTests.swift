@@ -263,13 +263,48 @@ struct CompressionSessionTests {
         }
     }
 
-    @Test("misuse is a thrown error: a synchronous session needs a handler; a handler session has no frames")
+    @Test("misuse is a thrown error, never a hang: a session without a handler is asynchronous whatever its configuration says; a handler session has no frames")
     func misuse() throws {
-        #expect { try CompressionSession(configuration: .init(settings: Self.settings())) } throws: {
-            if case .outputHandlerRequired = $0 as? SessionError { true } else { false }
-        }
+        let unhandled = try CompressionSession(configuration: .init(settings: Self.settings()))
+        #expect(unhandled.configuration.isAsynchronous)
+        _ = try unhandled.frames
+        unhandled.invalidate()
         let handled = try CompressionSession(configuration: .init(settings: Self.settings()), outputHandler: { _ in })
         #expect { _ = try handled.frames } throws: { if case .outputsGoToHandler = $0 as? SessionError { true } else { false } }
+    }
+
+    /// The frames sequence taken, then 20 pictures fed with the blocking `encode` on the same
+    /// thread before anything consumes them (the consumer was to run after the loop): the 9th
+    /// waited for ever. Now it throws, saying why, after ``consumerWaitLimit`` (2 s).
+    @Test("misuse: blocking encodes with the frames consumer never running end in a clear error, not a hang")
+    func blockingEncodeWithoutAConsumerThrows() async throws {
+        let session = try CompressionSession(configuration: .init(settings: Self.settings(preset: "ultrafast"), isAsynchronous: true))
+        let frames = try session.frames
+        let outcome = try await withDeadline(seconds: 30, "the blocking encode waited for ever") { () -> (encoded: Int, error: SessionError?) in
+            try await offThePool {
+                var encoded = 0
+                do {
+                    for index in 0..<20 {
+                        try session.encode(testPicture(index), presentationTime: Self.time(index))
+                        encoded += 1
+                    }
+                } catch {
+                    return (encoded, error as? SessionError)
+                }
+                return (encoded, nil)
+            }
+        }
+        guard case .outputsNotConsumed(let waited, _)? = outcome.error else {
+            Issue.record("expected outputsNotConsumed, got \(String(describing: outcome.error)) after \(outcome.encoded) pictures")
+            return
+        }
+        #expect(waited == 2 && outcome.encoded >= 8 && outcome.encoded < 20)
+        #expect("\(outcome.error!)".contains("consume frames on another task"))
+        // A consumer that comes later still gets what was encoded.
+        session.invalidate()
+        var taken = 0
+        for try await _ in frames { taken += 1 }
+        #expect(taken >= 1)
     }
 
     @Test("presentation times come out exactly as given, variable frame rate included; decode times never pass them")

@@ -243,15 +243,22 @@ final class Collector: Sendable {
         #expect(mostAlive <= 4, "\(mostAlive) taken frames were still held by the session")
     }
 
-    /// Wrong use is a thrown error at the call: a synchronous session needs a handler (it
-    /// used to hang at the ninth frame with nobody consuming), and a session with a handler
-    /// has no output sequence (iterating it trapped); the sequence has one consumer.
-    @Test func misuseIsAThrownError() throws {
+    /// Wrong use is a thrown error at the call, or made impossible: a session without a handler
+    /// is asynchronous whatever its configuration says (a synchronous one used to hang at the
+    /// ninth frame with nobody consuming, then was refused); a session with a handler has no
+    /// output sequence (iterating it trapped); the sequence has one consumer.
+    @Test func misuseIsAThrownError() async throws {
         let input = try samples(of: try Checkout.fixture(Self.fixture))
         let description = input[0].formatDescription
-        #expect { try DecompressionSession(formatDescription: description, configuration: .init(isAsynchronous: false)) } throws: {
-            if case .outputHandlerRequired = $0 as? SessionError { true } else { false }
-        }
+        // Without a handler a session is asynchronous whatever the configuration says (the
+        // docs' promise): its frames come out.
+        let single = try DecompressionSession(formatDescription: description, configuration: .init(threading: .single))
+        #expect(single.configuration.isAsynchronous)
+        let frames = try single.frames
+        let consumer = Task { var count = 0; for try await _ in frames { count += 1 }; return count }
+        for sample in input.prefix(5) { try await single.decode(sample) }
+        await single.finish()
+        #expect(try await consumer.value == 5)
         let withHandler = try DecompressionSession(formatDescription: description, outputHandler: { _ in })
         #expect { _ = try withHandler.frames } throws: { if case .outputsGoToHandler = $0 as? SessionError { true } else { false } }
         let asynchronous = try DecompressionSession(formatDescription: description)
