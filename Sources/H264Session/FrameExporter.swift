@@ -184,9 +184,9 @@ public struct FrameExporter: Sendable {
         if options.stopsAtDamage { throw .damaged("frame \(summary.frames) (sample \(frame.sampleIndex)): damaged") }
     }
 
-    /// The writer of `format` at `path`, timed at the source's rate (25 fps when it has none).
+    /// The writer of `format` at `path`, timed at the source's rate (`FrameRate/assumedWithoutTiming` when it has none).
     private static func writer(_ format: Format, path: String, source: MediaSource) throws(MediaIOError) -> any PictureWriter {
-        let rate = source.frameRate ?? FrameRate(25, 1)
+        let rate = source.frameRate ?? .assumedWithoutTiming
         switch format {
         case .raw: return try RawVideoWriter(path: path)
         case .y4m: return try Y4MWriter(path: path, frameRate: rate, stream: source.formatDescription)

@@ -119,7 +119,7 @@ public struct StreamMuxer: Sendable {
             progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))  // the whole read
             let movie = try writer.finish()
             let parser = reader.parser
-            return Summary(movie: movie, frameRate: reader.frameRate ?? FrameRate(25, 1), warnings: reader.warnings, diagnostics: parser.diagnostics,
+            return Summary(movie: movie, frameRate: reader.frameRate ?? .assumedWithoutTiming, warnings: reader.warnings, diagnostics: parser.diagnostics,
                            problemCount: parser.errorCount + parser.warningCount, damagedNALUnits: parser.errorCount, interrupted: interrupted)
         } catch {
             writer?.cancel()

@@ -55,3 +55,11 @@ extension MediaTime {
             + Duration(secondsComponent: 0, attosecondsComponent: (remainder * 1_000_000_000 % scale) * 1_000_000_000 / scale)
     }
 }
+
+extension FrameRate {
+    /// The rate a stream without VUI timing is timed at when no rate is given: 25 fps, as
+    /// ffmpeg reads a raw H.264 stream. Everything that reads a stream uses it by default,
+    /// with a warning (the tool's names `--fps`): `SampleBufferBuilder`, `SampleBufferReader`,
+    /// and what is built on them (muxing, decoding, transcoding, probing).
+    public static let assumedWithoutTiming = FrameRate(25, 1)
+}

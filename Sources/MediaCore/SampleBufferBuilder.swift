@@ -10,8 +10,11 @@ public import H264Bitstream
 /// stream's reorder depth of later pictures (the SPS's max_num_reorder_frames, else the level's
 /// DPB size), so memory stays bounded however long the stream is.
 ///
-/// Timing: the frame rate is the SPS VUI timing unless the caller fixes one; without either the
-/// builder throws `BitstreamError/Code/missingTiming` rather than guess. Presentation times
+/// Timing: the frame rate is the SPS VUI timing unless the caller fixes one; a stream without
+/// either is timed at the fallback the caller gives, by default `FrameRate/assumedWithoutTiming`
+/// (25 fps, as ffmpeg reads a raw H.264 stream), and ``frameRateIsAssumed`` says so for the
+/// caller to warn; with `.stream(fallback: nil)` such a stream is an error
+/// (`BitstreamError/Code/missingTiming`). The one rule of the library and the tool. Presentation times
 /// are display positions times the frame duration (B-frames and pyramids reordered by picture
 /// order count), the first shown picture at 0; decode times step by one frame duration, starting
 /// the reorder depth before 0 so no sample is decoded after it is shown.
@@ -67,6 +70,9 @@ public struct SampleBufferBuilder: Sendable {
     public private(set) var frameRate: FrameRate?
     /// Whether ``frameRate`` came from the stream (VUI timing) rather than the caller.
     public private(set) var frameRateIsFromStream = false
+    /// Whether ``frameRate`` is the fallback of a stream without VUI timing (no rate was
+    /// fixed): worth a warning naming the option that sets the rate.
+    public private(set) var frameRateIsAssumed = false
     /// NAL units that could not be placed in any sample: a stream without a single decodable picture.
     public private(set) var droppedNALUnitCount = 0
     /// NAL units removed on request (AUD, filler) or moved into the format description.
@@ -119,7 +125,7 @@ public struct SampleBufferBuilder: Sendable {
     private var readyStart = 0
 
     /// A builder that has seen nothing, framing with `options` and timing by `frameRate`.
-    public init(options: Options = Options(), frameRate: FrameRateSource = .stream(fallback: nil)) {
+    public init(options: Options = Options(), frameRate: FrameRateSource = .stream(fallback: .assumedWithoutTiming)) {
         self.options = options
         self.frameRateSource = frameRate
     }
@@ -301,6 +307,7 @@ public struct SampleBufferBuilder: Sendable {
                 frameRateIsFromStream = true
             } else if let fallback {
                 rate = fallback
+                frameRateIsAssumed = true
             } else {
                 throw BitstreamError(.missingTiming, "the stream has no VUI timing and no frame rate was given", byteOffset: picture.byteRange.lowerBound)
             }
@@ -372,7 +379,7 @@ extension SampleBufferBuilder {
     /// Every sample of an Annex-B stream held in memory, with the builder (for its parser's
     /// diagnostics and the frame rate used).
     public static func samples(
-        fromAnnexB bytes: [UInt8], options: Options = Options(), frameRate: FrameRateSource = .stream(fallback: nil)
+        fromAnnexB bytes: [UInt8], options: Options = Options(), frameRate: FrameRateSource = .stream(fallback: .assumedWithoutTiming)
     ) throws(BitstreamError) -> (samples: [SampleBuffer], builder: SampleBufferBuilder) {
         var builder = SampleBufferBuilder(options: options, frameRate: frameRate)
         var samples: [SampleBuffer] = []

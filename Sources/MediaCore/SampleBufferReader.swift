@@ -36,7 +36,7 @@ public final class SampleBufferReader {
         public var reader: AnnexBReader.Options
 
         /// Options with the remuxer's defaults.
-        public init(builder: SampleBufferBuilder.Options = .init(), frameRate: FrameRate? = nil, assumedFrameRate: FrameRate? = FrameRate(25, 1),
+        public init(builder: SampleBufferBuilder.Options = .init(), frameRate: FrameRate? = nil, assumedFrameRate: FrameRate? = .assumedWithoutTiming,
                     startsAtSyncSample: Bool = true, rejectsSlicesBeforeParameterSets: Bool = true, reader: AnnexBReader.Options = .init()) {
             self.builder = builder
             self.frameRate = frameRate

@@ -112,7 +112,7 @@ public enum StreamProbe {
         var summary = StreamSummary(parser: parser, bytes: units.bytesRead, nalUnits: options.listsNALUnits && keeps ? nalRecords : nil)
         if options.listsSamples {
             if keeps { summary.samples = sampleRecords }
-            summary.sampleFrameRate = sampleCount == 0 ? nil : (options.frameRate ?? parser.firstPictureSPS?.frameRate ?? FrameRate(25, 1)).description
+            summary.sampleFrameRate = sampleCount == 0 ? nil : (options.frameRate ?? parser.firstPictureSPS?.frameRate ?? .assumedWithoutTiming).description
         }
         return Result(summary: summary, parser: parser, warnings: warnings, interrupted: Task.isCancelled)
     }

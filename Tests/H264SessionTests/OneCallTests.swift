@@ -200,3 +200,47 @@ struct MediaSourceEarlyStopTests {
         }
     }
 }
+
+/// One timing rule for a stream without VUI timing, in the library and the tool: timed at
+/// `FrameRate.assumedWithoutTiming` (25 fps) with a warning naming the way to set the rate,
+/// unless a rate is given, which then times it everywhere. (The builder used to throw
+/// `missingTiming` where the reader, the decoders and the transcoder assumed 25 fps.)
+@Suite("Timing of a stream without VUI timing")
+struct TimingRuleTests {
+    static let fixture = "cisco-bframe-cabac.264"
+
+    @Test func everyReaderAssumesTheSameRateAndSaysSo() throws {
+        let bytes = try Checkout.fixture(Self.fixture)
+        #expect(H264StreamParser.parse(annexB: bytes).firstPictureSPS?.frameRate == nil, "the fixture has no VUI timing")
+        let built = try SampleBufferBuilder.samples(fromAnnexB: bytes)
+        #expect(built.builder.frameRate == .assumedWithoutTiming && built.builder.frameRateIsAssumed)
+        #expect(built.samples[1].duration == MediaTime(value: 1, timescale: 25))
+
+        let reader = SampleBufferReader(bytes: bytes)
+        while try reader.next() != nil {}
+        #expect(reader.frameRate == .assumedWithoutTiming && reader.warnings.contains(.assumedFrameRate(.assumedWithoutTiming)))
+
+        let path = try Checkout.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for options in [MediaSource.Options(), .decoding] {
+            let source = try MediaSource(path: path, options: options)
+            while try source.next() != nil {}
+            #expect(source.frameRate == .assumedWithoutTiming && source.warnings.contains { $0.contains("assuming 25") }, "\(source.warnings)")
+        }
+
+        // A rate given times it everywhere, with no warning.
+        let given = FrameRate(30000, 1001)
+        let fixed = try SampleBufferBuilder.samples(fromAnnexB: bytes, frameRate: .fixed(given))
+        #expect(fixed.builder.frameRate == given && !fixed.builder.frameRateIsAssumed)
+        var options = MediaSource.Options.decoding
+        options.annexB.frameRate = given
+        let source = try MediaSource(path: path, options: options)
+        while try source.next() != nil {}
+        #expect(source.frameRate == given && source.warnings.allSatisfy { !$0.contains("assuming") })
+
+        // Refusing to guess stays possible, and is an option.
+        #expect { _ = try SampleBufferBuilder.samples(fromAnnexB: bytes, frameRate: .stream(fallback: nil)) } throws: {
+            ($0 as? BitstreamError)?.code == .missingTiming
+        }
+    }
+}

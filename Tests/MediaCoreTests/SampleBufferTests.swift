@@ -82,11 +82,15 @@ func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, ext
 @Suite struct SampleBufferBuilderTests {
     static let rate = FrameRate(30000, 1001)
 
-    @Test func missingTimingIsAnErrorNotAGuess() throws {
+    /// Without VUI timing: the assumed rate by default (said by `frameRateIsAssumed`), an error
+    /// only when the caller asks for no fallback.
+    @Test func missingTimingIsAssumedOrAnErrorOnRequest() throws {
         let stream = syntheticStream([.init(idr: true, type: 2, frameNum: 0), .init(frameNum: 1, pocLsb: 2)])
-        #expect(throws: BitstreamError.self) { try SampleBufferBuilder.samples(fromAnnexB: stream) }
+        let assumed = try SampleBufferBuilder.samples(fromAnnexB: stream)
+        #expect(assumed.builder.frameRate == .assumedWithoutTiming && assumed.builder.frameRateIsAssumed)
+        #expect(throws: BitstreamError.self) { try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .stream(fallback: nil)) }
         do {
-            _ = try SampleBufferBuilder.samples(fromAnnexB: stream)
+            _ = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .stream(fallback: nil))
         } catch {
             #expect(error.code == .missingTiming)
         }

@@ -408,3 +408,22 @@ func ffmpegFrameHashesWithInputFlags(_ path: String, _ flags: [String]) throws -
     return result.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
         .compactMap { $0.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) }
 }
+
+/// The tool's side of the one timing rule: a stream without VUI timing is muxed, decoded and
+/// inspected at 25 fps with a warning naming --fps, and --fps sets the rate without one.
+@Suite("Timing of a stream without VUI timing in the tool")
+struct TimingRuleCommandTests {
+    @Test func commandsAssumeTheSameRateAndNameTheOption() throws {
+        let input = Checkout.fixtures.appendingPathComponent("cisco-bframe-cabac.264").path
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-timing-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        for arguments in [["mux", input, work + "/a.mp4"], ["decode", input, "-o", work + "/a.framemd5"], ["inspect", "--samples", input]] {
+            let result = try h264kit(arguments)
+            #expect(result.status == 0, "\(arguments[0]): \(result.stderr)")
+            #expect(result.stderr.contains("assuming 25/1 fps") && result.stderr.contains("--fps"), "\(arguments[0]): \(result.stderr)")
+            let given = try h264kit(arguments.map { $0.replacingOccurrences(of: "/a.", with: "/b.") } + ["--fps", "30000/1001"])
+            #expect(given.status == 0 && !given.stderr.contains("assuming"), "\(arguments[0]) --fps: \(given.stderr)")
+        }
+    }
+}
