@@ -91,6 +91,12 @@ public struct H264Decoder: ~Copyable {
         let logToken = DecoderLog.makeToken()
         context.pointee.opaque = UnsafeMutableRawPointer(bitPattern: logToken)  // copied into its frame threads' contexts
         context.pointee.has_b_frames = Int32(clamping: reorderDepth ?? formatDescription?.sps.reorderDepth ?? 0)
+        if let size = formatDescription?.containerSize {
+            // The container's size, as ffmpeg passes a demuxer's: libavcodec crops the pictures
+            // to it where it is smaller than the SPS's and the SPS crops no top or left.
+            context.pointee.width = Int32(clamping: size.width)
+            context.pointee.height = Int32(clamping: size.height)
+        }
         context.pointee.max_pixels = Int64(limits.maximumPixels)
         context.pointee.thread_count = Int32(clamping: threading.count)
         let large = formatDescription.map { $0.sps.codedWidth * $0.sps.codedHeight > Threading.largestFrameThreadedPicture } ?? false

@@ -466,7 +466,11 @@ struct Parser {
             guard let avcC = visual.first(AVCConfigurationBox.self) else {
                 throw ContainerError(.invalidBox, "\(visual.type) sample entry without an avcC box", path: path, boxPath: entryPath + "/\(visual.type)")
             }
-            do { return .h264(try VideoFormatDescription(avcC: avcC.record, codec: visual.type)) } catch {
+            do {
+                var format = try VideoFormatDescription(avcC: avcC.record, codec: visual.type)
+                if visual.width > 0, visual.height > 0 { format.containerSize = (Int(visual.width), Int(visual.height)) }
+                return .h264(format)
+            } catch {
                 throw ContainerError(.invalidBox, "avcC: \(error)", path: path, boxPath: entryPath + "/\(visual.type)/avcC")
             }
         }

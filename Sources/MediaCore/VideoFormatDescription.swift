@@ -49,6 +49,12 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
     public let nalUnitLengthSize: Int
     /// The first SPS, parsed: the source of everything below.
     public let sps: SequenceParameterSet
+    /// The picture size the container declares, when the description came from one (an
+    /// MP4/MOV sample entry's width and height). Where it is smaller than the SPS's cropped
+    /// size and the SPS crops nothing at the top or left, decoders crop the pictures to it, as
+    /// libavcodec crops to the size a demuxer gives it (a GoPro file: 854x480 in its sample
+    /// entry, 864x480 uncropped in its SPS; ffmpeg shows 854). Not compared by `==`.
+    public var containerSize: (width: Int, height: Int)?
 
     /// profile_idc of the first SPS.
     public var profileIdc: UInt8 { sps.profileIdc }

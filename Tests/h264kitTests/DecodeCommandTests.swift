@@ -145,6 +145,37 @@ struct DecodeCommandTests {
     }
 }
 
+/// A movie whose sample entry declares a smaller picture than its SPS (a GoPro file: 854x480
+/// declared, 864x480 coded, no cropping): decoded at the container's size, as ffmpeg does,
+/// bit-exact with ffmpeg's frames.
+@Suite("Decode at the container's picture size")
+struct ContainerSizeDecodeTests {
+    @Test(.requires(.ffmpeg)) func smallerSampleEntrySizeCropsLikeFFmpeg() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-crop-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let made = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=864x480:rate=25", "-frames:v", "10", "-c:v", "libx264",
+                                      "-preset", "ultrafast", "-f", "h264", work + "/s.264"])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let muxed = try h264kit(["mux", work + "/s.264", work + "/full.mp4"])
+        try #require(muxed.status == 0, "\(muxed.stderr)")
+        // The avc1 sample entry's width (16 bits, 24 bytes after the box's type) made 854.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: work + "/full.mp4")))
+        let type: [UInt8] = Array("avc1".utf8)
+        let at = try #require((0..<(bytes.count - 4)).first { Array(bytes[$0..<($0 + 4)]) == type && bytes[$0 - 4] == 0 })
+        #expect(Int(bytes[at + 28]) << 8 | Int(bytes[at + 29]) == 864)
+        bytes[at + 28] = UInt8(854 >> 8)
+        bytes[at + 29] = UInt8(854 & 0xFF)
+        try Data(bytes).write(to: URL(fileURLWithPath: work + "/narrow.mp4"))
+        let decoded = try h264kit(["decode", work + "/narrow.mp4", "--threads", "1", "-o", "-", "--format", "framemd5"])
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        #expect(decoded.stdout.contains("#dimensions 0: 854x480"), "\(decoded.stdout.prefix(400))")
+        let expected = try run("ffmpeg", ["-v", "error", "-threads", "1", "-i", work + "/narrow.mp4", "-f", "framemd5", "-"]).stdoutText
+        #expect(expected.contains("#dimensions 0: 854x480"))
+        #expect(framemd5Hashes(decoded.stdout) == framemd5Hashes(expected))
+    }
+}
+
 @Suite("Decode on the corpus (H264KIT_CORPUS)", .requiresCorpus)
 struct CorpusDecodeTests {
     static let decodable = Corpus.entries().filter { !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
@@ -158,7 +189,6 @@ struct CorpusDecodeTests {
     ]
     /// Differences no flag removes, with the reason.
     static let known: [String: String] = [
-        "gopro_gpmf-parser/karma.mp4": "the sample entry says 854 wide while the SPS crops to 864; ffmpeg passes the container size to libavcodec, which crops to it",
         "OxideAV_oxideav-h264/fuzz_regressions/crash-df32d5060d483d08cebb46452646d81c6c253546": "fuzzer garbage: ffmpeg's parser cuts it into packets differently from access units",
         "OxideAV_oxideav-h264/fuzz_regressions/crash-b741d946292d96dd1a04b334523ddcd8e5846431": "fuzzer garbage: ffmpeg's parser cuts it into packets differently from access units",
         "OxideAV_oxideav-h264/fuzz_regressions/crash-f57b16934e6a53f10e92048ee476e1145333ff86": "fuzzer garbage: ffmpeg's parser cuts it into packets differently from access units",

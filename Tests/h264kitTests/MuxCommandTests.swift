@@ -347,7 +347,7 @@ struct CorpusMuxTests {
     ]
     /// Differences no flag removes, with the reason.
     static let containerOnly: [String: String] = [
-        "gopro_gpmf-parser/karma.mp4": "the sample entry says 854 wide while the SPS crops to 864; libavcodec crops to the container's width",
+        "gopro_gpmf-parser/karma.mp4": "the sample entry says 854 wide while the SPS crops to 864: the movie decodes at 854, an elementary stream (which has no container size) at 864",
         "androidx_media/sample_with_invalid_nalu.mp4": "a corrupt length field makes ffmpeg drop the whole sample; as an elementary stream the damaged unit is isolated and the picture decodes",
     ]
 
