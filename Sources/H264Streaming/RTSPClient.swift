@@ -40,15 +40,21 @@ public struct RTSPClient: Sendable {
         public var responseTimeout: Duration
         /// The `User-Agent` header.
         public var userAgent: String
+        /// The local address the UDP ports for RTP and RTCP are bound to; nil binds them to the
+        /// local address of the RTSP connection (loopback for a server on loopback), so that they
+        /// take packets only on the interface the session runs over. "0.0.0.0" takes them on
+        /// every IPv4 address.
+        public var udpBindAddress: String?
 
         /// Options: UDP then TCP, 3 seconds to get a UDP packet, 10 for an answer.
         public init(receiver: RTPReceiver.Options = .init(), transport: TransportPreference = .automatic, udpTimeout: Duration = .seconds(3),
-                    responseTimeout: Duration = .seconds(10), userAgent: String = "H264Kit") {
+                    responseTimeout: Duration = .seconds(10), userAgent: String = "H264Kit", udpBindAddress: String? = nil) {
             self.receiver = receiver
             self.transport = transport
             self.udpTimeout = udpTimeout
             self.responseTimeout = responseTimeout
             self.userAgent = userAgent
+            self.udpBindAddress = udpBindAddress
         }
     }
 
@@ -149,7 +155,11 @@ public struct RTSPClient: Sendable {
         var udp: (rtp: any Channel, rtcp: any Channel)?
         if lower == .udp {
             do {
+                // The connection's own local address unless told otherwise (never every address
+                // by default: a camera's stream is for the interface that asked for it).
+                let host = options.udpBindAddress ?? connection.channel.localAddress?.ipAddress ?? "0.0.0.0"
                 udp = try await Self.bindPortPair(
+                    host: host,
                     rtp: { datagrams in
                         let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
                         if !kept.isEmpty, case .dropped = input.yield(.rtp(kept)) { budget.give(kept.reduce(0) { $0 + $1.count }) }
@@ -337,9 +347,9 @@ public struct RTSPClient: Sendable {
         return outcome
     }
 
-    /// Two UDP ports, an even one for RTP and the next for RTCP, on every IPv4 address; what
-    /// arrives on them goes to `rtp` and `rtcp` (on an event loop).
-    static func bindPortPair(rtp: @escaping @Sendable ([ReceivedDatagram]) -> Void,
+    /// Two UDP ports, an even one for RTP and the next for RTCP, on `host`; what arrives on
+    /// them goes to `rtp` and `rtcp` (on an event loop).
+    static func bindPortPair(host: String, rtp: @escaping @Sendable ([ReceivedDatagram]) -> Void,
                              rtcp: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(NetworkError) -> (rtp: any Channel, rtcp: any Channel) {
         func bootstrap(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) -> DatagramBootstrap {
             // No SO_REUSEADDR: with it, Linux may give a port another such socket holds (and
@@ -352,15 +362,15 @@ public struct RTSPClient: Sendable {
                 }
         }
         for _ in 0..<32 {
-            guard let rtpChannel = try? await bootstrap(rtp).bind(host: "0.0.0.0", port: 0).get() else { continue }
+            guard let rtpChannel = try? await bootstrap(rtp).bind(host: host, port: 0).get() else { continue }
             guard let port = rtpChannel.localAddress?.port, port % 2 == 0, port < 65535 else {
                 try? await rtpChannel.close()
                 continue
             }
-            if let rtcpChannel = try? await bootstrap(rtcp).bind(host: "0.0.0.0", port: port + 1).get() { return (rtpChannel, rtcpChannel) }
+            if let rtcpChannel = try? await bootstrap(rtcp).bind(host: host, port: port + 1).get() { return (rtpChannel, rtcpChannel) }
             try? await rtpChannel.close()
         }
-        throw NetworkError(.socket, "no free UDP port pair for RTP and RTCP")
+        throw NetworkError(.socket, "no free UDP port pair for RTP and RTCP on \(host)")
     }
 }
 

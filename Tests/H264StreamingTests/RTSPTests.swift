@@ -176,6 +176,44 @@ struct RTSPTests {
         #expect(server.statistics.accessUnitsDroppedBehind == 0, "\(server.statistics)")
     }
 
+    /// This process's UDP sockets: inode → (local address, port), from /proc.
+    static func ownUDPSockets() -> [String: (address: String, port: Int)] {
+        let inodes = Set(((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { fd -> String? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd), target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst(8).dropLast())
+        })
+        let table = String(decoding: (try? readFile("/proc/net/udp")) ?? Data(), as: UTF8.self)
+        var sockets: [String: (String, Int)] = [:]
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
+            let local = fields[1].split(separator: ":")
+            guard local.count == 2, let hex = UInt32(local[0], radix: 16), let port = Int(local[1], radix: 16) else { continue }
+            let address = "\(hex & 0xFF).\(hex >> 8 & 0xFF).\(hex >> 16 & 0xFF).\(hex >> 24)"
+            sockets[String(fields[9])] = (address, port)
+        }
+        return sockets
+    }
+
+    @Test("RTSPClient binds its UDP ports to the connection's local address (loopback for a server on loopback), not every address; an option chooses")
+    func udpPortsOnTheConnectionsAddress() async throws {
+        let (_, task, port) = try await Self.startServer(.file(path: Self.source))
+        defer { task.cancel() }
+        for (bind, expected) in [(nil, "127.0.0.1"), ("0.0.0.0", "0.0.0.0")] as [(String?, String)] {
+            let before = Set(Self.ownUDPSockets().keys)
+            let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"),
+                                    options: .init(receiver: .init(sampleLimit: 5), transport: .udp, udpBindAddress: bind))
+            var seen: [(address: String, port: Int)] = []
+            _ = try await client.receive { _ in
+                if seen.isEmpty { seen = Self.ownUDPSockets().filter { !before.contains($0.key) }.map(\.value) }
+            }
+            // The client's pair: an even port and the next, both new.
+            let pair = seen.filter { socket in socket.port % 2 == 0 && seen.contains { $0.port == socket.port + 1 && $0.address == socket.address } }
+            #expect(!pair.isEmpty, "no new port pair among \(seen)")
+            #expect(pair.allSatisfy { $0.address == expected }, "bound to \(pair), expected \(expected)")
+        }
+    }
+
     @Test("credentials: Digest and Basic accepted, none or wrong ones refused with 401; ffmpeg authenticates with Digest")
     func authentication() async throws {
         let (server, task, port) = try await Self.startServer(.file(path: Self.source), options: .init(credentials: .init(user: "alice", password: "s3cret")))
