@@ -69,6 +69,11 @@ public struct StreamDemuxer: Sendable {
                 buffer.removeAll(keepingCapacity: true)
             }
         }
+        if summary.interrupted && summary.samples == 0 {
+            // Stopped before the first sample: nothing to finish, nothing is left.
+            file?.discard()
+            throw .cancelled
+        }
         try writing { () throws(SystemError) in
             try file!.write(buffer)
             try file!.commit()
