@@ -10,41 +10,47 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
-let libraries = ["H264Bitstream", "MediaCore", "H264Container", "MediaProbe", "H264Codec", "MediaIO", "H264Session", "H264Network", "H264Streaming", "H264Display"]
+let libraries = ["SystemIO", "H264Bitstream", "MediaCore", "H264Container", "H264Codec", "SampleFlow", "MediaProbe", "MediaIO", "H264Session",
+                 "H264Network", "H264Streaming", "H264Display"]
+let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
 
 var targets: [Target] = [
     // C at the edge: the FFmpeg and x264 headers, with the libraries opened on first use (CCodecs.c).
     .target(name: "CCodecs"),
     // Linux calls the Glibc module does not import (fallocate's INSERT_RANGE), as inline functions.
     .target(name: "CSystemShims"),
-    // The one system-call layer (package access only): Errno, EINTR, mappings, atomic outputs.
-    .target(name: "SystemIO", dependencies: ["CSystemShims", .product(name: "SystemPackage", package: "swift-system")]),
+    // The one system-call layer: typed descriptors and Errno, EINTR once, mappings, threads,
+    // clocks, signals, atomic outputs. Its API is package-wide; only `SystemError` is public.
+    .target(name: "SystemIO", dependencies: ["CSystemShims", systemPackage]),
 
-    // Pure Swift layers, dependencies pointing one way.
-    .target(name: "H264Bitstream", dependencies: ["SystemIO"]),
+    // Pure Swift, no I/O: the bitstream, then the CoreMedia analogue.
+    .target(name: "H264Bitstream"),
     .target(name: "MediaCore", dependencies: ["H264Bitstream", "SystemIO"]),
-    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "SystemIO"]),
-    // What a stream or a movie holds, as reports (h264kit inspect and timecode): no codec needed.
-    .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "H264Container"]),
-
+    // MP4/MOV boxes, readers and writers (their files through SystemIO).
+    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "SystemIO", systemPackage]),
     // The only module over the C codecs: encoder, decoder and scaler wrappers.
-    .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs"]),
+    .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs", "SystemIO"]),
+    // Codec-free sample flow: sources (Annex-B, MP4/MOV) and sinks (movie, Annex-B), and the
+    // remux jobs on them (mux, demux, split, concat).
+    .target(name: "SampleFlow", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "SystemIO", systemPackage]),
+    // What a stream or a movie holds, as reports (h264kit inspect and timecode): no codec needed.
+    .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "SampleFlow"]),
     // Raw, Y4M, framemd5 and PNG files, PSNR, test patterns: what tools and tests share.
     .target(name: "MediaIO", dependencies: ["H264Bitstream", "MediaCore", "H264Codec", "SystemIO"]),
-    // The VideoToolbox analogue: sessions, and decoding a whole file.
-    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "MediaIO"]),
+    // The VideoToolbox analogue: sessions, and decoding, encoding and transcoding whole files.
+    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "SampleFlow", "MediaIO", "SystemIO"]),
 
-    // RTP (RFC 6184), RTCP, SDP: pure state machines, packets in and out.
+    // RTP (RFC 6184), RTCP, SDP, RTSP: pure state machines, packets in and out.
     .target(name: "H264Network", dependencies: ["H264Bitstream", "MediaCore"]),
-    // RTP over UDP on SwiftNIO: sending sample buffers, receiving them into files.
+    // The SwiftNIO shells: RTP sockets, the RTSP server and client, ingest.
     .target(name: "H264Streaming", dependencies: [
-        "H264Network", "H264Session", "H264Container", "MediaCore", "SystemIO",
+        "H264Network", "SampleFlow", "H264Session", "H264Container", "MediaCore", "SystemIO",
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
     ]),
 
     // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.
     .target(name: "H264Display", dependencies: [
-        "H264Streaming", "H264Network", "H264Session", "H264Container", "MediaCore",
+        "H264Streaming", "H264Network", "SampleFlow", "H264Container", "MediaCore", "SystemIO",
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         .product(name: "Logging", package: "swift-log"),
     ], resources: [.copy("Resources/player.html"), .copy("Resources/player.js")]),
@@ -59,16 +65,19 @@ var targets: [Target] = [
     ),
 
     .target(name: "TestSupport", dependencies: ["H264Bitstream", "SystemIO"], path: "Tests/TestSupport"),
-    .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
-    .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
-    .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport"]),
+    .testTarget(name: "SystemIOTests", dependencies: ["SystemIO", "TestSupport", systemPackage]),
+    .testTarget(name: "SampleFlowTests", dependencies: ["SampleFlow", "H264Container", "H264Bitstream", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
+    .testTarget(name: "MediaProbeTests", dependencies: ["MediaProbe", "SampleFlow", "H264Bitstream", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "SampleFlow", "TestSupport"]),
+    .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "SampleFlow", "TestSupport"]),
+    .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
-    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "MediaProbe", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
-    .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
-    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport",
+    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "SampleFlow", "MediaProbe", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
+    .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "SampleFlow", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
+    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "SampleFlow", "H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport",
                                                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
-    .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "H264Session", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "SampleFlow", "H264Session", "MediaCore", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]

@@ -6,10 +6,10 @@ import PackageDescription
 
 /// The targets: each feeds libFuzzer's bytes to one parser through the public API.
 let fuzzTargets: [(name: String, products: [String])] = [
-    ("FuzzAnnexB", ["H264Bitstream"]),
+    ("FuzzAnnexB", ["H264Bitstream", "SampleFlow"]),
     ("FuzzParameterSets", ["H264Bitstream"]),
     ("FuzzAVCC", ["H264Bitstream", "MediaCore"]),
-    ("FuzzSampleBuffers", ["H264Bitstream", "MediaCore", "H264Container"]),
+    ("FuzzSampleBuffers", ["H264Bitstream", "MediaCore", "H264Container", "SampleFlow"]),
     ("FuzzMovie", ["H264Bitstream", "MediaCore", "H264Container"]),
     ("FuzzY4M", ["MediaCore", "MediaIO"]),
     ("FuzzRTP", ["H264Network"]),

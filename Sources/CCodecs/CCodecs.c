@@ -46,10 +46,6 @@ static const char *const sonames[] = {
     F(avutil, enum AVPixelFormat, av_get_pix_fmt, (const char *name), (name)) \
     F(avutil, const char *, av_get_pix_fmt_name, (enum AVPixelFormat format), (format)) \
     V(avutil, av_log_set_callback, (void (*callback)(void *, int, const char *, va_list)), (callback)) \
-    F(avutil, struct AVMD5 *, av_md5_alloc, (void), ()) \
-    V(avutil, av_md5_init, (struct AVMD5 *context), (context)) \
-    V(avutil, av_md5_update, (struct AVMD5 *context, const uint8_t *bytes, size_t count), (context, bytes, count)) \
-    V(avutil, av_md5_final, (struct AVMD5 *context, uint8_t *digest), (context, digest)) \
     F(swscale, int, sws_isSupportedOutput, (enum AVPixelFormat format), (format)) \
     F(swscale, struct SwsContext *, sws_getContext, \
       (int srcW, int srcH, enum AVPixelFormat srcFormat, int dstW, int dstH, enum AVPixelFormat dstFormat, \

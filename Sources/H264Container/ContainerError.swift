@@ -1,3 +1,5 @@
+public import SystemIO
+
 /// An error reading or writing an MP4/MOV file, with where it happened: the file, the box path
 /// ("moov/trak[1]/mdia/minf/stbl/stsz") and the byte offset.
 public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -31,6 +33,9 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
     public var boxPath: String?
     /// Where in the file, when known.
     public var byteOffset: Int?
+    /// The failed system call underneath an ``Code/io`` error: the operation, the file and
+    /// `errno` (a full disk is `Errno.noSpace`).
+    public var systemError: SystemError?
 
     /// An error of `code`, with its place.
     public init(_ code: Code, _ reason: String, path: String? = nil, boxPath: String? = nil, byteOffset: Int? = nil) {

@@ -317,9 +317,11 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
 }
 
 extension ContainerError {
-    /// A system call that failed.
-    init(systemError: SystemError) {
-        self.init(.io, "\(systemError.operation.rawValue): \(systemError.errno)", path: systemError.path)
+    /// A system call that failed, as the cause of an I/O error (`reason` says what was being
+    /// done, when more than the call's own operation).
+    init(systemError: SystemError, reason: String? = nil) {
+        self.init(.io, (reason.map { $0 + ": " } ?? "") + "\(systemError.operation.rawValue): \(systemError.errno)", path: systemError.path)
+        self.systemError = systemError
     }
 }
 

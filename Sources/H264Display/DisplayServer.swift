@@ -1,5 +1,6 @@
 import Foundation
 public import H264Network
+public import H264Streaming
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -90,15 +91,15 @@ public final class DisplayServer: Sendable {
     private let logger: Logger
 
     /// A server with `options`; fails when the page's resources are missing.
-    public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.display")) throws(NetworkError) {
+    public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.display")) throws(StreamingError) {
         guard (0...65535).contains(options.port), options.maximumPages > 0, options.maximumMessageSize >= 1024, options.maximumTextMessageSize >= 1024,
               options.maximumQueuedTextMessages >= 16 else {
-            throw NetworkError(.unsupported, "display server options: a port of 0-65535, at least one page, messages of at least 1 KiB, at least 16 text messages waiting")
+            throw .invalidOption("display server options: a port of 0-65535, at least one page, messages of at least 1 KiB, at least 16 text messages waiting")
         }
         guard let html = Bundle.module.url(forResource: "player", withExtension: "html").flatMap({ try? Data(contentsOf: $0) }),
               let javascript = Bundle.module.url(forResource: "player", withExtension: "js").flatMap({ try? Data(contentsOf: $0) })
         else {
-            throw NetworkError(.source, "the player page is missing from H264Display's resources (\(Bundle.module.bundlePath))")
+            throw .invalidOption("the player page is missing from H264Display's resources (\(Bundle.module.bundlePath))")
         }
         self.options = options
         self.logger = logger
@@ -125,7 +126,7 @@ public final class DisplayServer: Sendable {
 
     /// Serves until the task is cancelled; `onListening` gets the page's URL once the server
     /// listens (with the port the system chose for port 0).
-    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws(NetworkError) {
+    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws(StreamingError) {
         let router = Router(context: BasicRequestContext.self)
         let page = ByteBuffer(bytes: self.page), script = ByteBuffer(bytes: self.script)
         router.get("/") { _, _ in
@@ -182,7 +183,7 @@ public final class DisplayServer: Sendable {
             }
         } catch is CancellationError {
         } catch {
-            throw NetworkError(.socket, "display server on \(host):\(options.port): \(error)")
+            throw .socket("display server on \(host):\(options.port)", underlying: error)
         }
     }
 

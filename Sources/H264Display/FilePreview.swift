@@ -1,4 +1,4 @@
-public import H264Session
+public import SampleFlow
 public import MediaCore
 import H264Container
 import SystemIO
@@ -36,7 +36,7 @@ public struct FilePreview: Sendable {
 
     /// The presentation times of the file's frames, in presentation order (to name frames by
     /// their number, as `preview --capture` does).
-    public func presentationTimes() throws(SessionError) -> [MediaTime] {
+    public func presentationTimes() throws(SampleFlowError) -> [MediaTime] {
         let source = try MediaSource(path: path, options: options)
         var times: [MediaTime] = []
         while let sample = try source.next() { if !sample.attachments.doNotDisplay { times.append(sample.presentationTime) } }

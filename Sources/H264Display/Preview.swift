@@ -1,6 +1,6 @@
 public import H264Network
 public import H264Streaming
-import H264Session
+import SampleFlow
 import MediaCore
 import SystemIO
 
@@ -55,7 +55,7 @@ public struct Preview: Sendable {
     /// back (the frame's number and the bytes). Returns the report of the page that ended (or of
     /// every page, when cancelled).
     public func run(onListening: @escaping @Sendable (String) -> Void = { _ in },
-                    onCapture: @escaping @Sendable (Int, [UInt8]) -> Void = { _, _ in }) async throws(NetworkError) -> [PageReport] {
+                    onCapture: @escaping @Sendable (Int, [UInt8]) -> Void = { _, _ in }) async throws(StreamingError) -> [PageReport] {
         var serverOptions = options.server
         if case .file = source {} else { serverOptions.layer.isLive = true }
         let server = try DisplayServer(options: serverOptions)
@@ -63,13 +63,13 @@ public struct Preview: Sendable {
         var captureTimes: [MediaTime] = []
         if case .file(let file) = source {
             // A file that cannot be read is an error now, not when a page comes.
-            do { _ = try MediaSource(path: file.path, options: file.options) } catch { throw NetworkError(.source, "\(file.path): \(error)") }
+            do { _ = try MediaSource(path: file.path, options: file.options) } catch { throw .source(error) }
         }
         if case .file(let file) = source, !options.captures.isEmpty {
             let times: [MediaTime]
-            do { times = try file.presentationTimes() } catch { throw NetworkError(.source, "\(file.path): \(error)") }
+            do { times = try file.presentationTimes() } catch { throw .source(error) }
             for number in options.captures {
-                guard times.indices.contains(number) else { throw NetworkError(.source, "\(file.path): no frame \(number) to capture (it has \(times.count))") }
+                guard times.indices.contains(number) else { throw .invalidOption("\(file.path): no frame \(number) to capture (it has \(times.count))") }
                 captureTimes.append(times[number])
             }
         }
@@ -139,11 +139,11 @@ public struct Preview: Sendable {
                 }
                 group.cancelAll()
             }
-        } catch let error as NetworkError {
+        } catch let error as StreamingError {
             throw error
         } catch is CancellationError {
         } catch {
-            throw NetworkError(.socket, "\(error)")
+            throw .sending(error)
         }
         return outcome.reports
     }

@@ -1,9 +1,11 @@
 // The umbrella module: `import H264Kit` brings every library module.
+@_exported public import SystemIO
 @_exported public import H264Bitstream
 @_exported public import MediaCore
 @_exported public import H264Container
-@_exported public import MediaProbe
 @_exported public import H264Codec
+@_exported public import SampleFlow
+@_exported public import MediaProbe
 @_exported public import MediaIO
 @_exported public import H264Session
 @_exported public import H264Network

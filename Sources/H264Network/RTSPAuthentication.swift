@@ -1,3 +1,4 @@
+import MediaCore
 /// A user name and password for RTSP, which authenticates as HTTP does (RFC 2326 §D.2; RFC 2617
 /// Basic and Digest with MD5).
 public struct RTSPCredentials: Sendable, Hashable, CustomStringConvertible {
@@ -42,16 +43,16 @@ public struct RTSPCredentials: Sendable, Hashable, CustomStringConvertible {
             if let algorithm = digest.parameters["algorithm"], algorithm.lowercased() != "md5" {
                 throw NetworkError(.unsupported, "WWW-Authenticate: digest algorithm \(algorithm.prefix(20)) (only MD5)")
             }
-            let ha1 = MD5Digest.hex("\(user):\(realm):\(password)")
-            let ha2 = MD5Digest.hex("\(method):\(uri)")
+            let ha1 = MD5.hex("\(user):\(realm):\(password)")
+            let ha2 = MD5.hex("\(method):\(uri)")
             var fields = ["username=\"\(user)\"", "realm=\"\(realm)\"", "nonce=\"\(nonce)\"", "uri=\"\(uri)\""]
             let qops = digest.parameters["qop"].map { $0.split(separator: ",").map { $0.trimmingSpaces().lowercased() } } ?? []
             if qops.contains("auth") {
                 let nc = String(String(count, radix: 16).suffix(8)).leftPadded(to: 8)
-                let response = MD5Digest.hex("\(ha1):\(nonce):\(nc):\(clientNonce):auth:\(ha2)")
+                let response = MD5.hex("\(ha1):\(nonce):\(nc):\(clientNonce):auth:\(ha2)")
                 fields += ["qop=auth", "nc=\(nc)", "cnonce=\"\(clientNonce)\"", "response=\"\(response)\""]
             } else {
-                fields.append("response=\"\(MD5Digest.hex("\(ha1):\(nonce):\(ha2)"))\"")
+                fields.append("response=\"\(MD5.hex("\(ha1):\(nonce):\(ha2)"))\"")
             }
             if let opaque = digest.parameters["opaque"] { fields.append("opaque=\"\(opaque)\"") }
             return "Digest " + fields.joined(separator: ", ")
@@ -173,14 +174,14 @@ public struct RTSPAuthenticator: Sendable {
                     || (named == "*" && ["GET_PARAMETER", "SET_PARAMETER"].contains(method))
                 guard matches else { return false }
             }
-            let ha1 = MD5Digest.hex("\(credentials.user):\(realm):\(credentials.password)")
-            let ha2 = MD5Digest.hex("\(method):\(uri)")
+            let ha1 = MD5.hex("\(credentials.user):\(realm):\(credentials.password)")
+            let ha2 = MD5.hex("\(method):\(uri)")
             let expected: String
             if let qop = p["qop"] {
                 guard qop.lowercased() == "auth", let nc = p["nc"], let cnonce = p["cnonce"] else { return false }
-                expected = MD5Digest.hex("\(ha1):\(nonce):\(nc):\(cnonce):auth:\(ha2)")
+                expected = MD5.hex("\(ha1):\(nonce):\(nc):\(cnonce):auth:\(ha2)")
             } else {
-                expected = MD5Digest.hex("\(ha1):\(nonce):\(ha2)")
+                expected = MD5.hex("\(ha1):\(nonce):\(ha2)")
             }
             return response.lowercased() == expected
         default:

@@ -1,3 +1,4 @@
+public import SampleFlow
 import Dispatch
 import FoundationEssentials
 import H264Codec
@@ -121,7 +122,7 @@ public struct ChunkedTranscoder: Sendable {
         let duration: MediaTime
         if let chunkDuration { duration = chunkDuration } else { duration = try Self.chunkDuration(path: path, chunks: chunks, options: options.source) }
         let splitter = MovieSplitter(segmentDuration: duration, fileType: .mp4, namePrefix: "chunk-")
-        let index = try splitter.split(path: path, into: workDirectory, sourceOptions: options.source)
+        let index = try flowing { () throws(SampleFlowError) in try splitter.split(path: path, into: workDirectory, sourceOptions: options.source) }
         if Task.isCancelled { throw .cancelled }
         var perChunk = options
         perChunk.decoderThreading = .init(count: 1)
@@ -146,7 +147,7 @@ public struct ChunkedTranscoder: Sendable {
         var joinOptions = movieOptions
         joinOptions.keepsStartTime = true
         let movieData: MovieConcatenator.MovieDataSource = options.carriesOverMovieData && MovieReader.looksLikeMovie(path: path) ? .movie(path: path) : .none
-        let join = try MovieConcatenator(options: joinOptions, movieData: movieData).concatenate(outputs, into: output)
+        let join = try flowing { () throws(SampleFlowError) in try MovieConcatenator(options: joinOptions, movieData: movieData).concatenate(outputs, into: output) }
         return Summary(segments: index, chunks: summaries, join: join)
     }
 
@@ -273,15 +274,15 @@ public struct ChunkedTranscoder: Sendable {
 
     /// From the first shown frame to the end of the last, reading the samples (no decoding).
     static func presentationSpan(path: String, options: MediaSource.Options) throws(SessionError) -> MediaTime {
-        let source = try MediaSource(path: path, options: options)
+        let source = try flowing { () throws(SampleFlowError) in try MediaSource(path: path, options: options) }
         var first: MediaTime?
         var end: MediaTime?
-        while let sample = try source.next() {
+        while let sample = try flowing({ () throws(SampleFlowError) in try source.next() }) {
             if first.map({ sample.presentationTime < $0 }) ?? true { first = sample.presentationTime }
             let sampleEnd = sample.presentationTime + sample.duration
             if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }
         }
-        guard let first, let end else { throw .mediaIO(MediaIOError(.invalidData, "\(source.name): no samples")) }
+        guard let first, let end else { throw .source(.noSamples(input: source.name, reason: "no samples")) }
         return end - first
     }
 }

@@ -1,3 +1,4 @@
+public import SampleFlow
 import Dispatch
 import H264Bitstream
 public import H264Codec

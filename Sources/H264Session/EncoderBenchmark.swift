@@ -1,3 +1,4 @@
+public import SampleFlow
 import H264Bitstream
 import H264Codec
 import MediaCore

@@ -1,3 +1,4 @@
+public import SampleFlow
 public import H264Bitstream
 public import H264Codec
 import H264Container

@@ -1,3 +1,4 @@
+public import SampleFlow
 import Dispatch
 import SystemIO
 import H264Bitstream
@@ -67,7 +68,7 @@ public final class FrameReader {
 
     /// Decodes `path` ("-" for an Annex-B stream on standard input).
     public convenience init(path: String, options: Options = Options(), sourceOptions: MediaSource.Options = .decoding) throws(SessionError) {
-        try self.init(source: try MediaSource(path: path, options: sourceOptions), options: options)
+        try self.init(source: try flowing { () throws(SampleFlowError) in try MediaSource(path: path, options: sourceOptions) }, options: options)
     }
 
     /// Decodes the samples of `source`. Throws ``SessionError/invalidOption(_:)`` for an
@@ -100,7 +101,7 @@ public final class FrameReader {
             queueIndex = 0
             if !queue.isEmpty { continue }
             if ended { return nil }
-            guard let sample = try source.next() else {
+            guard let sample = try flowing({ () throws(SampleFlowError) in try source.next() }) else {
                 session?.finish()
                 ended = true
                 continue

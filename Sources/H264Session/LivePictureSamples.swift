@@ -1,3 +1,4 @@
+public import SampleFlow
 public import H264Codec
 public import MediaCore
 public import MediaIO

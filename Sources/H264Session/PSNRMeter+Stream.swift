@@ -1,3 +1,4 @@
+public import SampleFlow
 public import MediaIO
 
 extension PSNRMeter {

@@ -1,26 +1,10 @@
+public import SampleFlow
 public import H264Codec
 public import H264Container
 public import MediaCore
 public import MediaIO
 import SystemIO
 import Synchronization
-
-/// Where encoded frames go.
-public enum EncodedOutput: Sendable {
-    /// An Annex-B stream (`"-"` for standard output), SPS/PPS before every keyframe, as the
-    /// x264 CLI writes a `.264` file.
-    case annexB(path: String)
-    /// A movie through `MovieWriter`.
-    case movie(path: String, options: MovieWriter.Options)
-
-    /// The output a file name implies: `.mp4`/`.m4v` and `.mov` are movies, anything else Annex-B.
-    public init(path: String) {
-        let lower = path.lowercased()
-        if lower.hasSuffix(".mp4") || lower.hasSuffix(".m4v") { self = .movie(path: path, options: .init(fileType: .mp4)) }
-        else if lower.hasSuffix(".mov") || lower.hasSuffix(".qt") { self = .movie(path: path, options: .init(fileType: .mov)) }
-        else { self = .annexB(path: path) }
-    }
-}
 
 /// Encodes every picture of a picture file (Y4M or raw) into an Annex-B stream or a movie with
 /// the compression session: `h264kit encode` as one call. Two passes read the input twice.
@@ -57,14 +41,14 @@ public struct PictureEncoder: Sendable {
     /// `progress` is called after each picture with the pass and the pictures so far. Nothing
     /// is left at `output` when it fails. Cancelling the calling task stops the reading and
     /// finishes the output with the pictures read (``Summary/interrupted``).
-    public func run(reading openReader: () throws(MediaIOError) -> any PictureReader, into output: EncodedOutput,
+    public func run(reading openReader: () throws(MediaIOError) -> any PictureReader, into output: SampleOutput,
                     progress: (_ pass: Int, _ pictures: Int, _ bytes: Int) -> Void = { _, _, _ in }) throws(SessionError) -> Summary {
         var settings = self.settings
         if case .annexB = output {
             settings.annexB = true
             settings.repeatParameterSets = true
         }
-        let sink = try EncodedOutputSink(output)
+        let sink = try CompressedFrameSink(output, annexB: settings.annexB)
         defer { sink.cancel() }  // after a commit, nothing to cancel
         let session = try CompressionSession(configuration: .init(settings: settings, passes: passes), outputHandler: { sink.take($0) })
         var encoded = 0
@@ -101,7 +85,7 @@ public struct PictureEncoder: Sendable {
         if passes == 1 { session.finish() }
         if let error = sink.error { throw error }
         guard encoded > 0 else { throw .mediaIO(MediaIOError(.invalidData, "no pictures to encode; nothing written")) }
-        try sink.commit()
+        try sink.finish()
         return Summary(frames: sink.frames, bytes: sink.bytes, duration: frameDuration * Int64(encoded), interrupted: interrupted)
     }
 }

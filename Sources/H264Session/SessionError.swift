@@ -1,16 +1,18 @@
-public import H264Bitstream
 public import H264Codec
-public import H264Container
 public import MediaIO
 public import MediaCore
+public import SampleFlow
+public import SystemIO
 
-/// Why a session call failed: the one error type of the sessions, with typed cases.
+/// Why a session call failed: the one error type of the sessions, with typed cases. Reading an
+/// input or writing an output goes through SampleFlow, whose error (with its input, sample,
+/// byte and cause) comes whole in ``source(_:)``.
 public enum SessionError: Error, Sendable, CustomStringConvertible {
     /// The sample's format description cannot follow the session's (see
     /// ``DecompressionSession/canAccept(_:)``): finish this session and make a new one.
     case formatNotAccepted(session: VideoFormatDescription, sample: VideoFormatDescription)
-    /// A synchronous session delivers its outputs to an output handler: make it with one, or
-    /// make it asynchronous to consume ``DecompressionSession/frames``.
+    /// No longer thrown (kept for callers that match it): a session made without an output
+    /// handler is asynchronous, its outputs consumed from its `frames`.
     case outputHandlerRequired
     /// The session delivers to its output handler: it has no ``DecompressionSession/frames``.
     case outputsGoToHandler
@@ -48,12 +50,14 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case referenceFailed(String)
     /// The input is damaged where the options say to stop at damage (``FrameExporter/Options/stopsAtDamage``): what and where.
     case damaged(String)
-    /// The input stream could not be read as H.264 (see the bitstream error's place).
-    case bitstream(BitstreamError)
-    /// The input movie could not be read, or the output movie written.
-    case container(ContainerError)
-    /// A picture file could not be read, or an output written.
+    /// The input could not be read, or the output written: SampleFlow's error, with where it
+    /// happened (the input's byte and NAL unit, the sample, the movie's box) and its cause.
+    case source(SampleFlowError)
+    /// A picture file could not be read or written (Y4M, raw, PNG, framemd5).
     case mediaIO(MediaIOError)
+    /// A file or process the session needed could not be used (a statistics file, a chunk's
+    /// process): the operation, the file and `errno`.
+    case system(SystemError)
 
     /// A call made when the session was not ready for it.
     public enum Call: Sendable, Hashable {
@@ -88,7 +92,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         case .presentationTimeOutOfOrder(let time, let previous):
             previous.map { "presentation time \(time) is not after the previous picture's (\($0)); pictures go in in presentation order" }
                 ?? "a picture needs a numeric presentation time, not \(time)"
-        case .invalidSettings(let error): "invalid settings: \(error)"
+        case .invalidSettings(let error): "invalid settings: \(error.description)"
         case .invalidOption(let problem): "invalid option: \(problem)"
         case .unsupportedChange(let problem):
             switch problem {
@@ -106,15 +110,15 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
             case .beginPassAfterLastPass: "every pass is done"
             case .changeWhenNotEncoding: "the session is not encoding"
             }
-        case .codecFailed(let error): "\(error)"
+        case .codecFailed(let error): error.description
         case .invalidated: "the session is finished or invalidated"
         case .cancelled: "cancelled"
         case .chunkFailed(let chunk, let reason): "chunk \(chunk): \(reason)"
         case .damaged(let reason): reason
         case .referenceFailed(let reason): reason
-        case .bitstream(let error): "\(error)"
-        case .container(let error): "\(error)"
-        case .mediaIO(let error): "\(error)"
+        case .source(let error): error.description
+        case .mediaIO(let error): error.description
+        case .system(let error): error.description
         }
     }
 }
@@ -140,4 +144,10 @@ public struct PictureGeometry: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads like `1920x1080 yuv420p`.
     public var description: String { "\(width)x\(height) \(format)" }
+}
+
+/// SampleFlow's work (reading an input, writing an output) as a session's, its error kept whole
+/// in ``SessionError/source(_:)``.
+func flowing<T>(_ body: () throws(SampleFlowError) -> T) throws(SessionError) -> T {
+    do { return try body() } catch { throw .source(error) }
 }

@@ -1,3 +1,4 @@
+public import SampleFlow
 import Dispatch
 import SystemIO
 

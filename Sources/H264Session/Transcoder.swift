@@ -1,3 +1,4 @@
+public import SampleFlow
 import SystemIO
 import H264Bitstream
 public import H264Codec
@@ -141,20 +142,20 @@ public struct Transcoder: Sendable {
     }
 
     /// Transcodes the input at `path` into `output`. `progress` is called after each picture.
-    public func run(path: String, into output: EncodedOutput, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
+    public func run(path: String, into output: SampleOutput, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
         try run(path: path, into: output, progress: progress, stopping: { false })
     }
 
     /// The transcode, stopped with ``SessionError/cancelled`` when the task is cancelled or
     /// `stopping` says so (a ``ChunkedTranscoder`` lane, which runs outside any task).
-    func run(path: String, into output: EncodedOutput, progress: (Progress) -> Void, stopping: () -> Bool) throws(SessionError) -> Summary {
+    func run(path: String, into output: SampleOutput, progress: (Progress) -> Void, stopping: () -> Bool) throws(SessionError) -> Summary {
         guard (1...2).contains(options.passes) else { throw .invalidOption("\(options.passes) passes: 1 or 2") }
         if let start = options.start, !start.isNumeric { throw .invalidOption("the start time \(start) is not a time") }
         if let duration = options.duration, !(duration.isNumeric && duration > .zero) {
             throw .invalidOption("the duration \(duration) is not a positive time")
         }
         var warnings: [String] = []
-        var sink: EncodedOutputSink?
+        var sink: CompressedFrameSink?
         var session: CompressionSession?
         var summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: 0, height: 0, warnings: [])
         defer {
@@ -162,7 +163,7 @@ public struct Transcoder: Sendable {
             sink?.cancel()
         }
         for pass in 1...options.passes {
-            let source = try MediaSource(path: path, options: options.source)
+            let source = try flowing { () throws(SampleFlowError) in try MediaSource(path: path, options: options.source) }
             // A movie starts decoding at the sync sample before the start, not at its beginning.
             if let start = options.start { source.seek(toPresentationTime: start) }
             let reader = try FrameReader(source: source, options: .init(threading: options.decoderThreading, pixelFormat: options.pixelFormat,
@@ -210,7 +211,7 @@ public struct Transcoder: Sendable {
         if let error = sink!.error { throw error }
         summary.encodedFrames = sink!.frames
         summary.bytes = sink!.bytes
-        try sink!.commit()
+        try sink!.finish()
         sink = nil
         summary.warnings = warnings
         return summary
@@ -258,8 +259,8 @@ public struct Transcoder: Sendable {
     }
 
     /// The session and the output, once the first picture says what to encode.
-    private func open(_ settings: EncoderSettings, output: EncodedOutput, reader: FrameReader, firstTime: MediaTime,
-                      warnings: inout [String]) throws(SessionError) -> (CompressionSession, EncodedOutputSink) {
+    private func open(_ settings: EncoderSettings, output: SampleOutput, reader: FrameReader, firstTime: MediaTime,
+                      warnings: inout [String]) throws(SessionError) -> (CompressionSession, CompressedFrameSink) {
         var settings = settings
         var destination = output
         switch output {
@@ -281,7 +282,7 @@ public struct Transcoder: Sendable {
             }
             destination = .movie(path: path, options: movieOptions)
         }
-        let sink = try EncodedOutputSink(destination)
+        let sink = try CompressedFrameSink(destination, annexB: settings.annexB)
         let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true, maximumFramesInFlight: max(1, options.framesInFlight),
                                                                   passes: options.passes),
                                              outputHandler: { sink.take($0) })

@@ -1,30 +1,26 @@
 public import H264Network
-public import H264Session
 public import MediaCore
+public import SampleFlow
 
 extension H264PayloadFormat {
-    /// The payload format that sending the file at `path` (anything `MediaSource` reads)
+    /// The payload format that sending the file at `path` (anything ``MediaSource`` reads)
     /// announces: its first sample's parameter sets, profile and level (`h264kit sdp`).
     public init(firstSampleOf path: String, options: MediaSource.Options = .decoding, payloadType: UInt8 = 96,
-                packetizationMode: Int = 1) throws(NetworkError) {
-        do {
-            guard let sample = try MediaSource(path: path, options: options).next() else { throw NetworkError(.source, "\(path): no samples") }
-            self.init(formatDescription: sample.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
-        } catch let error as NetworkError {
-            throw error
-        } catch {
-            throw NetworkError(.source, "\(path): \(error)")
-        }
+                packetizationMode: Int = 1) throws(StreamingError) {
+        let sample: SampleBuffer?
+        do { sample = try MediaSource(path: path, options: options).next() } catch { throw .source(error) }
+        guard let sample else { throw .source(.noSamples(input: path, reason: "no samples")) }
+        self.init(formatDescription: sample.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
     }
 
     /// The payload format of the first sample `samples` gives (for pictures encoded live,
     /// one picture is encoded for its parameter sets).
-    public init<Samples: AsyncSequence>(firstSampleOf samples: Samples, payloadType: UInt8 = 96, packetizationMode: Int = 1) async throws(NetworkError)
+    public init<Samples: AsyncSequence>(firstSampleOf samples: Samples, payloadType: UInt8 = 96, packetizationMode: Int = 1) async throws(StreamingError)
     where Samples.Element == SampleBuffer {
         var iterator = samples.makeAsyncIterator()
         let first: SampleBuffer?
-        do { first = try await iterator.next() } catch { throw NetworkError(.source, "the first sample: \(error)") }
-        guard let first else { throw NetworkError(.source, "no samples") }
+        do { first = try await iterator.next() } catch { throw .sending(error) }
+        guard let first else { throw .source(.noSamples(input: "the samples", reason: "no samples")) }
         self.init(formatDescription: first.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
     }
 }

@@ -1,5 +1,5 @@
+public import SampleFlow
 public import H264Network
-public import H264Session
 public import MediaCore
 import SystemIO
 
@@ -28,29 +28,28 @@ public enum LiveSource: Sendable {
     /// when set. A session description file is read (at most `SessionDescription.maximumSize`
     /// bytes); anything else is an error.
     public init(parsing name: String, options: RTPReceiver.Options = .init(), transport: RTSPClient.TransportPreference = .automatic,
-                listen: Bool = false, credentials: RTSPCredentials? = nil) throws(NetworkError) {
+                listen: Bool = false, credentials: RTSPCredentials? = nil) throws(StreamingError) {
         let lower = name.lowercased()
         if listen || credentials != nil, !lower.hasPrefix("rtsp://") {
-            throw NetworkError(.unsupported, "\(name): serving for a publisher (and its credentials) is for an rtsp:// path")
+            throw .invalidOption("\(name): serving for a publisher (and its credentials) is for an rtsp:// path")
         }
         if credentials != nil, !listen {
-            throw NetworkError(.unsupported, "\(name): credentials are what a publisher must give; a client gives its own in the URL (rtsp://USER:PASS@HOST/PATH)")
+            throw .invalidOption("\(name): credentials are what a publisher must give; a client gives its own in the URL (rtsp://USER:PASS@HOST/PATH)")
         }
         if lower.hasPrefix("rtsp://") {
-            let url = try RTSPURL(parsing: name)
+            let url = try StreamingError.network { () throws(NetworkError) in try RTSPURL(parsing: name) }
             self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options))
                 : .rtsp(RTSPClient(url: url, options: .init(receiver: options, transport: transport)))
         } else if lower.hasPrefix("rtp://") {
-            self = .rtp(RTPReceiver(endpoint: try RTPDestination(parsing: name), options: options))
+            self = .rtp(RTPReceiver(endpoint: try StreamingError.network { () throws(NetworkError) in try RTPDestination(parsing: name) }, options: options))
         } else {
             let bytes: [UInt8]
-            do { bytes = try filePrefix(name, count: SessionDescription.maximumSize + 1) } catch {
-                throw NetworkError(.source, "\(error)")  // (the system error names the file)
-            }
+            do { bytes = try filePrefix(name, count: SessionDescription.maximumSize + 1) } catch { throw .source(.file(error)) }
             guard bytes.count <= SessionDescription.maximumSize else {
-                throw NetworkError(.tooLarge, "\(name): over \(SessionDescription.maximumSize) bytes; a session description is at most that")
+                throw .network(NetworkError(.tooLarge, "\(name): over \(SessionDescription.maximumSize) bytes; a session description is at most that"))
             }
-            self = .rtp(try RTPReceiver(sessionDescription: SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)), options: options))
+            let description = try StreamingError.network { () throws(NetworkError) in try SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)) }
+            self = .rtp(try RTPReceiver(sessionDescription: description, options: options))
         }
     }
 
@@ -75,7 +74,7 @@ public enum LiveSource: Sendable {
 
     /// Receives until the source ends (as ``record(to:)``), handing each sample to `handle` in
     /// decoding order.
-    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
+    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         switch self {
         case .rtp(let receiver): try await receiver.receive(handle)
         case .rtsp(let client): try await client.receive(handle)
@@ -85,7 +84,7 @@ public enum LiveSource: Sendable {
 
     /// Receives until the source ends (a BYE, a TEARDOWN, the sample limit, the idle timeout,
     /// or the task's cancellation) into `output`, which is finished in every case.
-    public func record(to output: EncodedOutput) async throws(NetworkError) -> RTPReceiver.Report {
+    public func record(to output: SampleOutput) async throws(StreamingError) -> RTPReceiver.Report {
         switch self {
         case .rtp(let receiver): try await receiver.record(to: output)
         case .rtsp(let client): try await client.record(to: output)

@@ -1,5 +1,5 @@
+public import SampleFlow
 import H264Network
-import H264Session
 import MediaCore
 import NIOCore
 
@@ -63,7 +63,7 @@ final class PacedFilePlayer: @unchecked Sendable {
 
     func resume() {
         loop.execute {
-            guard self.started, !self.stopped, self.timebase.rate == 0, self.pending != nil || !self.reader.finished else { return }
+            guard self.started, !self.stopped, self.timebase.rate == 0, self.pending != nil || !self.reader.isFinished else { return }
             self.timebase.setRate(self.rate)
             self.scheduled?.cancel()
             self.scheduled = nil

@@ -234,8 +234,8 @@ final class RTPFanOut: Sendable {
     private let subscribers = Locked<(all: [String: RTPSubscriber], finished: Bool)>(([:], false))
     private let keyframeRequest: (@Sendable () -> Void)?
 
-    init(configuration: H264Packetizer.Configuration, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(NetworkError) {
-        packetizer = Locked(try H264Packetizer(configuration: configuration))
+    init(configuration: H264Packetizer.Configuration, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
+        packetizer = Locked(try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: configuration) })
         keyframeRequest = onKeyframeRequest
     }
 
@@ -265,9 +265,9 @@ final class RTPFanOut: Sendable {
     var hasRoom: Bool { subscribers.withLock { $0.all.values.allSatisfy(\.transport.isWritable) } }
 
     /// Packetizes `sample` and hands it to every subscriber.
-    func deliver(_ sample: SampleBuffer) throws(NetworkError) {
-        let (packets, timestamp) = try packetizer.withLock { (packetizer) throws(NetworkError) in
-            (try packetizer.packets(for: sample), packetizer.timestamp(for: sample.presentationTime))
+    func deliver(_ sample: SampleBuffer) throws(StreamingError) {
+        let (packets, timestamp) = try packetizer.withLock { (packetizer) throws(StreamingError) in
+            (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime))
         }
         let unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync)
         for subscriber in subscribers.withLock({ Array($0.all.values) }) { subscriber.deliver(unit) }

@@ -1,69 +1,34 @@
 public import H264Network
-public import H264Session
-import H264Container
-import MediaCore
-import SystemIO
+public import MediaCore
+public import SampleFlow
 
 extension RTPReceiver {
-    /// Receives into a file: a movie (MP4 or MOV, through `MovieWriter`) or an Annex-B
-    /// stream (`"-"`: standard output, for `ffplay -`), parameter sets before every IDR. The
-    /// file is finished however receiving ends, and holds every whole access unit received;
-    /// nothing is left at `output` when receiving fails before its end.
-    public func record(to output: EncodedOutput) async throws(NetworkError) -> Report {
-        let recording = try Recording(output)
+    /// Receives into a file: a movie (MP4 or MOV) or an Annex-B stream (`"-"`: standard
+    /// output, for `ffplay -`), parameter sets before every IDR, through SampleFlow's sink for
+    /// `output`. The file is finished however receiving ends, and holds every whole access
+    /// unit received; nothing is left at `output` when receiving fails before its end.
+    public func record(to output: SampleOutput) async throws(StreamingError) -> Report {
+        try await Self.record(to: output, from: "\(endpoint)") { (handle) async throws(StreamingError) in try await self.receive(handle) }
+    }
+
+    /// What every recorder does: `receive` into the sink for `output`, finished at the end,
+    /// cancelled on failure or when nothing whole arrived (from `origin`).
+    static func record(to output: SampleOutput, from origin: String,
+                       _ receive: ((SampleBuffer) throws -> Void) async throws(StreamingError) -> Report) async throws(StreamingError) -> Report {
+        let sink: any SampleSink
+        do { sink = try output.makeSink() } catch { throw .output(error) }
         let report: Report
-        do { report = try await receive { sample in try recording.append(sample) } } catch {
-            recording.cancel()
+        do { report = try await receive { sample in try sink.append(sample) } } catch {
+            sink.cancel()
+            // The sink's own failure is an output error, not the handler's.
+            if case StreamingError.handler(let underlying) = error, let flow = underlying as? SampleFlowError { throw .output(flow) }
             throw error
         }
         guard report.samples > 0 else {
-            recording.cancel()
-            throw NetworkError(.output, "no whole access unit received on \(endpoint) (it ended: \(report.ending.rawValue)); nothing written")
+            sink.cancel()
+            throw .nothingReceived("no whole access unit received from \(origin) (it ended: \(report.ending.rawValue)); nothing written")
         }
-        try recording.finish()
+        do { _ = try sink.finish() } catch { throw .output(error) }
         return report
-    }
-}
-
-/// A movie or Annex-B file being written from received samples.
-final class Recording {
-    let path: String
-    var movie: MovieWriter?
-    var stream: OutputFile?
-    var annexB = AnnexBWriter()
-    var buffer: [UInt8] = []
-
-    init(_ output: EncodedOutput) throws(NetworkError) {
-        switch output {
-        case .movie(let path, let options):
-            self.path = path
-            do { movie = try MovieWriter(path: path, options: options) } catch { throw NetworkError(.output, "\(error)") }
-        case .annexB(let path):
-            self.path = path
-            do { stream = try OutputFile(path: path) } catch { throw NetworkError(.output, "\(path): \(error)") }
-        }
-    }
-
-    func append(_ sample: SampleBuffer) throws {
-        if let movie { try movie.append(sample) }
-        if let stream {
-            buffer.removeAll(keepingCapacity: true)
-            try annexB.append(sample, to: &buffer)
-            try stream.write(buffer)
-        }
-    }
-
-    func finish() throws(NetworkError) {
-        do {
-            if let movie { _ = try movie.finish() }
-            try stream?.commit()
-        } catch {
-            throw NetworkError(.output, "\(error)")
-        }
-    }
-
-    func cancel() {
-        movie?.cancel()
-        stream = nil
     }
 }

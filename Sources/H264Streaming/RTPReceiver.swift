@@ -150,11 +150,12 @@ public struct RTPReceiver: Sendable {
     /// A receiver for the first H.264 video medium of a session description (what an `.sdp`
     /// file from ffmpeg, GStreamer or `h264kit sdp` describes): its port, its connection
     /// address when that is a loopback address (else every address), its payload format.
-    public init(sessionDescription: SessionDescription, options: Options = Options()) throws(NetworkError) {
+    public init(sessionDescription: SessionDescription, options: Options = Options()) throws(StreamingError) {
         guard let medium = sessionDescription.media.first(where: { $0.type == "video" }) else {
-            throw NetworkError(.invalidDescription, "the session description has no video medium (m=video)")
+            throw .network(NetworkError(.invalidDescription, "the session description has no video medium (m=video)"))
         }
-        let format = try H264PayloadFormat(medium: medium)
+        let format: H264PayloadFormat
+        do { format = try H264PayloadFormat(medium: medium) } catch { throw .network(error) }
         let address = (medium.connection ?? sessionDescription.connection)?.split(separator: " ").last.map(String.init) ?? ""
         let host = address.hasPrefix("127.") || address == "::1" ? address : ""
         self.init(endpoint: RTPDestination(host: host, port: medium.port), payloadFormat: format, options: options)
@@ -162,12 +163,12 @@ public struct RTPReceiver: Sendable {
 
     /// Receives until the stream ends (see ``Ending``), handing each sample buffer to `handle`
     /// in decode order as it completes. An error `handle` throws ends receiving and is thrown
-    /// as an `NetworkError/Code/output` error with its words.
-    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> Report {
-        do { return try await receiveUntyped(handle) } catch let error as NetworkError { throw error } catch let error as HandlerError {
-            throw NetworkError(.output, "\(error.underlying)")
+    /// as ``StreamingError/handler(_:)``, itself.
+    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> Report {
+        do { return try await receiveUntyped(handle) } catch let error as StreamingError { throw error } catch let error as HandlerError {
+            throw .handler(error.underlying)
         } catch {
-            throw NetworkError(.socket, "receiving on \(endpoint): \(error)")
+            throw .socket("receiving on \(endpoint)", underlying: error)
         }
     }
 
@@ -262,7 +263,7 @@ public struct RTPReceiver: Sendable {
     }
 
     /// A UDP channel on `host:port` handing each datagram to `forward`.
-    static func bind(host: String, port: Int, receiveBufferSize: Int, _ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(NetworkError) -> any Channel {
+    static func bind(host: String, port: Int, receiveBufferSize: Int, _ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(StreamingError) -> any Channel {
         do {
             return try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -274,7 +275,7 @@ public struct RTPReceiver: Sendable {
                 }
                 .bind(host: host, port: port).get()
         } catch {
-            throw NetworkError(.socket, "binding UDP \(host.contains(":") ? "[\(host)]" : host):\(port): \(error)")
+            throw .socket("binding UDP \(host.contains(":") ? "[\(host)]" : host):\(port)", underlying: error)
         }
     }
 

@@ -1,5 +1,6 @@
 public import H264Network
 public import MediaCore
+import SampleFlow
 import NIOCore
 import NIOPosix
 import SystemIO
@@ -118,11 +119,11 @@ public struct RTPSender: Sendable {
     public let options: Options
 
     /// A sender to `destination` (which must name a host: `rtp://@:PORT` is for receiving).
-    public init(destination: RTPDestination, options: Options = Options()) throws(NetworkError) {
-        guard !destination.host.isEmpty else { throw NetworkError(.socket, "\(destination): a sender needs a host to send to (rtp://HOST:PORT)") }
-        _ = try H264Packetizer(configuration: options.packetizer)  // validates the configuration
-        guard options.rate > 0, options.rate.isFinite else { throw NetworkError(.unsupported, "a pace of \(options.rate) times real time: more than 0") }
-        guard options.goodbyeDelay >= .zero else { throw NetworkError(.unsupported, "a goodbye delay of \(options.goodbyeDelay): 0 or more") }
+    public init(destination: RTPDestination, options: Options = Options()) throws(StreamingError) {
+        guard !destination.host.isEmpty else { throw .invalidOption("\(destination): a sender needs a host to send to (rtp://HOST:PORT)") }
+        _ = try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: options.packetizer) }  // validates the configuration
+        guard options.rate > 0, options.rate.isFinite else { throw .invalidOption("a pace of \(options.rate) times real time: more than 0") }
+        guard options.goodbyeDelay >= .zero else { throw .invalidOption("a goodbye delay of \(options.goodbyeDelay): 0 or more") }
         self.destination = destination
         self.options = options
     }
@@ -133,14 +134,14 @@ public struct RTPSender: Sendable {
     /// RTCP from the receivers is read meanwhile: their reception reports are counted and the
     /// last one kept, and a picture loss indication (RFC 4585) calls `onPictureLoss`, where a
     /// live encoder makes its next picture an IDR (`LivePictureSamples/requestKeyframe()`).
-    public func send<Samples: AsyncSequence>(_ samples: Samples, onPictureLoss: (@Sendable () -> Void)? = nil) async throws(NetworkError) -> Summary
+    public func send<Samples: AsyncSequence>(_ samples: Samples, onPictureLoss: (@Sendable () -> Void)? = nil) async throws(StreamingError) -> Summary
     where Samples.Element == SampleBuffer {
         let rtpAddress: SocketAddress, rtcpAddress: SocketAddress
         do {
             rtpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port)
             rtcpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port + 1)
         } catch {
-            throw NetworkError(.socket, "\(destination): the host does not resolve: \(error)")
+            throw .socket("\(destination): the host does not resolve", underlying: error)
         }
         let wildcard = rtpAddress.protocol == .inet6 ? "::" : "0.0.0.0"
         let rtp = try await Self.datagramChannel(host: wildcard)
@@ -168,10 +169,14 @@ public struct RTPSender: Sendable {
                     }
                 }
             }
-        } catch let error as NetworkError {
+        } catch let error as StreamingError {
             throw error
+        } catch let error as NetworkError {
+            throw .network(error)
+        } catch let error as SampleFlowError {
+            throw .source(error)
         } catch {
-            throw NetworkError(.socket, "sending to \(destination): \(error)")
+            throw .socket("sending to \(destination)", underlying: error)
         }
         var summary = session.summary
         feedback.state.withLock { summary.receiverFeedback = $0 }
@@ -180,7 +185,7 @@ public struct RTPSender: Sendable {
 
     /// A UDP channel bound to an ephemeral port of `host`, on one of `group`'s event loops.
     static func datagramChannel(host: String, port: Int = 0, receiveBufferSize: Int? = nil,
-                                on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(NetworkError)
+                                on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(StreamingError)
         -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
     {
         do {
@@ -197,7 +202,7 @@ public struct RTPSender: Sendable {
                 }
             }
         } catch {
-            throw NetworkError(.socket, "binding UDP \(host.contains(":") ? "[\(host)]" : host):\(port): \(error)")
+            throw .socket("binding UDP \(host.contains(":") ? "[\(host)]" : host):\(port)", underlying: error)
         }
     }
 }
@@ -214,9 +219,9 @@ private struct SendingSession {
     var nextReport: ContinuousClock.Instant?
     var lastSampleEnd: MediaTime?
 
-    init(options: RTPSender.Options) throws(NetworkError) {
+    init(options: RTPSender.Options) throws(StreamingError) {
         self.options = options
-        packetizer = try H264Packetizer(configuration: options.packetizer)
+        packetizer = try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: options.packetizer) }
         lastRTPTimestamp = options.packetizer.timestampOffset
     }
 

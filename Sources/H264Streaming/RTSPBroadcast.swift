@@ -20,20 +20,20 @@ public final class RTSPBroadcast: Sendable {
 
     /// A broadcast of samples of `formatDescription`.
     public init(formatDescription: VideoFormatDescription, packetizer: H264Packetizer.Configuration = .init(),
-                onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(NetworkError) {
+                onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
         self.formatDescription = formatDescription
         self.packetizer = packetizer
         fanOut = try RTPFanOut(configuration: packetizer, onKeyframeRequest: onKeyframeRequest)
     }
 
     /// Sends a sample to every playing client (decode order, as a sender paces it).
-    public func send(_ sample: SampleBuffer) throws(NetworkError) {
+    public func send(_ sample: SampleBuffer) throws(StreamingError) {
         try fanOut.deliver(sample)
     }
 
     /// Sends every sample of `samples` as it comes, then ends the stream (``finish()``), also
     /// when the sequence fails or the task is cancelled; returns how many samples were sent.
-    public func send<Samples: AsyncSequence>(contentsOf samples: Samples) async throws(NetworkError) -> Int where Samples.Element == SampleBuffer {
+    public func send<Samples: AsyncSequence>(contentsOf samples: Samples) async throws(StreamingError) -> Int where Samples.Element == SampleBuffer {
         defer { finish() }
         var sent = 0
         do {
@@ -42,11 +42,9 @@ public final class RTSPBroadcast: Sendable {
                 try send(sample)
                 sent += 1
             }
-        } catch let error as NetworkError {
-            throw error
         } catch is CancellationError {
         } catch {
-            throw NetworkError(.source, "\(error)")
+            throw .sending(error)
         }
         return sent
     }

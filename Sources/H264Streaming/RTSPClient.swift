@@ -1,5 +1,5 @@
+public import SampleFlow
 public import H264Network
-public import H264Session
 public import MediaCore
 import NIOCore
 import NIOPosix
@@ -70,9 +70,9 @@ public struct RTSPClient: Sendable {
     }
 
     /// Plays the stream, handing each sample to `handle` in decode order, until it ends (see
-    /// the type's discussion). An error `handle` throws ends playing as a
-    /// `NetworkError/Code/output` error.
-    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
+    /// the type's discussion). An error `handle` throws ends playing as
+    /// ``StreamingError/handler(_:)``.
+    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         let attempts: [RTSPTransport.Lower] = switch options.transport {
         case .automatic: [.udp, .tcp]
         case .udp: [.udp]
@@ -80,34 +80,26 @@ public struct RTSPClient: Sendable {
         }
         for (index, lower) in attempts.enumerated() {
             let outcome: Outcome
-            do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, handle) } catch let error as NetworkError {
+            do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, handle) } catch let error as StreamingError {
                 // The server refuses UDP (461): TCP next.
-                if index + 1 < attempts.count, error.reason.contains("461") { continue }
+                if index + 1 < attempts.count, case .network(let network) = error, network.reason.contains("461") { continue }
                 throw error
+            } catch let error as NetworkError {
+                if index + 1 < attempts.count, error.reason.contains("461") { continue }
+                throw .network(error)
             } catch let error as RTPReceiver.HandlerError {
-                throw NetworkError(.output, "\(error.underlying)")
+                throw .handler(error.underlying)
             } catch {
-                throw NetworkError(.socket, "\(url): \(error)")
+                throw .socket("\(url)", underlying: error)
             }
             if case .report(let report) = outcome { return report }
         }
-        throw NetworkError(.socket, "\(url): no RTP arrived over UDP or TCP")
+        throw .peer("\(url): no RTP arrived over UDP or TCP")
     }
 
     /// Plays into a file as ``RTPReceiver/record(to:)`` does.
-    public func record(to output: EncodedOutput) async throws(NetworkError) -> RTPReceiver.Report {
-        let recording = try Recording(output)
-        let report: RTPReceiver.Report
-        do { report = try await receive { sample in try recording.append(sample) } } catch {
-            recording.cancel()
-            throw error
-        }
-        guard report.samples > 0 else {
-            recording.cancel()
-            throw NetworkError(.output, "no whole access unit received from \(url) (it ended: \(report.ending.rawValue)); nothing written")
-        }
-        try recording.finish()
-        return report
+    public func record(to output: SampleOutput) async throws(StreamingError) -> RTPReceiver.Report {
+        try await RTPReceiver.record(to: output, from: "\(url)") { (handle) async throws(StreamingError) in try await receive(handle) }
     }
 
     private enum Outcome {
@@ -145,7 +137,7 @@ public struct RTSPClient: Sendable {
                     channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
                 }
         } catch {
-            throw NetworkError(.socket, "\(url): cannot connect: \(error)")
+            throw StreamingError.socket("\(url): cannot connect", underlying: error)
         }
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
         // The connection's end when a full buffer dropped its `.closed` input: the next tick
@@ -246,10 +238,10 @@ public struct RTSPClient: Sendable {
                             break negotiation
                         }
                     case .closed:
-                        throw NetworkError(.socket, "\(url): the server closed the connection")
+                        throw StreamingError.peer("\(url): the server closed the connection")
                     case .tick:
-                        if closed.withLock({ $0 }) { throw NetworkError(.socket, "\(url): the server closed the connection") }
-                        if ContinuousClock.now - asked > options.responseTimeout { throw NetworkError(.socket, "\(url): no answer within \(options.responseTimeout)") }
+                        if closed.withLock({ $0 }) { throw StreamingError.peer("\(url): the server closed the connection") }
+                        if ContinuousClock.now - asked > options.responseTimeout { throw StreamingError.peer("\(url): no answer within \(options.responseTimeout)") }
                     default:
                         // Packets sent before the PLAY answer came in: kept for when it has,
                         // out of the queue's count (a reader waiting for room would hold the
@@ -350,7 +342,7 @@ public struct RTSPClient: Sendable {
     /// Two UDP ports, an even one for RTP and the next for RTCP, on `host`; what arrives on
     /// them goes to `rtp` and `rtcp` (on an event loop).
     static func bindPortPair(host: String, rtp: @escaping @Sendable ([ReceivedDatagram]) -> Void,
-                             rtcp: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(NetworkError) -> (rtp: any Channel, rtcp: any Channel) {
+                             rtcp: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(StreamingError) -> (rtp: any Channel, rtcp: any Channel) {
         func bootstrap(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) -> DatagramBootstrap {
             // No SO_REUSEADDR: with it, Linux may give a port another such socket holds (and
             // the next port's bind succeeds over it), and one client's packets reach the other.
@@ -370,7 +362,7 @@ public struct RTSPClient: Sendable {
             if let rtcpChannel = try? await bootstrap(rtcp).bind(host: host, port: port + 1).get() { return (rtpChannel, rtcpChannel) }
             try? await rtpChannel.close()
         }
-        throw NetworkError(.socket, "no free UDP port pair for RTP and RTCP on \(host)")
+        throw .socket("no free UDP port pair for RTP and RTCP on \(host)", underlying: nil)
     }
 }
 

@@ -1,5 +1,5 @@
+public import SampleFlow
 public import H264Network
-public import H264Session
 public import MediaCore
 import NIOCore
 import SystemIO
@@ -34,14 +34,14 @@ public struct RTSPIngest: Sendable {
 
     /// Listens, and hands each sample of the first publisher's stream to `handle`, in decode
     /// order, until the stream ends (see the type's discussion). `onListening` gets the port
-    /// once the server listens. An error `handle` throws ends receiving as a
-    /// `NetworkError/Code/output` error.
-    public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(NetworkError) -> RTPReceiver.Report {
+    /// once the server listens. An error `handle` throws ends receiving as
+    /// ``StreamingError/handler(_:)``.
+    public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         let server = try RTSPServer(options: serverOptions)
         let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes)
         try server.serve(.ingest(sink), at: url.path)
         let serving = Task {
-            do throws(NetworkError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
+            do throws(StreamingError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
         }
         defer { serving.cancel() }
         var delivered = 0
@@ -71,28 +71,19 @@ public struct RTSPIngest: Sendable {
             if case .cancelled = ending, let why = sink.ending { ending = why }
             delivered = try RTPReceiver.hand(sink.finish(), delivered: delivered, limit: options.sampleLimit, handle)
         } catch let error as RTPReceiver.HandlerError {
-            throw NetworkError(.output, "\(error.underlying)")
+            throw .handler(error.underlying)
         } catch {
-            throw NetworkError(.socket, "\(error)")
+            throw .socket("receiving at \(url)", underlying: error)
         }
         if let error = sink.failure { throw error }  // the server could not listen
         return sink.report(ending: ending, samples: delivered)
     }
 
     /// Receives into a file as ``RTPReceiver/record(to:)`` does.
-    public func record(to output: EncodedOutput, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) -> RTPReceiver.Report {
-        let recording = try Recording(output)
-        let report: RTPReceiver.Report
-        do { report = try await receive(onListening: onListening) { sample in try recording.append(sample) } } catch {
-            recording.cancel()
-            throw error
+    public func record(to output: SampleOutput, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(StreamingError) -> RTPReceiver.Report {
+        try await RTPReceiver.record(to: output, from: "a publisher at \(url)") { (handle) async throws(StreamingError) in
+            try await receive(onListening: onListening, handle)
         }
-        guard report.samples > 0 else {
-            recording.cancel()
-            throw NetworkError(.output, "no whole access unit published to \(url) (it ended: \(report.ending.rawValue)); nothing written")
-        }
-        try recording.finish()
-        return report
     }
 
     /// A path that takes one publisher's stream: what ``RTSPServer/Media/ingest(_:)`` serves.
@@ -118,7 +109,7 @@ public struct RTSPIngest: Sendable {
             var droppedForSlowConsumer = 0
             /// Samples were dropped: the next ones wait for a sync sample.
             var skippingToSync = false
-            var failure: NetworkError?
+            var failure: StreamingError?
         }
 
         /// Samples and the end, as they happen: at most `maximumQueuedBytes` of samples wait
@@ -229,7 +220,7 @@ public struct RTSPIngest: Sendable {
         }
 
         /// The server failed (it could not listen): receiving ends with `error`.
-        func abort(_ error: NetworkError) {
+        func abort(_ error: StreamingError) {
             state.withLock {
                 $0.ended = true
                 $0.failure = error
@@ -237,7 +228,7 @@ public struct RTSPIngest: Sendable {
             continuation.finish()
         }
 
-        var failure: NetworkError? { state.withLock { $0.failure } }
+        var failure: StreamingError? { state.withLock { $0.failure } }
         /// Why the stream ended, once it has.
         var ending: RTPReceiver.Ending? { state.withLock { $0.ending } }
 

@@ -12,15 +12,15 @@ extension RTSPServer {
     /// an IDR picture (`LivePictureSamples.requestKeyframe()`). When the pictures end, every
     /// client gets an RTCP BYE, and the server stops half a second later, once they are out.
     /// `onListening` gets the TCP port once the server listens.
-    public func run(live pictures: LivePictureSamples, at path: String, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) {
+    public func run(live pictures: LivePictureSamples, at path: String, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(StreamingError) {
         var iterator = pictures.makeAsyncIterator()
         let first: SampleBuffer?
         do { first = try await iterator.next() } catch {
             if Task.isCancelled { return }  // stopped before anything was served
-            throw NetworkError(.source, "the first picture: \(error)")
+            throw .samples(error)
         }
         if Task.isCancelled { return }
-        guard let first else { throw NetworkError(.source, "no pictures to serve") }
+        guard let first else { throw .invalidOption("no pictures to serve") }
         let stream = try RTSPBroadcast(formatDescription: first.formatDescription, packetizer: options.packetizer) { pictures.requestKeyframe() }
         try serve(.broadcast(stream), at: path)
         try stream.send(first)
@@ -36,11 +36,9 @@ extension RTSPServer {
                 try await group.next()
                 group.cancelAll()
             }
-        } catch let error as NetworkError {
-            throw error
         } catch is CancellationError {
         } catch {
-            throw NetworkError(.source, "\(error)")
+            throw .sending(error)
         }
     }
 }

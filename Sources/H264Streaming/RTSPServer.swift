@@ -1,5 +1,5 @@
+public import SampleFlow
 public import H264Network
-public import H264Session
 import MediaCore
 import NIOCore
 import NIOPosix
@@ -122,26 +122,28 @@ public final class RTSPServer: Sendable {
     let core: ServerCore
 
     /// A server with `options`; ``serve(_:at:)`` gives it paths, ``run(onListening:)`` runs it.
-    public init(options: Options = Options()) throws(NetworkError) {
-        guard (0...65535).contains(options.port) else { throw NetworkError(.socket, "port \(options.port): 0-65535") }
+    public init(options: Options = Options()) throws(StreamingError) {
+        guard (0...65535).contains(options.port) else { throw .invalidOption("port \(options.port): 0-65535") }
         guard options.sessionTimeout > 0, options.idleConnectionTimeout > 0, options.maximumConnections > 0, options.clientQueueLimit >= 4096 else {
-            throw NetworkError(.unsupported, "RTSP server options: timeouts and the connection limit above 0, a client queue of at least 4096 bytes")
+            throw .invalidOption("RTSP server options: timeouts and the connection limit above 0, a client queue of at least 4096 bytes")
         }
-        guard options.rate > 0, options.rate.isFinite else { throw NetworkError(.unsupported, "a pace of \(options.rate) times real time: more than 0") }
-        _ = try H264Packetizer(configuration: options.packetizer)
+        guard options.rate > 0, options.rate.isFinite else { throw .invalidOption("a pace of \(options.rate) times real time: more than 0") }
+        _ = try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: options.packetizer) }
         self.options = options
         core = ServerCore(options: options)
     }
 
     /// Serves `media` at `path` (`/live`); a file is opened now, for its description. Paths
     /// may be added while the server runs.
-    public func serve(_ media: Media, at path: String) throws(NetworkError) {
+    public func serve(_ media: Media, at path: String) throws(StreamingError) {
         let path = RTSPServerConnection.normalizedPath(path)
         let mount: Mount
         switch media {
         case .file(let file, let sourceOptions, let loops):
             var reader = LoopingSampleReader(path: file, options: sourceOptions, loops: false)
-            guard let first = try reader.next() else { throw NetworkError(.source, "\(file): no samples to serve") }
+            let read: SampleBuffer?
+            do { read = try reader.next() } catch { throw .source(error) }
+            guard let first = read else { throw .source(.noSamples(input: file, reason: "no samples to serve")) }
             let format = H264PayloadFormat(formatDescription: first.formatDescription, payloadType: options.packetizer.payloadType,
                                            packetizationMode: options.packetizer.packetizationMode, control: "trackID=0")
             if loops {
@@ -166,7 +168,7 @@ public final class RTSPServer: Sendable {
 
     /// Listens, and serves until the task is cancelled; `onListening` gets the TCP port once
     /// the server listens (the one asked for, or the one the system chose for port 0).
-    public func run(onListening: @Sendable (Int) -> Void = { _ in }) async throws(NetworkError) {
+    public func run(onListening: @Sendable (Int) -> Void = { _ in }) async throws(StreamingError) {
         try await core.run(onListening: onListening)
     }
 }
@@ -267,7 +269,7 @@ final class ServerCore: Sendable {
         return "\(ip):\(port)"
     }
 
-    func run(onListening: @Sendable (Int) -> Void) async throws(NetworkError) {
+    func run(onListening: @Sendable (Int) -> Void) async throws(StreamingError) {
         let (rtp, rtcp) = try await bindUDPPair()
         udp.withLock { $0 = (rtp, rtcp) }
         let server: any Channel
@@ -288,7 +290,7 @@ final class ServerCore: Sendable {
         } catch {
             rtp.close(promise: nil)
             rtcp.close(promise: nil)
-            throw NetworkError(.socket, "listening on \(options.host):\(options.port): \(error)")
+            throw .socket("listening on \(options.host):\(options.port)", underlying: error)
         }
         running.store(true, ordering: .releasing)
         for mount in mounts.withLock({ Array($0.values) }) { startShared(mount) }
@@ -320,7 +322,7 @@ final class ServerCore: Sendable {
     }
 
     /// The server's RTP and RTCP ports: an even port and the next (RFC 3550 §11).
-    private func bindUDPPair() async throws(NetworkError) -> (any Channel, any Channel) {
+    private func bindUDPPair() async throws(StreamingError) -> (any Channel, any Channel) {
         var lastError: (any Error)?
         for _ in 0..<32 {
             do {
@@ -340,7 +342,7 @@ final class ServerCore: Sendable {
                 lastError = error
             }
         }
-        throw NetworkError(.socket, "binding an RTP/RTCP port pair on \(options.host): \(lastError.map { "\($0)" } ?? "no even port free")")
+        throw .socket("binding an RTP/RTCP port pair on \(options.host)" + (lastError == nil ? ": no even port free" : ""), underlying: lastError)
     }
 
     private func datagramBootstrap(control: Bool) -> DatagramBootstrap {

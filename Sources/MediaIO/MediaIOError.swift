@@ -1,5 +1,5 @@
 public import H264Codec
-import SystemIO
+public import SystemIO
 
 /// Why a media file could not be read or written: which file, where in it, and what was wrong.
 public struct MediaIOError: Error, Sendable, CustomStringConvertible {
@@ -30,6 +30,9 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
     public var byteOffset: Int?
     /// The codec error underneath, for ``Code/codec``.
     public var underlying: CodecError?
+    /// The failed system call underneath an ``Code/io`` error: the operation, the file and
+    /// `errno`.
+    public var systemError: SystemError?
 
     /// An error of `code`, with where it happened and the codec error underneath when known.
     public init(_ code: Code, _ reason: String, path: String? = nil, byteOffset: Int? = nil, underlying: CodecError? = nil) {
@@ -40,8 +43,10 @@ public struct MediaIOError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    init(_ error: SystemError) {
+    /// An I/O error caused by a failed system call.
+    public init(_ error: SystemError) {
         self.init(.io, "\(error.operation.rawValue): \(error.errno)", path: error.path)
+        systemError = error
     }
 
     /// Reads like `path: byte N: reason: underlying`, each part present when known.

@@ -2,9 +2,6 @@ public import H264Bitstream
 import H264Codec
 public import MediaCore
 package import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// How a picture's two fields are ordered, when it has two.
 public enum FieldOrder: Sendable, Hashable {
@@ -25,15 +22,13 @@ public protocol PictureWriter: AnyObject {
 extension OutputFile {
     /// Writes a picture's rows in rawvideo layout, gathered by `writev` without a copy.
     package func writeRows(of picture: PixelBuffer) throws(SystemError) {
-        var rows: [iovec] = []
-        rows.reserveCapacity(min(1024, picture.planes.reduce(0) { $0 + $1.height }))
+        var rows = GatheredWrites()
         for plane in picture.planes {
             if plane.bytesPerRow == plane.rowBytes {
-                rows.append(iovec(iov_base: plane.base, iov_len: plane.rowBytes * plane.height))
+                rows.append(UnsafeRawBufferPointer(start: plane.base, count: plane.rowBytes * plane.height))
             } else {
                 for row in 0..<plane.height {
-                    rows.append(iovec(iov_base: plane.base + row * plane.bytesPerRow, iov_len: plane.rowBytes))
-                    if rows.count == 1024 { try withExtendedLifetime(picture) { () throws(SystemError) in try write(&rows) } }
+                    rows.append(UnsafeRawBufferPointer(start: plane.base + row * plane.bytesPerRow, count: plane.rowBytes))
                 }
             }
         }
@@ -147,7 +142,7 @@ public final class FrameMD5Writer: PictureWriter {
     /// Creates the output; times are written in ticks of `frameRate` (ffmpeg's timebase for a
     /// stream of that rate).
     public init(path: String, frameRate: FrameRate) throws(MediaIOError) {
-        do { md5 = try MD5() } catch { throw MediaIOError(.codec, "cannot hash frames", path: path, underlying: error) }
+        md5 = MD5()
         do { file = try OutputFile(path: path) } catch { throw MediaIOError(error) }
         self.frameRate = frameRate
     }

@@ -1,5 +1,6 @@
 public import H264Bitstream
 public import MediaCore
+public import SampleFlow
 
 /// Reads an Annex-B H.264 stream to its end and summarizes it: `h264kit inspect` of a stream
 /// as one call, with its NAL units or its samples listed if asked.
@@ -50,7 +51,7 @@ public enum StreamProbe {
 
     /// Probes the stream in the file at `path` (or standard input for "-").
     public static func probe(path: String, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
-                             onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
+                             onSample: (SampleRecord) -> Void = { _ in }) throws(SampleFlowError) -> Result {
         try probe(AnnexBReader(path: path, options: .init(releasesPagesBehind: false)), options: options, onNALUnit: onNALUnit, onSample: onSample)
     }
 
@@ -60,12 +61,12 @@ public enum StreamProbe {
     /// units or without a decodable picture is summarized, and the summary counts them.
     /// Cancelling the calling task stops the reading; the result covers what was read.
     public static func probe(_ units: AnnexBReader, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
-                             onSample: (SampleRecord) -> Void = { _ in }) throws(BitstreamError) -> Result {
+                             onSample: (SampleRecord) -> Void = { _ in }) throws(SampleFlowError) -> Result {
         if options.listsNALUnits && options.listsSamples {
-            throw BitstreamError(.unsupported, "a probe lists NAL units or samples, not both")
+            throw .invalidOption("a probe lists NAL units or samples, not both")
         }
         if options.frameRate != nil && !options.listsSamples {
-            throw BitstreamError(.unsupported, "a frame rate times samples: list samples to give one")
+            throw .invalidOption("a frame rate times samples: list samples to give one")
         }
         var nalRecords: [NALUnitRecord] = []
         var sampleRecords: [SampleRecord] = []
@@ -84,7 +85,7 @@ public enum StreamProbe {
                     onSample(record)
                     if options.keepsRecords { sampleRecords.append(record) }
                 }
-            } catch where error.code == .noPicture {
+            } catch where error.bitstreamError?.code == .noPicture {
                 // A stream without pictures is summarized, as without samples.
             }
             warnings = reader.warnings
@@ -106,7 +107,7 @@ public enum StreamProbe {
             parser = streamParser
         }
         guard parser.nalUnitCount > 0 else {
-            throw BitstreamError(.noPicture, "no H.264 start code found in \(units.bytesRead) bytes; not an Annex-B H.264 stream")
+            throw .bitstream(BitstreamError(.noPicture, "no H.264 start code found in \(units.bytesRead) bytes; not an Annex-B H.264 stream"), input: units.name)
         }
         let keeps = options.keepsRecords
         var summary = StreamSummary(parser: parser, bytes: units.bytesRead, nalUnits: options.listsNALUnits && keeps ? nalRecords : nil)

@@ -100,3 +100,9 @@ package func ignoreBrokenPipeSignal() {
 
 /// Whether `error` is a write to a pipe or socket whose reader has gone (`EPIPE`).
 package func isBrokenPipe(_ error: SystemError) -> Bool { error.errno == .brokenPipe }
+
+/// Ends the process now with `status` (`exit`: buffered standard output flushed, no
+/// unwinding).
+package func exitProcess(_ status: Int32) -> Never {
+    exit(status)
+}

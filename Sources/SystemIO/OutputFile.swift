@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-package import Glibc
+import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
@@ -52,9 +52,6 @@ package final class OutputFile {
         return "\(directory).\(name).\(processID).\(UInt32.random(in: 0...UInt32.max)).partial"
     }
 
-    /// The descriptor's number, for writers that manage their own buffering.
-    package var rawDescriptor: Int32 { descriptor.rawValue }
-
     /// Whether the output is a regular file written under a temporary name (so it can seek,
     /// and it appears only when committed).
     package var isRegularFile: Bool { temporaryPath != nil }
@@ -69,9 +66,9 @@ package final class OutputFile {
         try bytes.span.withUnsafeBytes { (raw) throws(SystemError) in try write(raw) }
     }
 
-    /// Writes pieces in order with `writev`.
-    package func write(_ pieces: inout [iovec]) throws(SystemError) {
-        try descriptor.writeAll(&pieces, path: path)
+    /// Writes every waiting piece in order with `writev`.
+    package func write(_ pieces: inout GatheredWrites) throws(SystemError) {
+        try pieces.write(pieces.count, to: descriptor, path: path)
     }
 
     /// Closes the file and renames it into place. Called once; afterwards the output is

@@ -1,9 +1,10 @@
 #if canImport(Glibc)
-package import Glibc
+import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 package import SystemPackage
+import CSystemShims
 import Dispatch
 
 /// The one place system calls are retried on `EINTR` and their failures turned into `Errno`
@@ -62,7 +63,7 @@ package struct FileStatus: Sendable, Hashable {
 
 extension FileDescriptor {
     /// Opens `path` with the given flags (`O_CLOEXEC` added).
-    package static func opening(_ path: String, flags: Int32, permissions: mode_t = 0o644, operation: SystemError.Operation = .open) throws(SystemError) -> FileDescriptor {
+    static func opening(_ path: String, flags: Int32, permissions: mode_t = 0o644, operation: SystemError.Operation = .open) throws(SystemError) -> FileDescriptor {
         do {
             return FileDescriptor(rawValue: try syscall { Glibc.open(path, flags | O_CLOEXEC, permissions) })
         } catch {
@@ -104,31 +105,6 @@ extension FileDescriptor {
         }
     }
 
-    /// Writes the pieces in order with `writev`, resuming after short writes. The pieces are
-    /// consumed (their bases and lengths advance) as they are written.
-    package func writeAll(_ pieces: inout [iovec], path: String) throws(SystemError) {
-        var first = 0
-        while first < pieces.count {
-            let count = Int32(min(pieces.count - first, 1024))
-            let written: Int
-            do {
-                written = try pieces.span.withUnsafeBufferPointer { (list) throws(Errno) in try syscall { Glibc.writev(rawValue, list.baseAddress! + first, count) } }
-            } catch {
-                throw SystemError(.write, path: path, errno: error)
-            }
-            var left = written
-            while first < pieces.count && left >= pieces[first].iov_len {
-                left -= pieces[first].iov_len
-                first += 1
-            }
-            if left > 0 {
-                pieces[first].iov_base += left
-                pieces[first].iov_len -= left
-            }
-        }
-        pieces.removeAll(keepingCapacity: true)
-    }
-
     /// Closes the descriptor, reporting a failure (a write the kernel deferred can fail here).
     package func closeReporting(path: String) throws(SystemError) {
         // close(2) must not be retried on EINTR on Linux: the descriptor is gone either way.
@@ -150,28 +126,15 @@ package func renameFile(_ source: String, to destination: String) throws(SystemE
 /// The process id, for unique temporary names.
 package var processID: Int32 { getpid() }
 
-/// Raw descriptors for the writers that manage their own buffering.
-package enum FileDescriptorHandle {
+extension FileDescriptor {
     /// Creates `path`, which must not exist (a temporary name), for reading and writing.
-    package static func create(_ path: String) throws(SystemError) -> Int32 {
-        try FileDescriptor.opening(path, flags: O_RDWR | O_CREAT | O_EXCL, operation: .create).rawValue
+    package static func creating(_ path: String) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor.opening(path, flags: O_RDWR | O_CREAT | O_EXCL, operation: .create)
     }
 
     /// Creates or truncates `path` for writing in place.
-    package static func truncate(_ path: String) throws(SystemError) -> Int32 {
-        try FileDescriptor.opening(path, flags: O_WRONLY | O_CREAT | O_TRUNC, operation: .create).rawValue
-    }
-}
-
-extension FileDescriptorHandle {
-    /// Writes all of `bytes` at `offset` of raw descriptor `fd`.
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws(SystemError) {
-        try FileDescriptor(rawValue: fd).writeAll(bytes, at: offset, path: path)
-    }
-
-    /// Reads up to `buffer.count` bytes at `offset` of raw descriptor `fd`.
-    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws(SystemError) -> Int {
-        try FileDescriptor(rawValue: fd).readSome(into: buffer, at: offset, path: path)
+    package static func truncating(_ path: String) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor.opening(path, flags: O_WRONLY | O_CREAT | O_TRUNC, operation: .create)
     }
 }
 
@@ -191,4 +154,41 @@ package func offloaded<T, E: Error>(_ work: @escaping @Sendable () throws(E) -> 
 package func writeToStandardError(_ text: String) {
     var bytes = Array(text.utf8)
     bytes.withUnsafeMutableBytes { raw in try? FileDescriptor.standardError.writeAll(UnsafeRawBufferPointer(raw), path: "stderr") }
+}
+
+extension FileDescriptor {
+    /// Inserts `length` bytes of hole at `offset`, shifting the rest of the file up without
+    /// copying it (`fallocate(FALLOC_FL_INSERT_RANGE)`, ext4 and XFS); both must be multiples of
+    /// the file system's block size. Throws (`EOPNOTSUPP` where unsupported).
+    package func insertRange(at offset: Int64, length: Int64, path: String) throws(SystemError) {
+        do { _ = try syscall { csystem_insert_range(rawValue, off_t(offset), off_t(length)) } } catch {
+            throw SystemError(.allocate, path: path, errno: error)
+        }
+    }
+
+    /// Starts writing back `length` bytes at `offset` to the disk without waiting for them
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): a hint, so failures are ignored.
+    package func startWriteback(at offset: Int64, length: Int64) {
+        _ = csystem_start_writeback(rawValue, off_t(offset), off_t(length))
+    }
+
+    /// Copies `count` bytes of `source` from `sourceOffset` to this descriptor at `offset`, in
+    /// the kernel (`sendfile`); returns the bytes copied: fewer when the source ends first, or
+    /// where the kernel cannot copy between these files (`EINVAL`, `ENOSYS`: the caller copies
+    /// the rest itself).
+    package func copy(_ count: Int64, from source: FileDescriptor, at sourceOffset: Int64, to offset: Int64, path: String) throws(SystemError) -> Int64 {
+        do { _ = try syscall { Glibc.lseek(rawValue, off_t(offset), SEEK_SET) } } catch { throw SystemError(.seek, path: path, errno: error) }
+        var inputOffset = off_t(sourceOffset)
+        var copied: Int64 = 0
+        while copied < count {
+            let n: Int
+            do { n = try syscall { sendfile(rawValue, source.rawValue, &inputOffset, Int(min(count - copied, 1 << 30))) } } catch {
+                if error == .invalidArgument || error == .noFunction { break }
+                throw SystemError(.copy, path: path, errno: error)
+            }
+            if n == 0 { break }
+            copied += Int64(n)
+        }
+        return copied
+    }
 }

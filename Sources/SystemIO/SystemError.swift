@@ -1,15 +1,16 @@
-package import SystemPackage
+public import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A failed system call: which operation, on which file, and the `errno` it set.
 ///
-/// The library modules wrap it in their own error type (``ContainerError``, ``MediaIOError``, ...)
-/// so that a caller sees one error type per module; the `errno` stays available as `Errno`.
-package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
+/// The library modules' errors carry it as their cause (`ContainerError/systemError`,
+/// `MediaIOError/systemError`, `SampleFlowError/file(_:)`, ...), so that a caller sees one error
+/// type per module and can still tell a full disk (`Errno.noSpace`) from a missing file.
+public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What was being done.
-    package enum Operation: String, Hashable, Sendable {
+    public enum Operation: String, Hashable, Sendable {
         /// Opening a file (`open`).
         case open = "cannot open"
         /// Creating a file (`open` with `O_CREAT`).
@@ -41,14 +42,14 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// What was being done.
-    package var operation: Operation
+    public var operation: Operation
     /// The file it was done to.
-    package var path: String
+    public var path: String
     /// The error the call set.
-    package var errno: Errno
+    public var errno: Errno
 
     /// An error of `operation` on `path` with `errno`.
-    package init(_ operation: Operation, path: String, errno: Errno) {
+    public init(_ operation: Operation, path: String, errno: Errno) {
         self.operation = operation
         self.path = path
         self.errno = errno
@@ -65,5 +66,5 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     package var isNotRegularFile: Bool { operation == .map && errno == .invalidArgument }
 
     /// Reads like `in.264: cannot open: No such file or directory`.
-    package var description: String { "\(path): \(operation.rawValue): \(errno)" }
+    public var description: String { "\(path): \(operation.rawValue): \(errno)" }
 }

@@ -123,7 +123,7 @@ struct Encode: InterruptibleCommand {
             summary = try job.run(reading: { () throws(MediaIOError) -> any PictureReader in
                 defer { first = nil }  // the probe serves the first pass
                 if let probe = first { return probe } else { return try openReader() }
-            }, into: EncodedOutput(path: output)) { pass, pictures, bytes in
+            }, into: SampleOutput(path: output)) { pass, pictures, bytes in
                 let seconds = (clock.currentTime - start).seconds
                 progress.update(line: "\(encoder.passes > 1 ? "pass \(pass)/\(encoder.passes), " : "")\(pictures) frames, \(seconds > 0 ? Int(Double(pictures) / seconds) : 0) fps")
             }

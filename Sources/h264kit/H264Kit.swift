@@ -19,6 +19,7 @@ struct H264KitCommand: AsyncParsableCommand {
     /// output pipe (`| head`) ends a run with a write error and a message, not the signal.
     static func main() async {
         ignoreBrokenPipeSignal()
+        Interruption.shared.install()
         await main(nil)
     }
 }

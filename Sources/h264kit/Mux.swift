@@ -102,7 +102,7 @@ struct Mux: InterruptibleCommand {
             summary = try StreamMuxer(options: options).run(path: input, to: output, progress: { state in
                 progress.update(done: state.bytesRead, total: state.totalBytes, unit: "MB", note: "\(state.samples) frames")
             }, onDiagnostic: { progress.clear(); printError("\(name): \($0)") })
-        } catch .bitstream(let error) {
+        } catch .bitstream(let error, _) {
             progress.clear()
             throw ToolError("\(name): \(error)\(error.code == .missingParameterSet || error.code == .noPicture ? "; nothing written" : "")")
         } catch {

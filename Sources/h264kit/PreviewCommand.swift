@@ -100,8 +100,8 @@ struct PreviewCommand: AsyncParsableCommand {
                 do { try writeFile("\(directory)/frame-\(number).png", png) } catch { printError("capture \(number): \(error)") }
             })
         }
-        let stop = InterruptionSignals { task.cancel() }
-        defer { stop.restore() }
+        let token = Interruption.shared.onInterrupt { task.cancel() }
+        defer { Interruption.shared.remove(token) }
         let reports: [PageReport]
         do { reports = try await task.value } catch { throw ToolError("\(source): \(error)") }
         if let report {

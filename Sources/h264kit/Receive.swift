@@ -60,15 +60,15 @@ struct Receive: AsyncParsableCommand {
         let options = RTPReceiver.Options(depacketizer: .init(reorderDepth: reorderDepth), idleTimeout: .milliseconds(Int64(timeout * 1000)),
                                           sampleLimit: frames)
         // SIGINT and SIGTERM end receiving the way a BYE does: the output is finished.
-        let output = EncodedOutput(path: output)
+        let output = SampleOutput(path: output)
         let live: LiveSource
         do {
             live = try LiveSource(parsing: source, options: options, transport: rtspTransport, listen: listen,
                                   credentials: try user.map(RTSPCredentials.init(parsing:)))
         } catch { throw ToolError("\(source): \(error)") }
         let task = Task { try await live.record(to: output) }
-        let stop = InterruptionSignals { task.cancel() }
-        defer { stop.restore() }
+        let token = Interruption.shared.onInterrupt { task.cancel() }
+        defer { Interruption.shared.remove(token) }
         let report: RTPReceiver.Report
         do { report = try await task.value } catch { throw ToolError("\(self.output): \(error)") }
         if let stats {

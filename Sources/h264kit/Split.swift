@@ -37,7 +37,16 @@ struct Split: InterruptibleCommand {
     }
 
     func work() throws {
+        let existed = FileManager.default.fileExists(atPath: directory)
         do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch { throw ToolError("\(directory): \(error)") }
+        // A run that wrote no segment (a failure, an interruption before the first) leaves no
+        // directory it made.
+        var wrote = false
+        defer {
+            if !wrote, !existed, (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
         var sourceOptions = MediaSource.Options.decoding
         sourceOptions.movieLimits = limits.movie
         let index: SegmentIndex
@@ -48,6 +57,7 @@ struct Split: InterruptibleCommand {
         } catch {
             throw ToolError("\(input): \(error)")
         }
+        wrote = true
         do { try index.write(into: directory) } catch { throw ToolError(error) }
         printError("\(directory): \(index.segments.count) segments, \(index.segments.reduce(0) { $0 + $1.frameCount }) frames; index.json lists them")
     }

@@ -120,8 +120,8 @@ struct Stream: AsyncParsableCommand {
             if let live { return try await sender.send(live, onPictureLoss: { live.requestKeyframe() }) }
             return try await sender.send(MediaFileSamples(path: input, options: options, loops: loop))
         }
-        let stop = InterruptionSignals { task.cancel() }
-        defer { stop.restore() }
+        let token = Interruption.shared.onInterrupt { task.cancel() }
+        defer { Interruption.shared.remove(token) }
         let summary = try await task.value
         if verbose {
             let feedback = summary.receiverFeedback
@@ -146,8 +146,8 @@ struct Stream: AsyncParsableCommand {
         let serving = Task {
             if let live { try await server.run(live: live, at: url.path, onListening: listening) } else { try await server.run(onListening: listening) }
         }
-        let stop = InterruptionSignals { serving.cancel() }
-        defer { stop.restore() }
+        let token = Interruption.shared.onInterrupt { serving.cancel() }
+        defer { Interruption.shared.remove(token) }
         let reporter = Task {
             guard verbose else { return }
             var last = server.statistics

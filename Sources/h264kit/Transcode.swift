@@ -57,7 +57,7 @@ struct Transcode: AsyncParsableCommand {
         if let chunkDuration, !(chunkDuration > 0) { throw ValidationError("--chunk-duration \(chunkDuration): a positive time") }
         if chunks != nil && chunkDuration != nil { throw ValidationError("give --chunks or --chunk-duration, not both") }
         let chunked = chunks != nil || chunkDuration != nil
-        if chunked, case .annexB = EncodedOutput(path: output) { throw ValidationError("--chunks and --chunk-duration join the chunks into a movie: give an .mp4 or .mov output") }
+        if chunked, case .annexB = SampleOutput(path: output) { throw ValidationError("--chunks and --chunk-duration join the chunks into a movie: give an .mp4 or .mov output") }
         if chunked, start != nil || duration != nil { throw ValidationError("--chunks and --chunk-duration transcode the whole input; leave out --start and --duration") }
     }
 
@@ -109,7 +109,7 @@ struct Transcode: AsyncParsableCommand {
                 return (summary.total, summary.chunks.count)
             }
             do {
-                return (try Transcoder(options: options).run(path: input, into: EncodedOutput(path: output)) { state in
+                return (try Transcoder(options: options).run(path: input, into: SampleOutput(path: output)) { state in
                     let seconds = (clock.currentTime - begin).seconds
                     let rate = seconds > 0 ? Double(state.frames) / seconds : 0
                     var line = "\(passes > 1 ? "pass \(state.pass)/\(passes), " : "")\(state.frames) frames, \(Int(rate)) fps"

@@ -1,6 +1,7 @@
 import Foundation
 @testable import H264Container
 import SystemIO
+import SystemPackage
 import MediaCore
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         var expected: [UInt8] = []
         do {
-            let output = FileOutput(fd: try FileDescriptorHandle.create(path), path: path, ownsDescriptor: true)
+            let output = FileOutput(descriptor: try FileDescriptor.creating(path), path: path, ownsDescriptor: true)
             var next: UInt8 = 0
             func bytes(_ count: Int) -> [UInt8] {
                 (0..<count).map { _ in next &+= 1; return next }
@@ -49,7 +50,7 @@ import Testing
         defer { unlink(path) }
         var expected: [UInt8] = []
         do {
-            let output = FileOutput(fd: try FileDescriptorHandle.create(path), path: path, ownsDescriptor: true)
+            let output = FileOutput(descriptor: try FileDescriptor.creating(path), path: path, ownsDescriptor: true)
             for round in 0..<3 {
                 for index in 0..<200_000 {
                     let small = [UInt8(truncatingIfNeeded: index), UInt8(truncatingIfNeeded: round), 7, 9, 11]

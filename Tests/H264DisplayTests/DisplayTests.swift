@@ -5,6 +5,7 @@ import H264Session
 import MediaCore
 import Synchronization
 import TestSupport
+import SampleFlow
 import Testing
 #if canImport(Glibc)
 import Glibc

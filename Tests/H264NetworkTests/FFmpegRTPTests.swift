@@ -5,6 +5,7 @@ import H264Network
 import MediaCore
 import Synchronization
 import TestSupport
+import SampleFlow
 import Testing
 
 /// RTP between H264Kit and ffmpeg over loopback UDP: what we send, ffmpeg decodes to the

@@ -3,6 +3,7 @@ import H264Bitstream
 import H264Network
 import MediaCore
 import TestSupport
+import SampleFlow
 import Testing
 
 /// Packetizer → depacketizer through every packet size and mode, then reordered, duplicated,

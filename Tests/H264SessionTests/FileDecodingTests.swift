@@ -6,6 +6,7 @@ import H264Session
 import MediaCore
 import MediaIO
 import TestSupport
+import SampleFlow
 import Testing
 
 @Suite("Files in one call: FrameReader, MediaSource, PictureEncoder", .requires(.ffmpeg, .x264))
@@ -71,7 +72,7 @@ struct FileDecodingTests {
         try TestPattern(width: 320, height: 240).writeY4M(to: source, frames: 30, frameRate: FrameRate(25, 1))
         let settings = EncoderSettings(width: 320, height: 240, frameRate: FrameRate(25, 1), preset: "ultrafast")
         let summary = try PictureEncoder(settings: settings).run(reading: { () throws(MediaIOError) in try Y4MReader(path: source) },
-                                                                 into: EncodedOutput(path: output))
+                                                                 into: SampleOutput(path: output))
         #expect(summary.frames == 30 && summary.duration == MediaTime(value: 30, timescale: 25))
         let reader = try MovieReader(path: output)
         #expect(reader.majorBrand == "qt  " && reader.tracks.first?.samples.count == 30)

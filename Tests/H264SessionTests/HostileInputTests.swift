@@ -5,6 +5,7 @@ import H264Session
 import MediaCore
 import MediaIO
 import TestSupport
+import SampleFlow
 import Testing
 
 /// Every input that ever broke a rule (found by the fuzz targets or the mutation campaign,

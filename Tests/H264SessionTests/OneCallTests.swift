@@ -6,6 +6,7 @@ import H264Session
 import MediaCore
 import MediaProbe
 import TestSupport
+import SampleFlow
 import Testing
 
 /// What each subcommand does, as one library call: the tool's work with no tool, checked
@@ -39,8 +40,8 @@ struct OneCallTests {
         let unkept = try StreamProbe.probe(path: Self.stream, options: .init(listsNALUnits: true, keepsRecords: false), onNALUnit: { _ in streamed += 1 })
         #expect(streamed == summary.nalUnitCount && unkept.summary.nalUnits == nil)
         // What a probe cannot do together is refused, not ignored.
-        #expect(throws: BitstreamError.self) { try StreamProbe.probe(path: Self.stream, options: .init(listsNALUnits: true, listsSamples: true)) }
-        #expect(throws: BitstreamError.self) { try StreamProbe.probe(path: Self.stream, options: .init(frameRate: FrameRate(25, 1))) }
+        #expect(throws: SampleFlowError.self) { try StreamProbe.probe(path: Self.stream, options: .init(listsNALUnits: true, listsSamples: true)) }
+        #expect(throws: SampleFlowError.self) { try StreamProbe.probe(path: Self.stream, options: .init(frameRate: FrameRate(25, 1))) }
         #expect(timed.warnings.contains { if case .frameRateOverridden = $0 { true } else { false } })
         // No picture at all: the keys of the first picture's SPS are null, not missing.
         let empty = StreamSummary(parser: H264StreamParser(), bytes: 0)
@@ -49,7 +50,7 @@ struct OneCallTests {
         // Bytes with no start code: an error that says so.
         let garbage = try Checkout.temporaryFile(Array(repeating: 0xAB, count: 4096))
         defer { try? FileManager.default.removeItem(atPath: garbage) }
-        #expect { try StreamProbe.probe(path: garbage) } throws: { ($0 as? BitstreamError)?.code == .noPicture }
+        #expect { try StreamProbe.probe(path: garbage) } throws: { ($0 as? SampleFlowError)?.bitstreamError?.code == .noPicture }
     }
 
     /// StreamMuxer writes the stream into a MOV with a drop-frame timecode track; MovieSummary
@@ -81,7 +82,7 @@ struct OneCallTests {
         let stripped = try Checkout.temporaryFile(AnnexB.nalUnits(in: source).filter { ![7, 8].contains(source[$0.payload.lowerBound] & 0x1F) }
             .flatMap { [0, 0, 0, 1] + source[$0.payload] })
         defer { try? FileManager.default.removeItem(atPath: stripped) }
-        #expect { try StreamMuxer().run(path: stripped, to: work + "/none.mp4") } throws: { if case .bitstream = $0 as? SessionError { true } else { false } }
+        #expect { try StreamMuxer().run(path: stripped, to: work + "/none.mp4") } throws: { ($0 as? SampleFlowError)?.bitstreamError != nil }
         #expect(!FileManager.default.fileExists(atPath: work + "/none.mp4"))
         // A stream cut inside its last NAL unit: muxed, the damage told as it is found.
         let cut = try Checkout.temporaryFile(Array(source[..<(AnnexB.nalUnits(in: source).last!.startCodeOffset + 6)]))
@@ -164,7 +165,7 @@ struct OneCallTests {
         #expect(read.segmentPaths(besideIndexAt: work + "/index.json") == index.segments.map { work + "/" + $0.file })
         #expect(read.segmentPaths(besideIndexAt: "/index.json").first == "/" + index.segments[0].file, "the root's segments are in /")
         #expect(read.segmentPaths(besideIndexAt: "index.json").first == index.segments[0].file)
-        #expect(throws: SessionError.self) { try SegmentIndex(contentsOf: Self.stream) }
+        #expect(throws: SampleFlowError.self) { try SegmentIndex(contentsOf: Self.stream) }
     }
 
     /// Timecodes and frame numbers, both ways (TN2310's 29.97 drop-frame examples).

@@ -4,6 +4,7 @@ import H264Container
 import H264Session
 import MediaCore
 import TestSupport
+import SampleFlow
 import Testing
 
 /// Transcode, split and concat through the library, with ffmpeg/ffprobe as the oracle.
@@ -228,8 +229,9 @@ struct TranscodeTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let source = try Self.source(work, frames: 10)
         func isInvalidOption(_ error: any Error, _ words: String) -> Bool {
-            guard case .invalidOption(let reason) = error as? SessionError else { return false }
-            return reason.contains(words)
+            if case .invalidOption(let reason) = error as? SessionError { return reason.contains(words) }
+            if case .invalidOption(let reason) = error as? SampleFlowError { return reason.contains(words) }
+            return false
         }
         // Each refused for the option itself, on an input that would otherwise do.
         #expect { try MovieSplitter(segmentDuration: .zero).split(path: source, into: work) } throws: { isInvalidOption($0, "segment duration") }

@@ -4,6 +4,7 @@ import H264Container
 import H264Session
 import MediaCore
 import TestSupport
+import SampleFlow
 import Testing
 
 /// Times that are not one constant rate from 0, cuts inside a group of pictures, and stopping

@@ -4,6 +4,7 @@ import H264Session
 import H264Streaming
 import MediaCore
 import TestSupport
+import SampleFlow
 import Testing
 
 /// The live sources `receive` and `preview` name, and the payload format a file or a live
@@ -25,12 +26,12 @@ struct LiveSourceTests {
         guard case .rtsp(let fast) = LiveSource.rtsp(client).withReceiverOptions({ $0.isLowLatency = true }) else { Issue.record("kind changed"); return }
         #expect(fast.options.receiver.isLowLatency && fast.options.transport == .tcp)
         // Serving for a publisher is for rtsp:// only; a session description is read whole or refused.
-        #expect(throws: NetworkError.self) { try LiveSource(parsing: "rtp://@:5004", listen: true) }
-        #expect(throws: NetworkError.self) { try LiveSource(parsing: "rtsp://127.0.0.1/live", credentials: try RTSPCredentials(parsing: "u:p")) }
-        #expect(throws: NetworkError.self) { try LiveSource(parsing: "/nonexistent/stream.sdp") }
+        #expect(throws: StreamingError.self) { try LiveSource(parsing: "rtp://@:5004", listen: true) }
+        #expect(throws: StreamingError.self) { try LiveSource(parsing: "rtsp://127.0.0.1/live", credentials: try RTSPCredentials(parsing: "u:p")) }
+        #expect(throws: StreamingError.self) { try LiveSource(parsing: "/nonexistent/stream.sdp") }
         let huge = try Checkout.temporaryFile(Array(repeating: UInt8(ascii: "a"), count: SessionDescription.maximumSize + 10), suffix: ".sdp")
         defer { try? FileManager.default.removeItem(atPath: huge) }
-        #expect { try LiveSource(parsing: huge) } throws: { ($0 as? NetworkError)?.code == .tooLarge }
+        #expect { try LiveSource(parsing: huge) } throws: { if case .network(let error) = $0 as? StreamingError { error.code == .tooLarge } else { false } }
         // An SDP a sender announces parses back into a receiver for its port.
         let format = try H264PayloadFormat(firstSampleOf: Self.stream)
         let sdp = try Checkout.temporaryFile(Array(try RTPDestination(parsing: "rtp://127.0.0.1:5006").sessionDescription(for: format).text.utf8), suffix: ".sdp")
@@ -44,6 +45,6 @@ struct LiveSourceTests {
         let fromFile = try H264PayloadFormat(firstSampleOf: Self.stream, payloadType: 97, packetizationMode: 0)
         let fromSequence = try await H264PayloadFormat(firstSampleOf: MediaFileSamples(path: Self.stream), payloadType: 97, packetizationMode: 0)
         #expect(fromFile == fromSequence && fromFile.payloadType == 97 && fromFile.packetizationMode == 0)
-        #expect(throws: NetworkError.self) { try H264PayloadFormat(firstSampleOf: "/nonexistent.264") }
+        #expect(throws: StreamingError.self) { try H264PayloadFormat(firstSampleOf: "/nonexistent.264") }
     }
 }

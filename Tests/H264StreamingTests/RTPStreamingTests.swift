@@ -9,6 +9,7 @@ import MediaIO
 import H264Bitstream
 import H264Codec
 import TestSupport
+import SampleFlow
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -281,6 +282,6 @@ struct RTPStreamingTests {
         let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .milliseconds(300)))
         let report = try await receiver.receive { _ in Issue.record("no sample can arrive") }
         #expect(report.ending == .idleTimeout && report.samples == 0)
-        #expect(throws: NetworkError.self) { _ = try RTPSender(destination: RTPDestination(host: "", port: port)) }
+        #expect(throws: StreamingError.self) { _ = try RTPSender(destination: RTPDestination(host: "", port: port)) }
     }
 }

@@ -6,6 +6,7 @@ import H264Session
 import H264Streaming
 import MediaCore
 import TestSupport
+import SampleFlow
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -219,9 +220,9 @@ struct RTSPTests {
         let (server, task, port) = try await Self.startServer(.file(path: Self.source), options: .init(credentials: .init(user: "alice", password: "s3cret")))
         defer { task.cancel() }
         let wrong = RTSPClient(url: try RTSPURL(parsing: "rtsp://alice:wrong@127.0.0.1:\(port)/live"), options: .init(transport: .tcp))
-        await #expect(throws: NetworkError.self) { _ = try await wrong.receive { _ in } }
+        await #expect(throws: StreamingError.self) { _ = try await wrong.receive { _ in } }
         let none = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: .tcp))
-        await #expect(throws: NetworkError.self) { _ = try await none.receive { _ in } }
+        await #expect(throws: StreamingError.self) { _ = try await none.receive { _ in } }
         let right = RTSPClient(url: try RTSPURL(parsing: "rtsp://alice:s3cret@127.0.0.1:\(port)/live"), options: .init(receiver: .init(sampleLimit: 10), transport: .tcp))
         #expect(try await right.receive { _ in }.samples == 10)
         let result = try await Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-rtsp_transport", "tcp", "-i", "rtsp://alice:s3cret@127.0.0.1:\(port)/live",

@@ -3,6 +3,7 @@
 // RBSP unescaping, SPS/PPS/slice header/SEI parsing, access units, picture order counts.
 import FuzzSupport
 import H264Bitstream
+import SampleFlow
 
 @_cdecl("FuzzAnnexB_main")
 func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {

@@ -3,6 +3,7 @@
 // sample's framing checked, and the samples written to a movie that must read back the same.
 import FuzzSupport
 import H264Bitstream
+import SampleFlow
 import H264Container
 import MediaCore
 

@@ -13,7 +13,6 @@
 #include <libavutil/error.h>
 #include <libavutil/frame.h>
 #include <libavutil/imgutils.h>
-#include <libavutil/md5.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 #include <x264.h>

@@ -1,11 +1,6 @@
-import CSystemShims
 import MediaCore
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// A file descriptor written in large calls that begin and end on `chunkSize` boundaries of the
 /// file, the one pattern the kernel copies at the speed of `cp`. Small writes are gathered in a
@@ -15,15 +10,15 @@ import Darwin
 /// `writev` per sample at whatever offset it falls 275 ms, the same bytes in 1 MB writes shifted
 /// 4 bytes off the page grid 415 ms. Every failure (disk full, a closed pipe) is a ``ContainerError``.
 final class FileOutput {
-    let fd: Int32
+    let descriptor: FileDescriptor
     let path: String
     private let ownsDescriptor: Bool
     /// Small writes, copied; pending pieces may point into it.
     private let buffer: UnsafeMutableRawBufferPointer
     private var used = 0
     /// Bytes not yet handed to the kernel, in file order.
-    private var pieces: [iovec] = []
-    private var pendingCount = 0
+    private var pieces = GatheredWrites()
+    private var pendingCount: Int { pieces.count }
     /// Block buffers whose memory pending pieces point into, with the file offset where each ends.
     private var owners: [(buffer: BlockBuffer, end: UInt64)] = []
     /// Bytes handed to the kernel (or accounted for by ``skipped(_:)``): the first pending byte's offset.
@@ -42,8 +37,8 @@ final class FileOutput {
     /// Pieces at least this large are referenced rather than copied into the buffer.
     static let referenceThreshold = 4096
 
-    init(fd: Int32, path: String, ownsDescriptor: Bool) {
-        self.fd = fd
+    init(descriptor: FileDescriptor, path: String, ownsDescriptor: Bool) {
+        self.descriptor = descriptor
         self.path = path
         self.ownsDescriptor = ownsDescriptor
         buffer = .allocate(byteCount: Self.bufferSize, alignment: 64)
@@ -51,7 +46,7 @@ final class FileOutput {
 
     deinit {
         buffer.deallocate()
-        if ownsDescriptor { close(fd) }
+        if ownsDescriptor { descriptor.closeQuietly() }
     }
 
     /// Copies `bytes` (which may be reused when this returns).
@@ -65,14 +60,8 @@ final class FileOutput {
             let n = min(rest.count, buffer.count - used)
             let target = UnsafeMutableRawBufferPointer(rebasing: buffer[used..<(used + n)])
             target.copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[..<n]))
-            // Extend the last piece when it ends where these bytes begin in the buffer.
-            if let last = pieces.last, last.iov_base.map({ $0 + last.iov_len }) == target.baseAddress {
-                pieces[pieces.count - 1].iov_len += n
-            } else {
-                pieces.append(iovec(iov_base: target.baseAddress, iov_len: n))
-            }
+            pieces.append(UnsafeRawBufferPointer(target))  // (merged with the last piece when it ends where these begin)
             used += n
-            pendingCount += n
             rest = UnsafeRawBufferPointer(rebasing: rest[n...])
         }
         try writeWholeChunks()
@@ -98,8 +87,7 @@ final class FileOutput {
         data.forEachSegment { raw in
             guard failure == nil else { return }
             if raw.count >= Self.referenceThreshold {
-                pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
-                pendingCount += raw.count
+                pieces.append(raw)
             } else {
                 do throws(ContainerError) { try write(raw) } catch { failure = error }
             }
@@ -122,45 +110,20 @@ final class FileOutput {
     /// Writes everything pending (before a patch, a seek, or the end).
     func flush() throws(ContainerError) {
         try writePending(pendingCount)
-        pieces.removeAll(keepingCapacity: true)
         owners.removeAll(keepingCapacity: true)
         used = 0
     }
 
     /// Writes the first `count` pending bytes (`writev`, resumed after short writes).
     private func writePending(_ count: Int) throws(ContainerError) {
-        var left = count
-        while left > 0 {
-            // The pieces that make up the next `left` bytes, the last one cut short.
-            var last = 0, total = 0
-            while last < pieces.count && last < 1024 && total < left { total += pieces[last].iov_len; last += 1 }
-            let cut = max(0, total - left)
-            pieces[last - 1].iov_len -= cut
-            let result = pieces.withUnsafeBufferPointer { list in writev(fd, list.baseAddress!, Int32(last)) }
-            pieces[last - 1].iov_len += cut
-            if result < 0 && errno == EINTR { continue }
-            guard result >= 0 else {
-                throw ContainerError(.io, "write failed after \(handedOver) bytes: \(SystemError.last(.write, path: path).errno)", path: path)
-            }
-            let n = result
-            // Drop what was written, then split the piece it ended in.
-            var consumed = n
-            var first = 0
-            while first < pieces.count && consumed >= pieces[first].iov_len {
-                consumed -= pieces[first].iov_len
-                first += 1
-            }
-            pieces.removeFirst(first)
-            if consumed > 0 {
-                pieces[0].iov_base += consumed
-                pieces[0].iov_len -= consumed
-            }
-            left -= n
-            pendingCount -= n
-            handedOver += UInt64(n)
+        let before = pieces.count
+        do { try pieces.write(count, to: descriptor, path: path) } catch {
+            handedOver += UInt64(before - pieces.count)
+            throw ContainerError(systemError: error, reason: "write failed after \(handedOver) bytes")
         }
+        handedOver += UInt64(before - pieces.count)
         if startsWriteback && handedOver - writebackStarted >= Self.writebackStep {
-            _ = csystem_start_writeback(fd, off_t(writebackStarted), off_t(handedOver - writebackStarted))
+            descriptor.startWriteback(at: Int64(writebackStarted), length: Int64(handedOver - writebackStarted))
             writebackStarted = handedOver
         }
         // Block buffers whose bytes are all written are let go.
@@ -168,42 +131,28 @@ final class FileOutput {
         while released < owners.count && owners[released].end <= handedOver { released += 1 }
         owners.removeFirst(released)
         // The copy buffer starts over once nothing pending points into it.
-        if pieces.allSatisfy({ !isInBuffer($0) }) { used = 0 }
+        if !pieces.references(buffer) { used = 0 }
     }
 
     /// Moves the pending bytes that are in the copy buffer to its start (they are in address
     /// order, so each moves down), making room without a write off the chunk grid.
     private func compactBuffer() {
-        var target = 0
-        for index in pieces.indices where isInBuffer(pieces[index]) {
-            let destination = buffer.baseAddress! + target
-            if pieces[index].iov_base != destination { memmove(destination, pieces[index].iov_base, pieces[index].iov_len) }
-            pieces[index].iov_base = destination
-            target += pieces[index].iov_len
-        }
-        used = target
-    }
-
-    private func isInBuffer(_ piece: iovec) -> Bool {
-        guard let base = piece.iov_base, let start = buffer.baseAddress else { return false }
-        return base >= start && base < start + buffer.count
+        used = pieces.compact(into: buffer)
     }
 
     /// Overwrites bytes already written (a box size), after flushing the buffer.
     func patch(_ bytes: [UInt8], at offset: UInt64) throws(ContainerError) {
         try flush()
         do {
-            try bytes.span.withUnsafeBytes { (raw) throws(SystemError) in
-                try FileDescriptorHandle.writeAll(fd, raw, at: Int64(offset), path: path)
-            }
+            try bytes.span.withUnsafeBytes { (raw) throws(SystemError) in try descriptor.writeAll(raw, at: Int64(offset), path: path) }
         } catch {
-            throw ContainerError(.io, "cannot update the file at byte \(offset): \(error.errno)", path: path)
+            throw ContainerError(systemError: error, reason: "cannot update the file at byte \(offset)")
         }
     }
 
     /// Reads written bytes back (the faststart copy's fallback).
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(ContainerError) -> Int {
-        do { return try FileDescriptorHandle.read(fd, into: buffer, at: Int64(offset), path: path) } catch { throw .io(error) }
+        do { return try descriptor.readSome(into: buffer, at: Int64(offset), path: path) } catch { throw .io(error) }
     }
 
     /// An `mdat` header for `size` bytes of media, 64-bit when asked.

@@ -1,10 +1,7 @@
-import CSystemShims
 import H264Bitstream
 import MediaCore
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemPackage
 
 /// Where a movie's media and index go: one strategy per ``MovieWriter/Layout``.
 protocol MovieLayout: AnyObject {
@@ -62,7 +59,7 @@ final class ProgressiveLayout: MovieLayout {
     init(path: String, options: MovieWriter.Options) throws(ContainerError) {
         self.options = options
         do { file = try OutputFile(path: path) } catch { throw .io(error) }
-        output = FileOutput(fd: file.rawDescriptor, path: path, ownsDescriptor: false)
+        output = FileOutput(descriptor: file.descriptor, path: path, ownsDescriptor: false)
     }
 
     func write(_ sample: PlacedSample, track: VideoTrack) throws(ContainerError) {
@@ -124,8 +121,7 @@ final class FaststartLayout: MovieLayout {
         do { file = try OutputFile(path: path) } catch { throw .io(error) }
         mediaPath = OutputFile.temporaryName(for: path) + ".mdat"
         do {
-            let descriptor = try FileDescriptorHandle.create(mediaPath)
-            media = FileOutput(fd: descriptor, path: mediaPath, ownsDescriptor: true)
+            media = FileOutput(descriptor: try FileDescriptor.creating(mediaPath), path: mediaPath, ownsDescriptor: true)
         } catch {
             file.discard()
             throw .io(error)
@@ -146,7 +142,7 @@ final class FaststartLayout: MovieLayout {
         let mediaSize = media.position
         let header = faststartHeader(track: track, timecode: timecode, mediaSize: mediaSize)
         let fileSize = UInt64(header.bytes.count) + mediaSize
-        if csystem_insert_range(media.fd, 0, off_t(header.bytes.count)) == 0 {
+        if (try? media.descriptor.insertRange(at: 0, length: Int64(header.bytes.count), path: mediaPath)) != nil {
             // The file system moved the media up by whole blocks: the index goes in front of
             // it without a copy, and the media file is the result.
             try media.patch(header.bytes, at: 0)
@@ -154,7 +150,7 @@ final class FaststartLayout: MovieLayout {
             do { try file.commit(replacingWith: mediaPath) } catch { throw .io(error) }
         } else {
             // No INSERT_RANGE here (tmpfs, btrfs, NFS): copy the media after the index.
-            let output = FileOutput(fd: file.rawDescriptor, path: file.path, ownsDescriptor: false)
+            let output = FileOutput(descriptor: file.descriptor, path: file.path, ownsDescriptor: false)
             try output.write(header.bytes)
             try output.flush()
             try copy(size: mediaSize, to: output)
@@ -199,31 +195,22 @@ final class FaststartLayout: MovieLayout {
 
     /// Copies the media file after the index, in the kernel where it can.
     private func copy(size: UInt64, to output: FileOutput) throws(ContainerError) {
-        var inputOffset: off_t = 0
-        var remaining = size
-        var outputOffset = off_t(output.position)
-        // sendfile(2) copies file to file in the kernel; it writes at the output's file offset.
-        guard lseek(output.fd, outputOffset, SEEK_SET) == outputOffset else { throw .io(SystemError.last(.seek, path: output.path)) }
-        while remaining > 0 {
-            let n = sendfile(output.fd, media.fd, &inputOffset, Int(min(remaining, 1 << 30)))
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EINVAL || errno == ENOSYS { break }
-                throw .io(SystemError.last(.copy, path: output.path))
-            }
-            if n == 0 { break }
-            remaining -= UInt64(n)
-            outputOffset += off_t(n)
+        let copied: Int64
+        do { copied = try output.descriptor.copy(Int64(size), from: media.descriptor, at: 0, to: Int64(output.position), path: output.path) } catch {
+            throw .io(error)
         }
+        var inputOffset = UInt64(copied)
+        var outputOffset = output.position + UInt64(copied)
+        var remaining = size - UInt64(copied)
         if remaining > 0 {
             // Fallback: read and write through a buffer.
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
             defer { buffer.deallocate() }
             while remaining > 0 {
-                let n = try media.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(remaining, UInt64(buffer.count)))]), at: UInt64(inputOffset))
+                let n = try media.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(remaining, UInt64(buffer.count)))]), at: inputOffset)
                 guard n > 0 else { throw ContainerError(.io, "the media file ended early while it was copied into place", path: output.path) }
-                try output.patch(Array(buffer[..<n]), at: UInt64(outputOffset))
-                inputOffset += off_t(n); outputOffset += off_t(n); remaining -= UInt64(n)
+                try output.patch(Array(buffer[..<n]), at: outputOffset)
+                inputOffset += UInt64(n); outputOffset += UInt64(n); remaining -= UInt64(n)
             }
         }
         output.skipped(size)
@@ -254,11 +241,11 @@ final class FragmentedLayout: MovieLayout {
         self.path = path
         self.fragmentDuration = fragmentDuration
         if path == "-" {
-            output = FileOutput(fd: 1, path: "stdout", ownsDescriptor: false)
+            output = FileOutput(descriptor: .standardOutput, path: "stdout", ownsDescriptor: false)
             writesFile = false
         } else {
             // In place, so that a killed process leaves the fragments written so far.
-            do { output = FileOutput(fd: try FileDescriptorHandle.truncate(path), path: path, ownsDescriptor: true) } catch { throw .io(error) }
+            do { output = FileOutput(descriptor: try FileDescriptor.truncating(path), path: path, ownsDescriptor: true) } catch { throw .io(error) }
             writesFile = true
         }
     }

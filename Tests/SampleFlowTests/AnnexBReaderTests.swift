@@ -1,6 +1,8 @@
 import Foundation
 import H264Bitstream
 import TestSupport
+import SampleFlow
+import SystemPackage
 import Testing
 
 @Suite("Annex-B reader")
@@ -29,7 +31,7 @@ struct AnnexBReaderTests {
         for chunk in [1, 7, 4096] {
             let fd = open(path, O_RDONLY)
             defer { close(fd) }
-            #expect(same(try Self.units(AnnexBReader(fileDescriptor: fd, name: path, options: .init(chunkSize: chunk)))), "chunks of \(chunk)")
+            #expect(same(try Self.units(AnnexBReader(fileDescriptor: FileDescriptor(rawValue: fd), name: path, options: .init(chunkSize: chunk)))), "chunks of \(chunk)")
         }
         var streamed: [(AnnexBNALUnit, [UInt8])] = []
         for try await unit in try AnnexBReader(path: path) { streamed.append((unit.location, Array(unit.bytes))) }
@@ -65,12 +67,12 @@ struct AnnexBReaderTests {
         let big = try Checkout.temporaryFile([0, 0, 1, 0x65] + [UInt8](repeating: 7, count: 5000))
         defer { try? FileManager.default.removeItem(atPath: big) }
         #expect { _ = try AnnexBReader(path: big, options: .init(maximumNALUnitSize: 1000)).next() } throws: {
-            ($0 as? BitstreamError)?.code == .invalidLength && ($0 as? BitstreamError)?.byteOffset == 0
+            ($0 as? SampleFlowError)?.bitstreamError?.code == .invalidLength && ($0 as? SampleFlowError)?.bitstreamError?.byteOffset == 0
         }
         let fd = open(big, O_RDONLY)
         defer { close(fd) }
-        #expect { _ = try AnnexBReader(fileDescriptor: fd, name: big, options: .init(maximumNALUnitSize: 1000, chunkSize: 512)).next() } throws: {
-            ($0 as? BitstreamError)?.code == .invalidLength
+        #expect { _ = try AnnexBReader(fileDescriptor: FileDescriptor(rawValue: fd), name: big, options: .init(maximumNALUnitSize: 1000, chunkSize: 512)).next() } throws: {
+            ($0 as? SampleFlowError)?.bitstreamError?.code == .invalidLength
         }
     }
 }

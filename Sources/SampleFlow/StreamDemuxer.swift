@@ -1,7 +1,5 @@
 public import H264Container
 import MediaCore
-import MediaIO
-import SystemIO
 
 /// Extracts a movie's H.264 track as an Annex-B elementary stream: `h264kit demux` as one call.
 ///
@@ -34,51 +32,38 @@ public struct StreamDemuxer: Sendable {
     public init(options: MediaSource.Options = .init(editList: .shift)) { self.options = options }
 
     /// Writes the H.264 track of the movie at `path` to `output` ("-": standard output).
-    /// Cancelling the calling task stops it early with the samples read until then written.
-    public func run(path: String, to output: String) throws(SessionError) -> Summary {
+    /// Cancelling the calling task stops it early with the samples read until then written
+    /// (or, before the first, nothing).
+    public func run(path: String, to output: String) throws(SampleFlowError) -> Summary {
         var options = options
         options.editList = .shift
         let source = try MediaSource(path: path, options: options)
-        guard let reader = source.movie else { throw .container(ContainerError(.invalidInput, "not an MP4/MOV file", path: path)) }
+        guard let reader = source.movie else {
+            throw .container(ContainerError(.invalidInput, "not an MP4/MOV file (demux reads a movie's track; an Annex-B stream is one already)", path: path))
+        }
         var notCarried: [String] = []
         if let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
             notCarried.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
         }
         if !reader.metadata.isEmpty { notCarried.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
         var summary = Summary(samples: 0, bytes: 0, warnings: reader.warnings, notCarried: notCarried)
-        func writing(_ body: () throws(SystemError) -> Void) throws(SessionError) {
-            do { try body() } catch { throw .mediaIO(MediaIOError(.io, "\(error)")) }  // (the system error names the path)
-        }
-        var file: OutputFile?
-        try writing { () throws(SystemError) in file = try OutputFile(path: output) }
-        var writer = AnnexBWriter()
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(2 << 20)
-        while let sample = try source.next() {
-            if Task.isCancelled {
-                summary.interrupted = true
-                break
+        let sink = try AnnexBSink(path: output)
+        do throws(SampleFlowError) {
+            while let sample = try source.next() {
+                if Task.isCancelled {
+                    summary.interrupted = true
+                    break
+                }
+                try sink.append(sample)
             }
-            do { try writer.append(sample, to: &buffer) } catch {
-                throw .container(ContainerError(.invalidInput, "sample \(summary.samples) at \(sample.decodeTime): \(error)", path: path))
-            }
-            summary.samples += 1
-            if buffer.count >= 1 << 20 {
-                try writing { () throws(SystemError) in try file!.write(buffer) }
-                summary.bytes += buffer.count
-                buffer.removeAll(keepingCapacity: true)
-            }
+            if summary.interrupted && sink.sampleCount == 0 { throw .cancelled }  // nothing to finish, nothing is left
+            let written = try sink.finish()
+            summary.samples = written.samples
+            summary.bytes = written.bytes
+            return summary
+        } catch {
+            sink.cancel()
+            throw error
         }
-        if summary.interrupted && summary.samples == 0 {
-            // Stopped before the first sample: nothing to finish, nothing is left.
-            file?.discard()
-            throw .cancelled
-        }
-        try writing { () throws(SystemError) in
-            try file!.write(buffer)
-            try file!.commit()
-        }
-        summary.bytes += buffer.count
-        return summary
     }
 }

@@ -1,33 +1,6 @@
-package import SystemIO
-
-/// One NAL unit read from an Annex-B stream: where it was, and its bytes (header byte first),
-/// kept alive by the storage they are in (a mapping of the file, or a buffer of their own).
-public struct NALUnitBuffer: @unchecked Sendable {  // the bytes are immutable and owned by `owner`
-    /// Where the NAL unit is in the stream.
-    public let location: AnnexBNALUnit
-    /// The bytes, valid while this value (or a copy) exists.
-    public let bytes: UnsafeRawBufferPointer
-    /// What keeps ``bytes`` alive.
-    public let owner: AnyObject
-
-    /// Bytes held by `owner`, which must keep them unchanged and alive.
-    public init(location: AnnexBNALUnit, bytes: UnsafeRawBufferPointer, owner: AnyObject) {
-        self.location = location
-        self.bytes = bytes
-        self.owner = owner
-    }
-
-    /// The NAL unit header, from the first byte.
-    public var header: NALUnitHeader { NALUnitHeader(byte: bytes[0]) }
-
-    /// The number of bytes.
-    public var count: Int { bytes.count }
-
-    /// Calls `body` with the bytes as a span.
-    public func withSpan<R, E: Error>(_ body: (Span<UInt8>) throws(E) -> R) throws(E) -> R {
-        try withExtendedLifetime(owner) { () throws(E) -> R in try body(bytes.bindMemory(to: UInt8.self).span) }
-    }
-}
+public import H264Bitstream
+import SystemIO
+public import SystemPackage
 
 /// Reads the NAL units of an Annex-B byte stream, in order, from a file, a file descriptor
 /// (standard input, a pipe) or bytes in memory.
@@ -42,8 +15,12 @@ public struct NALUnitBuffer: @unchecked Sendable {  // the bytes are immutable a
 /// the largest NAL unit, which is capped by ``Options/maximumNALUnitSize``.
 ///
 /// Read with ``next()`` (`while let unit = try reader.next()`), or as an `AsyncSequence`
-/// (`for try await unit in reader`). Errors (a read failing, a NAL unit over the cap) are a
-/// ``BitstreamError`` with the byte offset.
+/// (`for try await unit in reader`). A read failing is ``SampleFlowError/file(_:)`` (the system
+/// error, naming the file); a NAL unit over the cap is ``SampleFlowError/bitstream(_:input:)``
+/// with its byte offset.
+///
+/// (The start-code scanning is H264Bitstream's; the mapping, the reads and the read-ahead
+/// thread are SystemIO's. This type joins them.)
 public final class AnnexBReader {
     /// Limits and buffer sizes.
     public struct Options: Sendable, Hashable {
@@ -81,28 +58,27 @@ public final class AnnexBReader {
 
     /// Opens `path` ("-" for standard input): a regular file is mapped, anything else is read
     /// in chunks.
-    public convenience init(path: String, options: Options = Options()) throws(BitstreamError) {
+    public convenience init(path: String, options: Options = Options()) throws(SampleFlowError) {
         let name = path == "-" ? "stdin" : path
-        do {
-            let status = path == "-" ? nil : try FileStatus.of(path: path)
-            if status?.kind == .regular && status?.size == 0 { throw BitstreamError(.noPicture, "the file is empty") }
+        let status: FileStatus?
+        do { status = path == "-" ? nil : try FileStatus.of(path: path) } catch { throw .file(error) }
+        if let status, status.kind == .regular, status.size == 0 { throw .noSamples(input: name, reason: "the file is empty") }
+        let source: Source
+        do throws(SystemError) {
             if let status, status.kind == .regular {
-                self.init(name: name, options: options, source: .mapped(MappedCursor(file: try MappedFile(path: path), releasesPagesBehind: options.releasesPagesBehind)))
+                source = .mapped(MappedCursor(file: try MappedFile(path: path), releasesPagesBehind: options.releasesPagesBehind))
             } else {
-                self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: try ChunkedInput(path: path), chunkSize: options.chunkSize)))
+                source = .chunked(ChunkedCursor(input: try ChunkedInput(path: path), chunkSize: options.chunkSize))
             }
-        } catch let error as SystemError {
-            throw BitstreamError(systemError: error)
-        } catch let error as BitstreamError {
-            throw error
         } catch {
-            throw BitstreamError(.io, "\(error)")
+            throw .file(error)
         }
+        self.init(name: name, options: options, source: source)
     }
 
     /// Reads an open descriptor in chunks (the caller keeps it open and closes it).
-    public convenience init(fileDescriptor: Int32, name: String, options: Options = Options()) {
-        let input = ChunkedInput(fileDescriptor: fileDescriptor, name: name)
+    public convenience init(fileDescriptor: FileDescriptor, name: String, options: Options = Options()) {
+        let input = ChunkedInput(descriptor: fileDescriptor, name: name)
         self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: input, chunkSize: options.chunkSize)))
     }
 
@@ -130,7 +106,7 @@ public final class AnnexBReader {
     public private(set) var leadingGarbageCount = 0
 
     /// The next NAL unit, or nil at the end of the stream.
-    public func next() throws(BitstreamError) -> NALUnitBuffer? {
+    public func next() throws(SampleFlowError) -> NALUnitBuffer? {
         switch source {
         case .mapped(let cursor):
             guard let unit = cursor.next() else {
@@ -155,7 +131,7 @@ public final class AnnexBReader {
             } catch {
                 switch error {
                 case .oversized(let offset): throw oversized(at: offset)
-                case .system(let failure): throw BitstreamError(systemError: failure)
+                case .system(let failure): throw .file(failure)
                 }
             }
         case .finished:
@@ -163,8 +139,8 @@ public final class AnnexBReader {
         }
     }
 
-    private func oversized(at offset: Int) -> BitstreamError {
-        BitstreamError(.invalidLength, "NAL unit larger than \(options.maximumNALUnitSize) bytes; is this an H.264 stream?", byteOffset: offset)
+    private func oversized(at offset: Int) -> SampleFlowError {
+        .bitstream(BitstreamError(.invalidLength, "NAL unit larger than \(options.maximumNALUnitSize) bytes; is this an H.264 stream?", byteOffset: offset), input: name)
     }
 
     /// Whether reading can block (a pipe or a terminal): the async form then reads off the
@@ -176,7 +152,7 @@ extension AnnexBReader: AsyncSequence {
     /// The units read: each NAL unit with its location.
     public typealias Element = NALUnitBuffer
     /// The error a read throws: I/O failures and oversized NAL units.
-    public typealias Failure = BitstreamError
+    public typealias Failure = SampleFlowError
 
     /// Iterates the reader's units; reads that may block run on a dispatch queue, not on the
     /// caller's (cooperative) thread.
@@ -184,15 +160,15 @@ extension AnnexBReader: AsyncSequence {
         let reader: AnnexBReader
 
         /// The next NAL unit, or nil at the end of the stream.
-        public mutating func next() async throws(BitstreamError) -> NALUnitBuffer? {
+        public mutating func next() async throws(SampleFlowError) -> NALUnitBuffer? {
             try await next(isolation: nil)
         }
 
         /// The next NAL unit, or nil at the end; blocking reads run on a global dispatch queue.
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws(BitstreamError) -> NALUnitBuffer? {
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SampleFlowError) -> NALUnitBuffer? {
             guard reader.readsBlock else { return try reader.next() }
             nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
-            return try await offloaded { () throws(BitstreamError) -> NALUnitBuffer? in try reader.next() }
+            return try await offloaded { () throws(SampleFlowError) -> NALUnitBuffer? in try reader.next() }
         }
     }
 
@@ -200,12 +176,6 @@ extension AnnexBReader: AsyncSequence {
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: self) }
 }
 
-extension BitstreamError {
-    /// A read or open that failed.
-    package init(systemError: SystemError) {
-        self.init(.io, "\(systemError.operation.rawValue): \(systemError.errno)")
-    }
-}
 
 // MARK: - Mapped input
 

@@ -65,8 +65,8 @@ public struct MovieConcatenator: Sendable {
     }
 
     /// Joins the movies at `paths`, in that order, into `output`. Nothing is left at `output`
-    /// when it fails, or when the calling task is cancelled (``SessionError/cancelled``).
-    public func concatenate(_ paths: [String], into output: String) throws(SessionError) -> Summary {
+    /// when it fails, or when the calling task is cancelled (``SampleFlowError/cancelled``).
+    public func concatenate(_ paths: [String], into output: String) throws(SampleFlowError) -> Summary {
         guard !paths.isEmpty else { throw .invalidOption("no movies to join") }
         var options = self.options
         var warnings: [String] = []

@@ -3,11 +3,11 @@ public import H264Container
 public import MediaCore
 import SystemIO
 
-/// Any input H264Kit decodes, as sample buffers in decoding order: an Annex-B stream (a file,
+/// Any input H264Kit reads, as sample buffers in decoding order: an Annex-B stream (a file,
 /// or standard input as "-") or the H.264 track of an MP4/MOV file, told apart by the file's
-/// first bytes. What a movie carries besides the video (timecode, metadata, the display
-/// transform) is at hand for whoever copies it on.
-public final class MediaSource {
+/// first bytes, never by its name. What a movie carries besides the video (timecode, metadata,
+/// the display transform) is at hand for whoever copies it on.
+public final class MediaSource: SampleSource {
     /// How to read the input.
     public struct Options: Sendable, Hashable {
         /// For an Annex-B stream: the frame rate and remux policies.
@@ -54,7 +54,7 @@ public final class MediaSource {
     private var position = 0
 
     /// Opens `path`: a movie when it starts like one, else an Annex-B stream.
-    public init(path: String, options: Options = Options()) throws(SessionError) {
+    public init(path: String, options: Options = Options()) throws(SampleFlowError) {
         name = path == "-" ? "stdin" : path
         if path != "-", MovieReader.looksLikeMovie(path: path) {
             let reader: MovieReader
@@ -72,7 +72,7 @@ public final class MediaSource {
             }
             do { kind = .movie(reader, track: index, samples: try reader.sampleBuffers(track: index, editList: options.editList)) } catch { throw .container(error) }
         } else {
-            do { kind = .annexB(try SampleBufferReader(path: path, options: options.annexB)) } catch { throw .bitstream(error) }
+            kind = .annexB(try SampleBufferReader(path: path, options: options.annexB))
         }
     }
 
@@ -103,11 +103,11 @@ public final class MediaSource {
     static let samplesKeptResident = 8
 
     /// The next sample in decoding order, or nil at the end.
-    public func next() throws(SessionError) -> SampleBuffer? {
+    public func next() throws(SampleFlowError) -> SampleBuffer? {
         let sample: SampleBuffer?
         switch kind {
         case .annexB(let reader):
-            do { sample = try reader.next() } catch { throw .bitstream(error) }
+            sample = try reader.next()
         case .movie(_, _, let samples):
             guard position < samples.count else { return nil }
             sample = samples[position]

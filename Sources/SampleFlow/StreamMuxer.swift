@@ -88,14 +88,14 @@ public struct StreamMuxer: Sendable {
     /// standard output, fragmented layouts only), calling `progress` after each sample and
     /// once more when the whole stream is read, and `onDiagnostic` with each problem the stream
     /// parser finds (damaged NAL units, units cut off), as it finds it, a failure's too.
-    /// A failure leaves nothing at `output`; a ``SessionError/bitstream(_:)`` error carries
-    /// where in the stream it stopped. Cancelling the calling task stops the reading and
-    /// finishes the movie with what was read (``Summary/interrupted``), as ffmpeg does at `q`.
+    /// A failure leaves nothing at `output`; its error carries where it stopped (the stream's
+    /// byte and NAL unit, the sample, the movie's box). Cancelling the calling task stops the
+    /// reading and finishes the movie with what was read (``Summary/interrupted``), as ffmpeg
+    /// does at `q`.
     public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in },
-                    onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SessionError) -> Summary {
-        let reader: SampleBufferReader
-        do { reader = try SampleBufferReader(path: path, options: options.reader) } catch { throw .bitstream(error) }
-        var writer: MovieWriter?
+                    onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SampleFlowError) -> Summary {
+        let reader = try SampleBufferReader(path: path, options: options.reader)
+        var sink: MovieSink?
         var told = 0
         func tell() {
             let diagnostics = reader.parser.diagnostics
@@ -103,7 +103,7 @@ public struct StreamMuxer: Sendable {
             told = diagnostics.count
         }
         defer { tell() }
-        do {
+        do throws(SampleFlowError) {
             var interrupted = false
             while let sample = try reader.next() {
                 if Task.isCancelled {
@@ -111,42 +111,39 @@ public struct StreamMuxer: Sendable {
                     break
                 }
                 tell()
-                if writer == nil { writer = try makeWriter(output, frameRate: reader.frameRate) }
-                try writer!.append(sample)
+                if sink == nil { sink = try MovieSink(path: output, options: try movieOptions(frameRate: reader.frameRate)) }
+                try sink!.append(sample)
                 progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))
             }
-            guard let writer else { throw SessionError.bitstream(BitstreamError(.noPicture, "no samples")) }
+            guard let sink else {
+                throw interrupted ? .cancelled : .noSamples(input: reader.name, reason: "no samples; nothing written")
+            }
             progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))  // the whole read
-            let movie = try writer.finish()
+            let movie = try sink.finish().movie!
             let parser = reader.parser
             return Summary(movie: movie, frameRate: reader.frameRate ?? .assumedWithoutTiming, warnings: reader.warnings, diagnostics: parser.diagnostics,
                            problemCount: parser.errorCount + parser.warningCount, damagedNALUnits: parser.errorCount, interrupted: interrupted)
         } catch {
-            writer?.cancel()
-            switch error {
-            case let error as BitstreamError: throw .bitstream(error)
-            case let error as ContainerError: throw .container(error)
-            case let error as SessionError: throw error
-            default: throw .invalidOption("\(error)")
-            }
+            sink?.cancel()
+            throw error
         }
     }
 
-    /// The writer, made at the first sample (when a timecode track's rate is known).
-    private func makeWriter(_ output: String, frameRate: FrameRate?) throws(SessionError) -> MovieWriter {
+    /// The movie's options, known at the first sample (when a timecode track's rate is known).
+    private func movieOptions(frameRate: FrameRate?) throws(SampleFlowError) -> MovieWriter.Options {
         var movieOptions = options.movie
         if let timecode = options.timecode, let rate = frameRate {
+            guard rate.numerator <= UInt64(Int32.max), rate.denominator <= UInt64(Int32.max) else {
+                throw .invalidOption("the timecode \(timecode.start) at \(rate) fps: the rate is too precise for a timecode track")
+            }
             do {
-                guard rate.numerator <= UInt64(Int32.max), rate.denominator <= UInt64(Int32.max) else {
-                    throw TimecodeError("the frame rate \(rate) is too precise for a timecode track")
-                }
                 let format = try TimecodeFormatDescription(frameRate: (Int32(rate.numerator), Int32(rate.denominator)), dropFrame: timecode.start.isDropFrame,
                                                            sampleFormat: timecode.sampleFormat, sourceReference: timecode.reel.map { .init(name: $0) })
                 movieOptions.timecode = try MovieWriter.TimecodeTrack(format: format, start: timecode.start)
             } catch {
-                throw .invalidOption("the timecode \(timecode.start) at \(rate) fps: \(error)")
+                throw .invalidOption("the timecode \(timecode.start) at \(rate) fps: \(error.description)")
             }
         }
-        do { return try MovieWriter(path: output, options: movieOptions) } catch { throw .container(error) }
+        return movieOptions
     }
 }

@@ -1,4 +1,4 @@
-import Dispatch
+public import MediaCore
 import SystemIO
 public import H264Bitstream
 
@@ -15,7 +15,9 @@ public import H264Bitstream
 /// ``warnings``; what the stream parser found wrong stays in ``parser``'s diagnostics.
 ///
 /// Read with ``next()`` (`while let sample = try reader.next()`) or as an `AsyncSequence`.
-/// An input with no decodable picture ends with `BitstreamError/Code/noPicture`.
+/// An input with no decodable picture ends with ``SampleFlowError/bitstream(_:input:)`` of
+/// code `BitstreamError/Code/noPicture`; what the stream parser finds wrong on the way is a
+/// bitstream error with its byte offset and NAL unit, a read failure a system error.
 public final class SampleBufferReader {
     /// How the stream is turned into samples.
     public struct Options: Sendable, Hashable {
@@ -89,7 +91,7 @@ public final class SampleBufferReader {
     public private(set) var warnings: [Warning] = []
 
     /// Reads `path` ("-" for standard input).
-    public convenience init(path: String, options: Options = Options()) throws(BitstreamError) {
+    public convenience init(path: String, options: Options = Options()) throws(SampleFlowError) {
         self.init(nalUnits: try AnnexBReader(path: path, options: options.reader), options: options)
     }
 
@@ -116,10 +118,10 @@ public final class SampleBufferReader {
     public var frameRateIsFromStream: Bool { builder.frameRateIsFromStream }
 
     /// The next sample in decoding order, or nil at the end.
-    public func next() throws(BitstreamError) -> SampleBuffer? {
+    public func next() throws(SampleFlowError) -> SampleBuffer? {
         while true {
             if let sample = builder.nextSample() {
-                if !firstChecked { try checkFirst() }
+                if !firstChecked { try bitstream { () throws(BitstreamError) in try checkFirst() } }
                 if options.startsAtSyncSample && !sawSync && !sample.isSync {
                     skippedLeadingSamples += 1
                     continue
@@ -129,18 +131,23 @@ public final class SampleBufferReader {
                 return sample
             }
             if ended {
-                guard sampleCount > 0 else { throw noPicture() }
+                guard sampleCount > 0 else { throw .bitstream(noPicture(), input: name) }
                 return nil
             }
             if let unit = try nalUnits.next() {
-                try builder.append(unit)
+                try bitstream { () throws(BitstreamError) in try builder.append(unit) }
             } else {
-                try builder.finish()
+                try bitstream { () throws(BitstreamError) in try builder.finish() }
                 ended = true
                 if nalUnits.leadingGarbageCount > 0 && parser.nalUnitCount > 0 { warnings.append(.leadingGarbage(bytes: nalUnits.leadingGarbageCount)) }
                 if skippedLeadingSamples > 0 { warnings.append(.leadingSamplesSkipped(count: skippedLeadingSamples)) }
             }
         }
+    }
+
+    /// A stream parser's or builder's error, as this reader's with the input's name.
+    private func bitstream(_ body: () throws(BitstreamError) -> Void) throws(SampleFlowError) {
+        do { try body() } catch { throw .bitstream(error, input: name) }
     }
 
     /// At the first sample: the frame-rate warnings, and slices before their parameter sets.
@@ -173,22 +180,22 @@ extension SampleBufferReader: AsyncSequence {
     /// The samples read, in decoding order.
     public typealias Element = SampleBuffer
     /// The error a read throws.
-    public typealias Failure = BitstreamError
+    public typealias Failure = SampleFlowError
 
     /// Iterates the reader; reads that may block (a pipe) run on a dispatch queue.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let reader: SampleBufferReader
 
         /// The next sample, or nil at the end of the stream.
-        public mutating func next() async throws(BitstreamError) -> SampleBuffer? {
+        public mutating func next() async throws(SampleFlowError) -> SampleBuffer? {
             try await next(isolation: nil)
         }
 
         /// The next sample, or nil at the end; blocking reads run on a global dispatch queue.
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws(BitstreamError) -> SampleBuffer? {
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SampleFlowError) -> SampleBuffer? {
             guard reader.nalUnits.readsBlock else { return try reader.next() }
             nonisolated(unsafe) let reader = self.reader  // one iterator at a time uses it
-            return try await offloaded { () throws(BitstreamError) -> SampleBuffer? in try reader.next() }
+            return try await offloaded { () throws(SampleFlowError) -> SampleBuffer? in try reader.next() }
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import H264Bitstream
 import MediaCore
 import TestSupport
+import SampleFlow
 import Testing
 
 @Suite("Sample buffer reader")
@@ -62,25 +63,25 @@ struct SampleBufferReaderTests {
         }
         let strict = SampleBufferReader(bytes: bytes, options: .init(assumedFrameRate: nil))
         if H264StreamParser.parse(annexB: bytes).firstPictureSPS?.frameRate == nil {
-            #expect { _ = try strict.next() } throws: { ($0 as? BitstreamError)?.code == .missingTiming }
+            #expect { _ = try strict.next() } throws: { ($0 as? SampleFlowError)?.bitstreamError?.code == .missingTiming }
         }
     }
 
     @Test func slicesBeforeTheirParameterSetsAreRefusedOnRequest() throws {
         let bytes = try Checkout.fixture(Self.fixture)
         let stripped = AnnexB.nalUnits(in: bytes).filter { ![7, 8].contains(bytes[$0.payload.lowerBound] & 0x1F) }.flatMap { [0, 0, 0, 1] + bytes[$0.payload] }
-        #expect { try Self.all(SampleBufferReader(bytes: Array(stripped))) } throws: { ($0 as? BitstreamError)?.code == .noPicture }
+        #expect { try Self.all(SampleBufferReader(bytes: Array(stripped))) } throws: { ($0 as? SampleFlowError)?.bitstreamError?.code == .noPicture }
         // The first picture is decodable, an earlier slice is not: refused, or (decoding) kept.
         let units = AnnexB.nalUnits(in: bytes)
         let slice = units.first { bytes[$0.payload.lowerBound] & 0x1F == 5 }!
         let early = [0, 0, 0, 1] + Array(bytes[slice.payload]) + bytes
-        #expect { try Self.all(SampleBufferReader(bytes: early)) } throws: { ($0 as? BitstreamError)?.code == .missingParameterSet }
+        #expect { try Self.all(SampleBufferReader(bytes: early)) } throws: { ($0 as? SampleFlowError)?.bitstreamError?.code == .missingParameterSet }
         #expect(try Self.all(SampleBufferReader(bytes: early, options: .init(rejectsSlicesBeforeParameterSets: false))).count > 0)
     }
 
     @Test func notAStream() throws {
         #expect { _ = try SampleBufferReader(bytes: [UInt8](repeating: 0x42, count: 4096)).next() } throws: {
-            ($0 as? BitstreamError)?.code == .noPicture && "\($0)".contains("no H.264 start code found in 4096 bytes")
+            ($0 as? SampleFlowError)?.bitstreamError?.code == .noPicture && "\($0)".contains("no H.264 start code found in 4096 bytes")
         }
     }
 }

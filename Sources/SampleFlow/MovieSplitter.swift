@@ -1,7 +1,6 @@
 import FoundationEssentials
 public import H264Container
 public import MediaCore
-import MediaIO
 import SystemIO
 
 /// Where a split put each segment: what `h264kit split` writes as `index.json`.
@@ -50,29 +49,31 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
     public static let maximumSize = 256 << 20
 
     /// The index a split wrote at `path` (`DIR/index.json`), at most ``maximumSize`` bytes.
-    public init(contentsOf path: String) throws(SessionError) {
+    public init(contentsOf path: String) throws(SampleFlowError) {
         let bytes: [UInt8]
-        do { bytes = try filePrefix(path, count: Self.maximumSize + 1) } catch { throw .mediaIO(MediaIOError(.io, "\(error)")) }
+        do { bytes = try filePrefix(path, count: Self.maximumSize + 1) } catch { throw .file(error) }
         guard bytes.count <= Self.maximumSize else {
-            throw .mediaIO(MediaIOError(.limitExceeded, "a split index larger than \(Self.maximumSize) bytes", path: path))
+            throw .splitIndex(path: path, reason: "larger than \(Self.maximumSize) bytes: not a split index", underlying: nil)
         }
         do { self = try JSONDecoder().decode(SegmentIndex.self, from: Data(bytes)) } catch {
-            throw .mediaIO(MediaIOError(.invalidData, "not a split index: \(error)", path: path))
+            throw .splitIndex(path: path, reason: "not a split index", underlying: error)
         }
     }
 
     /// Writes the index to `directory/index.json` as JSON (sorted keys), under a temporary name
     /// renamed into place.
-    public func write(into directory: String) throws(SessionError) {
+    public func write(into directory: String) throws(SampleFlowError) {
         let path = (directory.isEmpty ? "." : directory) + "/" + Self.fileName
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let json: Data
+        do { json = try encoder.encode(self) } catch { throw .splitIndex(path: path, reason: "cannot be encoded", underlying: error) }
+        do throws(SystemError) {
             let file = try OutputFile(path: path)
-            try file.write(Array(try encoder.encode(self)))
+            try file.write(Array(json))
             try file.commit()
         } catch {
-            throw .mediaIO(MediaIOError(.io, "\(error)"))  // (the system error names the path)
+            throw .file(error)
         }
     }
 
@@ -124,7 +125,7 @@ public struct MovieSplitter: Sendable {
     /// Every segment is complete when it is named; a failure leaves the complete segments.
     /// Cancelling the calling task stops the reading: the segment being written is finished
     /// with the samples read, and the index covers the segments so far.
-    public func split(path: String, into directory: String, sourceOptions: MediaSource.Options = .decoding) throws(SessionError) -> SegmentIndex {
+    public func split(path: String, into directory: String, sourceOptions: MediaSource.Options = .decoding) throws(SampleFlowError) -> SegmentIndex {
         guard segmentDuration.isNumeric, segmentDuration > .zero else { throw .invalidOption("the segment duration \(segmentDuration) is not a positive time") }
         let source = try MediaSource(path: path, options: sourceOptions)
         var segments: [SegmentIndex.Segment] = []
@@ -138,7 +139,7 @@ public struct MovieSplitter: Sendable {
             _ = base.carryOver(from: movie, videoTrack: track)  // what does not fit a segment's type is left out
         }
 
-        func emit(_ sample: SampleBuffer) throws(SessionError) {
+        func emit(_ sample: SampleBuffer) throws(SampleFlowError) {
             if writer == nil || (sample.isSync && isDue(sample, origin: origin, count: segments.count + 1) && isClean(sample, held)) {
                 if let finished = try writer?.finish() { segments.append(finished) }
                 var options = base
@@ -166,7 +167,7 @@ public struct MovieSplitter: Sendable {
         while !held.isEmpty { try emit(held.removeFirst()) }
         if let finished = try writer?.finish() { segments.append(finished) }
         guard !segments.isEmpty else {
-            throw .mediaIO(.init(.invalidData, "\(source.name): no samples; nothing written"))
+            throw .noSamples(input: source.name, reason: "no samples; nothing written")
         }
         return SegmentIndex(source: path, segments: segments)
     }
@@ -193,13 +194,13 @@ private struct SegmentWriter {
     var last: MediaTime?
     var count = 0
 
-    init(path: String, fileName: String, options: MovieWriter.Options) throws(SessionError) {
+    init(path: String, fileName: String, options: MovieWriter.Options) throws(SampleFlowError) {
         do { writer = try MovieWriter(path: path, options: options) } catch { throw .container(error) }
         self.fileName = fileName
     }
 
-    mutating func append(_ sample: SampleBuffer) throws(SessionError) {
-        do { try writer.append(sample) } catch { throw .container(error) }
+    mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) {
+        do { try writer.append(sample) } catch { throw .sample(index: count, decodeTime: sample.decodeTime, underlying: .container(error)) }
         count += 1
         if !sample.attachments.doNotDisplay {
             if first.map({ sample.presentationTime < $0 }) ?? true { first = sample.presentationTime }
@@ -207,7 +208,7 @@ private struct SegmentWriter {
         }
     }
 
-    func finish() throws(SessionError) -> SegmentIndex.Segment {
+    func finish() throws(SampleFlowError) -> SegmentIndex.Segment {
         do { _ = try writer.finish() } catch { throw .container(error) }
         return SegmentIndex.Segment(file: fileName, firstPresentationTime: first ?? .zero, lastPresentationTime: last ?? .zero, frameCount: count)
     }

@@ -1,11 +1,10 @@
-import H264Network
-public import H264Session
 public import MediaCore
 
-/// The samples of a media file (anything `MediaSource` reads: Annex-B, MP4, MOV) as an async
-/// sequence for `RTPSender/send(_:)`, optionally looped: each pass after the first is shifted
-/// by the length of the ones before it, so that times keep rising (`ffmpeg -stream_loop -1`).
-/// A read error ends the sequence with a `NetworkError/Code/source` error naming the file.
+/// The samples of a media file (anything ``MediaSource`` reads: Annex-B, MP4, MOV) as an async
+/// sequence (for an RTP sender, a display), optionally looped: each pass after the first is
+/// shifted by the length of the ones before it, so that times keep rising (`ffmpeg
+/// -stream_loop -1`). A read error ends the sequence with the ``SampleFlowError`` that names
+/// the file and the place.
 public struct MediaFileSamples: AsyncSequence, Sendable {
     /// One pass over the file, or passes without end.
     public let path: String
@@ -33,13 +32,13 @@ public struct MediaFileSamples: AsyncSequence, Sendable {
         }
 
         /// The next sample, its times shifted for the pass it is in; nil at the end.
-        public mutating func next() async throws -> SampleBuffer? { try reader.next() }
+        public mutating func next() async throws(SampleFlowError) -> SampleBuffer? { try reader.next() }
     }
 }
 
 /// A media file's samples pass after pass, synchronously: each pass after the first shifted by
 /// the length of the ones before it, so that times keep rising.
-struct LoopingSampleReader {
+package struct LoopingSampleReader {
     let path: String
     let options: MediaSource.Options
     let loops: Bool
@@ -49,32 +48,35 @@ struct LoopingSampleReader {
     var finished = false
     var start: MediaTime?
 
-    init(path: String, options: MediaSource.Options, loops: Bool) {
+    package init(path: String, options: MediaSource.Options, loops: Bool) {
         self.path = path
         self.options = options
         self.loops = loops
     }
 
+    /// Whether the last pass has ended (or a read failed).
+    package var isFinished: Bool { finished }
+
     /// Starts the first pass at the last sync sample shown at or before `time` (a movie; an
     /// Annex-B stream starts at its beginning).
-    mutating func seek(to time: MediaTime) {
+    package mutating func seek(to time: MediaTime) {
         start = time
     }
 
     /// The next sample, its times shifted for the pass it is in; nil at the end.
-    mutating func next() throws(NetworkError) -> SampleBuffer? {
+    package mutating func next() throws(SampleFlowError) -> SampleBuffer? {
         while !finished {
             if source == nil {
                 do { source = try MediaSource(path: path, options: options) } catch {
                     finished = true
-                    throw NetworkError(.source, "\(path): \(error)")
+                    throw error
                 }
                 if let start, timeline.end == nil, start > .zero { _ = source?.seek(toPresentationTime: start) }
             }
             let read: SampleBuffer?
             do { read = try source?.next() } catch {
                 finished = true
-                throw NetworkError(.source, "\(path): \(error)")
+                throw error
             }
             guard var sample = read else {
                 // The end of a pass: another one, following this one, when looping (and when

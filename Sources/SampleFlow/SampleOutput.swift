@@ -1,0 +1,40 @@
+public import H264Container
+
+/// Where samples go, named by a path: a movie or an Annex-B stream (and, by the file name,
+/// which). Makes the ``SampleSink`` that writes it.
+public enum SampleOutput: Sendable {
+    /// An Annex-B stream (`"-"` for standard output), SPS/PPS before every keyframe, as the
+    /// x264 CLI writes a `.264` file.
+    case annexB(path: String)
+    /// A movie through `MovieWriter`.
+    case movie(path: String, options: MovieWriter.Options)
+
+    /// The output a file name implies: `.mp4`/`.m4v` and `.mov` are movies, anything else Annex-B.
+    public init(path: String) {
+        let lower = path.lowercased()
+        if lower.hasSuffix(".mp4") || lower.hasSuffix(".m4v") { self = .movie(path: path, options: .init(fileType: .mp4)) }
+        else if lower.hasSuffix(".mov") || lower.hasSuffix(".qt") { self = .movie(path: path, options: .init(fileType: .mov)) }
+        else { self = .annexB(path: path) }
+    }
+
+    /// The output's path.
+    public var path: String {
+        switch self {
+        case .annexB(let path), .movie(let path, _): path
+        }
+    }
+
+    /// Opens the output: its sink, ready for the first sample. `samplesInAnnexB`: the samples
+    /// come framed with start codes already (an encoder's Annex-B output), for an Annex-B output
+    /// to copy as they are.
+    public func makeSink(samplesInAnnexB: Bool = false) throws(SampleFlowError) -> any SampleSink {
+        switch self {
+        case .annexB(let path): try AnnexBSink(path: path, framing: samplesInAnnexB ? .annexB : .lengthPrefixed)
+        case .movie(let path, let options): try MovieSink(path: path, options: options)
+        }
+    }
+}
+
+/// The name ``SampleOutput`` had in H264Session.
+@available(*, deprecated, renamed: "SampleOutput")
+public typealias EncodedOutput = SampleOutput
