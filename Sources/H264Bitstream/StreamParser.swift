@@ -68,7 +68,7 @@ public struct StreamDiagnostic: Sendable, CustomStringConvertible {
     /// What was wrong and where.
     public var error: BitstreamError
     /// The severity, then the error.
-    public var description: String { "\(severity): \(error)" }
+    public var description: String { "\(severity): " + error.description }
 }
 
 /// Parses an H.264 elementary stream NAL unit by NAL unit: keeps the parameter sets, parses

@@ -50,17 +50,22 @@ public struct CodecError: Error, Sendable, CustomStringConvertible {
     public var reason: String
     /// The library's error code, if the failure came from one.
     public var underlying: AVError?
+    /// The error of another layer that made this one (x264's parameter sets that do not parse:
+    /// their `BitstreamError`), whole.
+    public var cause: (any Error)?
 
-    /// An error of kind `code` with a reason, and the library's code when there is one.
-    public init(_ code: Code, _ reason: String, underlying: AVError? = nil) {
+    /// An error of kind `code` with a reason, and the library's code or the error underneath
+    /// when there is one.
+    public init(_ code: Code, _ reason: String, underlying: AVError? = nil, cause: (any Error)? = nil) {
         self.code = code
         self.reason = reason
         self.underlying = underlying
+        self.cause = cause
     }
 
-    /// The reason, then the library's message when there is one.
+    /// The reason, then the library's message or the cause when there is one.
     public var description: String {
-        underlying.map { "\(reason): \($0)" } ?? reason
+        underlying.map { "\(reason): \($0)" } ?? cause.map { "\(reason): " + String(describing: $0) } ?? reason
     }
 }
 

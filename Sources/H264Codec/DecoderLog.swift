@@ -1,7 +1,4 @@
 import CCodecs
-#if canImport(Glibc)
-import Glibc
-#endif
 import SystemIO
 
 /// libavcodec's error messages, which are how FFmpeg 5.1 tells about damage it conceals (its
@@ -23,7 +20,7 @@ enum DecoderLog {
         av_log_set_callback { context, level, format, arguments in
             guard level <= AV_LOG_ERROR, let context, let format, let arguments, let token = DecoderLog.token(of: context) else { return }
             var buffer = [CChar](repeating: 0, count: 512)
-            _ = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress, 512, format, arguments) }
+            _ = buffer.withUnsafeMutableBufferPointer { cffmpeg_format_log($0.baseAddress, 512, format, arguments) }
             let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
             let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !text.isEmpty else { return }

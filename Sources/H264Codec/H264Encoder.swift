@@ -108,7 +108,7 @@ public struct H264Encoder: ~Copyable {
             formatDescription = try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps)
         } catch {
             x264_encoder_close(handle)
-            throw CodecError(.encodeFailed, "x264's parameter sets do not parse: \(error)")
+            throw CodecError(.encodeFailed, "x264's parameter sets do not parse", cause: error)
         }
         self.headers = units
         self.handle = handle

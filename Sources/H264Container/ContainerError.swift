@@ -36,9 +36,13 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
     /// The failed system call underneath an ``Code/io`` error: the operation, the file and
     /// `errno` (a full disk is `Errno.noSpace`).
     public var systemError: SystemError?
+    /// The error of the layer underneath that made this one (an avcC's `BitstreamError`, a
+    /// timecode's `TimecodeError`), whole; not compared by `==`.
+    public var cause: (any Error)?
 
-    /// An error of `code`, with its place.
-    public init(_ code: Code, _ reason: String, path: String? = nil, boxPath: String? = nil, byteOffset: Int? = nil) {
+    /// An error of `code`, with its place and the error underneath when there is one.
+    public init(_ code: Code, _ reason: String, path: String? = nil, boxPath: String? = nil, byteOffset: Int? = nil, cause: (any Error)? = nil) {
+        self.cause = cause
         self.code = code
         self.reason = reason
         self.path = path
@@ -52,6 +56,20 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
         if let path { place.append(path) }
         if let byteOffset { place.append("byte \(byteOffset)") }
         if let boxPath { place.append(boxPath) }
-        return (place.isEmpty ? "" : place.joined(separator: ": ") + ": ") + "\(code): \(reason)"
+        return (place.isEmpty ? "" : place.joined(separator: ": ") + ": ") + "\(code): \(reason)" + (cause.map { ": " + String(describing: $0) } ?? "")
+    }
+
+    /// Equal in code, reason, place and system error (the cause is not compared).
+    public static func == (a: ContainerError, b: ContainerError) -> Bool {
+        a.code == b.code && a.reason == b.reason && a.path == b.path && a.boxPath == b.boxPath && a.byteOffset == b.byteOffset && a.systemError == b.systemError
+    }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+        hasher.combine(path)
+        hasher.combine(boxPath)
+        hasher.combine(byteOffset)
     }
 }

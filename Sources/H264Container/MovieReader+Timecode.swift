@@ -86,7 +86,7 @@ extension MovieReader {
             do {
                 frameNumber = try bytes.withUnsafeBytes { (raw) throws(TimecodeError) -> Int64 in try sampleFormat.frameNumber(sampleData: raw) }
             } catch {
-                throw ContainerError(.invalidBox, "timecode sample \(number + 1) of track \(track.id): \(error)", path: path, boxPath: "moov/trak/mdia/minf/stbl", byteOffset: Int(entry.offset))
+                throw ContainerError(.invalidBox, "timecode sample \(number + 1) of track \(track.id)", path: path, boxPath: "moov/trak/mdia/minf/stbl", byteOffset: Int(entry.offset), cause: error)
             }
             result.append(.init(frameNumber: frameNumber,
                                 start: MediaTime(value: entry.decodeTime &- shift &+ delay, timescale: track.timescale),

@@ -473,7 +473,7 @@ struct Parser {
                 if visual.width > 0, visual.height > 0 { format.containerSize = (Int(visual.width), Int(visual.height)) }
                 return .h264(format)
             } catch {
-                throw ContainerError(.invalidBox, "avcC: \(error)", path: path, boxPath: entryPath + "/\(visual.type)/avcC")
+                throw ContainerError(.invalidBox, "avcC does not parse", path: path, boxPath: entryPath + "/\(visual.type)/avcC", cause: error)
             }
         }
         if let timecode = entry.as(TimecodeSampleEntry.self) { return timecodeDescription(timecode, path: entryPath) }
@@ -507,7 +507,7 @@ struct Parser {
             return .timecode(try TimecodeFormatDescription(sampleFormat: sampleFormat, frameDuration: MediaTime(value: Int64(entry.frameDuration), timescale: Int32(entry.timescale)),
                                                            frameQuanta: frameQuanta, flags: flags, sourceReference: source))
         } catch {
-            warnings.append("\(entryPath)/\(code) sample entry: \(error); the timecode is not read")
+            warnings.append("\(entryPath)/\(code) sample entry: " + error.description + "; the timecode is not read")
             return .other(code)
         }
     }

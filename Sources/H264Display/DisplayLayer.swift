@@ -392,14 +392,7 @@ public final class DisplayLayer: Sendable {
 
     /// Wall-clock microseconds since 1970 (the page compares with `performance.timeOrigin + now()`).
     static func epochMicroseconds() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1000
+        let (seconds, nanoseconds) = WallClock.now
+        return seconds * 1_000_000 + nanoseconds / 1000
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

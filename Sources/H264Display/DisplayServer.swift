@@ -268,7 +268,7 @@ public final class DisplayServer: Sendable {
             } catch is CancellationError {
             } catch {
                 // The page went (a reset, a broken frame): nothing more to read from it.
-                logger.info("page \(id) ended: \(error)")
+                logger.info("page \(id) ended", metadata: ["error": .string(String(describing: error))])
             }
             connection.finish()
             group.cancelAll()

@@ -88,7 +88,7 @@ public struct H264Packetizer: Sendable {
         if sample.isSync, configuration.sendsParameterSetsAtSyncSamples {
             nalUnits += sample.formatDescription.sequenceParameterSets + sample.formatDescription.pictureParameterSets
         }
-        do { nalUnits += try sample.nalUnits() } catch { throw NetworkError(.invalidPayload, "a sample does not frame its NAL units: \(error)") }
+        do { nalUnits += try sample.nalUnits() } catch { throw NetworkError(.invalidPayload, "a sample does not frame its NAL units", cause: error) }
         return try packets(nalUnits: nalUnits, timestamp: timestamp(for: sample.presentationTime))
     }
 

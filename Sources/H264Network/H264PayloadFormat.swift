@@ -97,7 +97,7 @@ public struct H264PayloadFormat: Sendable, Hashable {
         let sps = parameterSets.filter { $0[0] & 0x1F == 7 }, pps = parameterSets.filter { $0[0] & 0x1F == 8 }
         guard !sps.isEmpty, !pps.isEmpty else { return nil }
         do { return try VideoFormatDescription(sequenceParameterSets: sps, pictureParameterSets: pps) } catch {
-            throw NetworkError(.invalidDescription, "sprop-parameter-sets: \(error)")
+            throw NetworkError(.invalidDescription, "sprop-parameter-sets do not parse", cause: error)
         }
     }
 

@@ -37,13 +37,28 @@ public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Where: "packet 1234, byte 12", "SDP line 7".
     public var location: String?
 
-    /// An error of `code` for `reason`, at `location` when known.
-    public init(_ code: Code, _ reason: String, at location: String? = nil) {
+    /// The error of the layer underneath that made this one (a parameter set's
+    /// `BitstreamError`, a session description's own `NetworkError`), whole; not compared by `==`.
+    public var cause: (any Error)?
+
+    /// An error of `code` for `reason`, at `location` when known, and the error underneath.
+    public init(_ code: Code, _ reason: String, at location: String? = nil, cause: (any Error)? = nil) {
+        self.cause = cause
         self.code = code
         self.reason = reason
         self.location = location
     }
 
     /// Reads like `location: reason`.
-    public var description: String { (location.map { "\($0): " } ?? "") + reason }
+    public var description: String { (location.map { "\($0): " } ?? "") + reason + (cause.map { ": " + String(describing: $0) } ?? "") }
+
+    /// Equal in code, reason and location (the cause is not compared).
+    public static func == (a: NetworkError, b: NetworkError) -> Bool { a.code == b.code && a.reason == b.reason && a.location == b.location }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+        hasher.combine(location)
+    }
 }

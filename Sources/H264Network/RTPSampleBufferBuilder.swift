@@ -101,7 +101,7 @@ public struct RTPSampleBufferBuilder: Sendable {
                 let description = try VideoFormatDescription(sequenceParameterSets: [sps], pictureParameterSets: [pps], nalUnitLengthSize: options.nalUnitLengthSize)
                 if description != formatDescription { formatDescription = description }
             } catch {
-                throw NetworkError(.invalidPayload, "in-band parameter sets: \(error)")
+                throw NetworkError(.invalidPayload, "in-band parameter sets do not parse", cause: error)
             }
         }
         guard let description = formatDescription, !data.isEmpty else {

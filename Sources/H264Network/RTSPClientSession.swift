@@ -100,7 +100,7 @@ public struct RTSPClientSession: Sendable {
         case .describe:
             let description: SessionDescription
             do { description = try SessionDescription(parsing: String(decoding: response.body, as: UTF8.self)) } catch {
-                throw NetworkError(.invalidDescription, "\(url): DESCRIBE: \(error)")
+                throw NetworkError(.invalidDescription, "\(url): DESCRIBE: the session description does not parse", cause: error)
             }
             var found: H264PayloadFormat?
             for medium in description.media where medium.type == "video" {

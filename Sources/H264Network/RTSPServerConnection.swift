@@ -148,7 +148,7 @@ public struct RTSPServerConnection: Sendable {
                 }
                 announced[path] = try H264PayloadFormat(medium: medium)
             } catch {
-                return (reply(415, "Unsupported Media Type", to: request, note: "\(error)"), nil)
+                return (reply(415, "Unsupported Media Type", to: request, note: error.description), nil)
             }
             return (reply(200, "OK", to: request), nil)
         case "SETUP":

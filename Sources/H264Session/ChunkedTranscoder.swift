@@ -7,9 +7,6 @@ public import MediaCore
 import MediaIO
 import Synchronization
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A transcode in chunks: the input split at clean sync samples (``MovieSplitter``), each chunk
 /// transcoded on its own (``Transcoder``), the results joined (``MovieConcatenator``), as
@@ -81,7 +78,7 @@ public struct ChunkedTranscoder: Sendable {
         self.parallelism = parallelism ?? Self.cores
     }
 
-    private static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    private static var cores: Int { onlineProcessorCount }
 
     /// What a chunked transcode did.
     public struct Summary: Sendable {
@@ -225,7 +222,7 @@ public struct ChunkedTranscoder: Sendable {
         }
         let status: Int32
         do { status = try ChildProcess.run(arguments, standardError: errorPath, stopping: stopping) } catch {
-            throw .chunkFailed(chunk: chunk, reason: "\(error)")
+            throw .chunkError(chunk: chunk, underlying: error)
         }
         if stopping() { throw .cancelled }
         let diagnostics = String(decoding: (try? filePrefix(errorPath, count: 1 << 16)) ?? [], as: UTF8.self)
@@ -239,7 +236,7 @@ public struct ChunkedTranscoder: Sendable {
                 summary.warnings = diagnostics
                 return summary
             } catch {
-                throw .chunkFailed(chunk: chunk, reason: "its report \(reportPath) does not read: \(error)")
+                throw .chunkError(chunk: chunk, underlying: error)  // (a DecodingError naming the field of the report)
             }
         }
         do {
@@ -259,7 +256,7 @@ public struct ChunkedTranscoder: Sendable {
         } catch let error as SessionError {
             throw error
         } catch {
-            throw .chunkFailed(chunk: chunk, reason: "its output does not read: \(error)")
+            throw .chunkError(chunk: chunk, underlying: error)  // (a ContainerError naming the movie and box)
         }
     }
 

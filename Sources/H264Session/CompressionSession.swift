@@ -1,8 +1,5 @@
 public import SampleFlow
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import H264Bitstream
 public import H264Codec
 public import MediaCore
@@ -123,8 +120,8 @@ public final class CompressionSession: Sendable {
             guard case .averageBitRate = configuration.settings.rateControl else {
                 throw .invalidSettings(CodecError(.invalidConfiguration, "a two-pass encode targets a bit rate; set an average bit rate"))
             }
-            let directory = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-            statistics = configuration.statisticsPath ?? "\(directory)/h264kit-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).stats"
+            let directory = ProcessEnvironment.temporaryDirectory
+            statistics = configuration.statisticsPath ?? "\(directory)/h264kit-\(processID)-\(UInt32.random(in: 0...UInt32.max)).stats"
         } else {
             statistics = nil
         }
@@ -153,7 +150,7 @@ public final class CompressionSession: Sendable {
         // (as the x264 CLI keeps a --stats file), its temporary files aside.
         if let statistics {
             for suffix in configuration.statisticsPath == nil ? ["", ".mbtree", ".temp", ".mbtree.temp"] : [".temp", ".mbtree.temp"] {
-                unlink(statistics + suffix)
+                removeFile(statistics + suffix)
             }
         }
     }

@@ -4,9 +4,6 @@ import H264Codec
 import MediaCore
 import MediaIO
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Encoding speed, bit rate and PSNR of the ``CompressionSession`` at each x264 preset, beside
 /// the x264 CLI encoding the same pictures with the same settings when one is given:
@@ -109,8 +106,7 @@ public struct EncoderBenchmark: Sendable {
 
     /// The path of `program` on `PATH` (an x264 CLI to compare with, say), or nil.
     public static func executable(named program: String) -> String? {
-        let paths = (getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin").split(separator: ":")
-        return paths.map { "\($0)/\(program)" }.first { access($0, X_OK) == 0 }
+        ProcessEnvironment.executable(named: program)
     }
 
     /// Measures every preset on the Y4M file at `path` (`name` in the report), calling
@@ -123,10 +119,8 @@ public struct EncoderBenchmark: Sendable {
         }
         let directory: TemporaryDirectory
         let probe: Y4MReader
-        do {
-            directory = try TemporaryDirectory(prefix: "h264kit-bench")
-            probe = try Y4MReader(path: path)
-        } catch let error as MediaIOError { throw .mediaIO(error) } catch { throw .mediaIO(MediaIOError(.io, "\(error)")) }
+        do { directory = try TemporaryDirectory(prefix: "h264kit-bench") } catch { throw .system(error) }
+        do { probe = try Y4MReader(path: path) } catch { throw .mediaIO(error) }
         var report = Report(input: name ?? path, width: probe.width, height: probe.height, pixelFormat: probe.format.name, frameRate: probe.frameRate.description,
                             crf: options.crf, threads: options.threads, runs: options.runs, results: [])
         for preset in options.presets {
@@ -146,7 +140,7 @@ public struct EncoderBenchmark: Sendable {
                                       megabitsPerSecond: Double(encoded.bytes.count * 8) / duration / 1e6, psnr: quality.average, psnrY: quality.luma)
             if options.x264 != nil {
                 let bytes: [UInt8]
-                do { bytes = try readWholeFile(x264Output) } catch { throw .referenceFailed("x264 wrote no readable \(x264Output): \(error)") }
+                do { bytes = try readWholeFile(x264Output) } catch { throw .system(error) }
                 let reference = try measure(bytes, against: path, frames: encoded.frames)
                 result.x264 = ToolResult(framesPerSecond: Self.median(theirs), megabitsPerSecond: Double(bytes.count * 8) / duration / 1e6,
                                          psnr: reference.average, psnrY: reference.luma)
@@ -201,9 +195,9 @@ public struct EncoderBenchmark: Sendable {
         if let frames = options.frames { arguments += ["--frames", "\(frames)"] }
         arguments.append(input)
         let errorPath = output + ".stderr"
-        defer { unlink(errorPath) }
+        defer { removeFile(errorPath) }
         let status: Int32
-        do { status = try ChildProcess.run(arguments, standardError: errorPath, stopping: { Task.isCancelled }) } catch { throw .referenceFailed("\(x264): \(error)") }
+        do { status = try ChildProcess.run(arguments, standardError: errorPath, stopping: { Task.isCancelled }) } catch { throw .system(error) }
         if Task.isCancelled { throw .cancelled }
         let stderr = String(decoding: (try? readWholeFile(errorPath)) ?? [], as: UTF8.self)
         guard status == 0 else { throw .referenceFailed("x264 failed (exit \(status)): \(stderr)") }

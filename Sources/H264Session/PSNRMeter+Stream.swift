@@ -1,5 +1,6 @@
 public import SampleFlow
 public import MediaIO
+import MediaCore
 
 extension PSNRMeter {
     /// The PSNR of an encoded Annex-B stream against its source, as ffmpeg's `psnr` filter
@@ -10,20 +11,14 @@ extension PSNRMeter {
     public static func measuring(annexB stream: [UInt8], against source: any PictureReader, frames: Int? = nil) throws(SessionError) -> PSNRMeter {
         let decoded = try FrameReader(source: MediaSource(annexB: stream, options: MediaSource.Options.decoding.annexB), options: .init(size: .native))
         var meter = PSNRMeter()
-        do {
-            while frames.map({ meter.frameCount < $0 }) ?? true, let frame = try decoded.next() {
-                guard let picture = frame.pixelBuffer else { continue }
-                guard let original = try source.next() else {
-                    throw SessionError.mediaIO(MediaIOError(.invalidArgument, "the stream holds more pictures than the source (\(meter.frameCount))"))
-                }
-                try meter.add(original, picture)
+        while frames.map({ meter.frameCount < $0 }) ?? true, let frame = try decoded.next() {
+            guard let picture = frame.pixelBuffer else { continue }
+            let original: PixelBuffer?
+            do { original = try source.next() } catch { throw .mediaIO(error) }
+            guard let original else {
+                throw .mediaIO(MediaIOError(.invalidArgument, "the stream holds more pictures than the source (\(meter.frameCount))"))
             }
-        } catch let error as SessionError {
-            throw error
-        } catch let error as MediaIOError {
-            throw .mediaIO(error)
-        } catch {
-            throw .mediaIO(MediaIOError(.invalidArgument, "\(error)"))
+            do { try meter.add(original, picture) } catch { throw .mediaIO(error) }
         }
         if let frames, meter.frameCount != frames {
             throw .mediaIO(MediaIOError(.invalidArgument, "the stream decodes to \(meter.frameCount) of the \(frames) pictures measured"))

@@ -44,8 +44,12 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     /// The waiting task was cancelled (or a chunked transcode stopped, by a cancel or another
     /// chunk's failure).
     case cancelled
-    /// A chunk of a ``ChunkedTranscoder`` failed in its child process: its number (from 0) and why.
+    /// A chunk of a ``ChunkedTranscoder`` failed in its child process: its number (from 0) and
+    /// why, in the child's own words (its exit status and last message).
     case chunkFailed(chunk: Int, reason: String)
+    /// A chunk of a ``ChunkedTranscoder`` could not be run or its result read here: its number
+    /// and the error (a process that could not start, a report or movie that does not read).
+    case chunkError(chunk: Int, underlying: any Error)
     /// The tool a benchmark compares with (the x264 CLI) failed, or said nothing readable: why.
     case referenceFailed(String)
     /// The input is damaged where the options say to stop at damage (``FrameExporter/Options/stopsAtDamage``): what and where.
@@ -114,6 +118,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         case .invalidated: "the session is finished or invalidated"
         case .cancelled: "cancelled"
         case .chunkFailed(let chunk, let reason): "chunk \(chunk): \(reason)"
+        case .chunkError(let chunk, let underlying): "chunk \(chunk): " + String(describing: underlying)
         case .damaged(let reason): reason
         case .referenceFailed(let reason): reason
         case .source(let error): error.description

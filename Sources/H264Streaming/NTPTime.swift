@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemIO
 
 /// Wall-clock time in the NTP timestamp format RTCP sender reports carry (RFC 3550 §4): seconds
 /// since 1 January 1900 in the high 32 bits, the fraction of a second in the low 32.
@@ -12,17 +8,11 @@ enum NTPTime {
 
     /// The current wall-clock time.
     static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        let seconds = UInt64(time.tv_sec) + unixEpochOffset
-        let fraction = (UInt64(time.tv_nsec) << 32) / 1_000_000_000
-        return seconds << 32 | fraction
+        let (seconds, nanoseconds) = WallClock.now
+        let fraction = (UInt64(nanoseconds) << 32) / 1_000_000_000
+        return (UInt64(seconds) + unixEpochOffset) << 32 | fraction
     }
 }
 
 /// A monotonic clock reading in seconds (any fixed origin): packet arrival times for jitter.
-func monotonicSeconds() -> Double {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
+func monotonicSeconds() -> Double { MonotonicClock.seconds }

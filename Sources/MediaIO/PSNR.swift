@@ -1,7 +1,4 @@
 public import MediaCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A picture's size and pixel format (what PSNR compares across frames).
 private struct PictureGeometry: Sendable, Hashable {
@@ -75,11 +72,30 @@ public struct PSNRMeter: Sendable {
         let total = range.reduce(0.0) { $0 + sums[$1] }, count = range.reduce(0) { $0 + counts[$1] }
         guard count > 0 else { return .nan }
         guard total > 0 else { return .infinity }
-        return 10 * log10(maximum * maximum / (total / Double(count)))
+        return 10 * decimalLogarithm(maximum * maximum / (total / Double(count)))
     }
 
     /// ffmpeg's "average": every plane together.
     public var average: Double { psnr() }
     /// Luma alone.
     public var luma: Double { psnr(planes: 0..<1) }
+}
+
+/// log₁₀ `x` for a finite `x` > 0 in Swift alone (no C math library): `x` = m·2ᵉ with m in
+/// [1, 2), so log₁₀ x = (e·ln 2 + ln m) / ln 10, and ln m = 2·atanh((m − 1)/(m + 1)) by its
+/// series, whose argument stays below 1/3 (some twenty terms reach double precision).
+func decimalLogarithm(_ x: Double) -> Double {
+    guard x > 0 else { return x == 0 ? -.infinity : .nan }
+    guard x.isFinite else { return x }
+    let t = (x.significand - 1) / (x.significand + 1), t2 = t * t
+    var sum = 0.0, power = t, denominator = 1.0
+    while true {
+        let term = power / denominator
+        if abs(term) <= 1e-17 * abs(sum) || term == 0 { break }
+        sum += term
+        power *= t2
+        denominator += 2
+    }
+    let ln2 = 0.693_147_180_559_945_309_417_232_121_458_176_568, ln10 = 2.302_585_092_994_045_684_017_991_454_684_364_208
+    return (Double(x.exponent) * ln2 + 2 * sum) / ln10
 }

@@ -73,7 +73,7 @@ public struct TimecodeReport: Codable, Hashable, Sendable {
         func label(_ number: Int64) throws(ContainerError) -> String {
             if format.flags.contains(.counter) { return String(format.counterValue(forFrameNumber: number)) }
             do { return try format.timecode(forFrameNumber: number).description } catch {
-                throw ContainerError(.invalidInput, "track \(info.trackID): \(error)", path: reader.path)
+                throw ContainerError(.invalidInput, "track \(info.trackID)", path: reader.path, cause: error)
             }
         }
         file = reader.path

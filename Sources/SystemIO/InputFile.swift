@@ -26,11 +26,6 @@ package final class ChunkedInput {
     }
 
     /// Reads a descriptor the caller owns (it is not closed here).
-    package convenience init(fileDescriptor: Int32, name: String) {
-        self.init(descriptor: FileDescriptor(rawValue: fileDescriptor), name: name)
-    }
-
-    /// Reads a descriptor the caller owns (it is not closed here).
     package init(descriptor: FileDescriptor, name: String) {
         path = name
         self.descriptor = descriptor

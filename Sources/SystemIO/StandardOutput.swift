@@ -41,3 +41,10 @@ package final class StandardOutput {
 
     deinit { flush() }
 }
+
+/// Writes `text` to standard output at once, unbuffered (a line another program waits for,
+/// such as the address a server listens on); a failure is ignored.
+package func writeToStandardOutput(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { raw in try? FileDescriptor.standardOutput.writeAll(UnsafeRawBufferPointer(raw), path: "stdout") }
+}

@@ -2,9 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import H264Kit
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemPackage
 
 @main
 struct H264KitCommand: AsyncParsableCommand {
@@ -67,7 +65,7 @@ struct LimitOptions: ParsableArguments {
 /// A one-line progress report on a terminal's standard error, at most four times a second;
 /// silent in a pipe.
 final class Progress {
-    let enabled = isatty(2) != 0
+    let enabled = ProcessEnvironment.isTerminal(.standardError)
     private let clock = HostClock()
     private var lastUpdate: Int64 = 0
     private var shown = false

@@ -3,9 +3,6 @@ import Dispatch
 import FoundationEssentials
 import H264Kit
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 struct PreviewCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -92,8 +89,7 @@ struct PreviewCommand: AsyncParsableCommand {
         let task = Task {
             try await preview.run(onListening: { url in
                 // The URL first, at once (a script or test reads it from a pipe).
-                let line = Array((url + "\n").utf8)
-                _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                writeToStandardOutput(url + "\n")
                 if opens { DispatchQueue.global().async { _ = try? SystemIO.ChildProcess.run(["/usr/bin/xdg-open", url]) } }
             }, onCapture: { number, png in
                 guard let directory else { return }

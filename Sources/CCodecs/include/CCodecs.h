@@ -7,7 +7,9 @@
 // codec libraries are not installed. The headers come from the -dev packages as usual; the
 // shared objects are opened by the soname these headers were written for.
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
@@ -27,6 +29,10 @@ const char *ccodecs_load_x264(void);
 
 // Function-like macros Swift cannot import.
 static inline int cffmpeg_averror(int posixError) { return AVERROR(posixError); }
+/// Formats one of libav's log messages (`vsnprintf` of its format and arguments) into `buffer`.
+static inline int cffmpeg_format_log(char *buffer, int size, const char *format, va_list arguments) {
+    return vsnprintf(buffer, (size_t)size, format, arguments);
+}
 static inline int cffmpeg_averror_eof(void) { return AVERROR_EOF; }
 static inline int cffmpeg_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
 static inline int cffmpeg_averror_eagain(void) { return AVERROR(EAGAIN); }

@@ -31,7 +31,7 @@ private func writeTimecodeSamples(_ options: MovieWriter.Options, track: VideoTr
             throw ContainerError(.invalidInput, "a timecode run starts at \(run.time), after the video ends (\(end))", path: path)
         }
         let data: [UInt8]
-        do { data = try timecode.format.sampleData(forFrameNumber: run.frameNumber) } catch { throw ContainerError(.invalidInput, "timecode: \(error)", path: path) }
+        do { data = try timecode.format.sampleData(forFrameNumber: run.frameNumber) } catch { throw ContainerError(.invalidInput, "timecode", path: path, cause: error) }
         samples.samples.append((data, ticks(MediaTime.minimum(next, end)) - ticks(run.time)))
     }
     for sample in samples.samples { try target.write(sample.data) }

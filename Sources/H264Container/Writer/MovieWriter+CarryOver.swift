@@ -22,7 +22,7 @@ extension MovieWriter.Options {
                         timecode = track
                     }
                 } catch {
-                    left.append("the timecode track: \(error)")
+                    left.append("the timecode track: " + error.description)
                 }
             }
         }

@@ -208,7 +208,7 @@ public final class MovieWriter: Sendable {
             }
             for run in timecode.runs {
                 do { _ = try timecode.format.sampleData(forFrameNumber: run.frameNumber) } catch {
-                    throw ContainerError(.invalidInput, "timecode: \(error)", path: path)
+                    throw ContainerError(.invalidInput, "timecode", path: path, cause: error)
                 }
             }
         }
