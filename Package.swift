@@ -53,7 +53,7 @@ var targets: [Target] = [
         "H264Streaming", "H264Network", "SampleFlow", "H264Container", "MediaCore", "SystemIO",
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         .product(name: "Logging", package: "swift-log"),
-    ], resources: [.copy("Resources/player.html"), .copy("Resources/player.js")]),
+    ], exclude: ["Resources"]),  // the page's sources: compiled in by scripts/embed-player.py (PlayerResources.swift)
 
     // One import for library users.
     .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) }),
@@ -102,7 +102,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // No default traits: "FullFoundation" would link all of Foundation (and ICU) into every
+        // program, some 9 MB of memory for a date formatter the display never uses.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // `swift package generate-documentation`: the DocC catalogs (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),

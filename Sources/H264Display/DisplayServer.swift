@@ -1,5 +1,5 @@
-import Foundation
-public import H264Network
+import FoundationEssentials
+import H264Network
 public import H264Streaming
 import Hummingbird
 import HummingbirdCore
@@ -90,25 +90,28 @@ public final class DisplayServer: Sendable {
     private let script: [UInt8]
     private let logger: Logger
 
-    /// A server with `options`; fails when the page's resources are missing.
+    /// A message's `type`, all the server reads of it before it knows what the message is, and
+    /// the fields a control or an error message adds.
+    private struct MessageType: Decodable {
+        var type: String
+        var action: String?
+        var value: Double?
+        var message: String?
+    }
+
+    /// A server with `options`; fails when they are out of range.
     public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.display")) throws(StreamingError) {
         guard (0...65535).contains(options.port), options.maximumPages > 0, options.maximumMessageSize >= 1024, options.maximumTextMessageSize >= 1024,
               options.maximumQueuedTextMessages >= 16 else {
             throw .invalidOption("display server options: a port of 0-65535, at least one page, messages of at least 1 KiB, at least 16 text messages waiting")
         }
-        guard let html = Bundle.module.url(forResource: "player", withExtension: "html").flatMap({ try? Data(contentsOf: $0) }),
-              let javascript = Bundle.module.url(forResource: "player", withExtension: "js").flatMap({ try? Data(contentsOf: $0) })
-        else {
-            throw .invalidOption("the player page is missing from H264Display's resources (\(Bundle.module.bundlePath))")
-        }
         self.options = options
         self.logger = logger
         // The script goes inline (one request less before the WebSocket opens); /player.js
-        // serves it too.
-        let inlined = String(decoding: html, as: UTF8.self)
-            .replacingOccurrences(of: "<script src=\"/player.js\"></script>", with: "<script>\n" + String(decoding: javascript, as: UTF8.self) + "</script>")
+        // serves it too. (Both are compiled in: PlayerResources.swift, from Resources/.)
+        let inlined = PlayerResources.html.replacing("<script src=\"/player.js\"></script>", with: "<script>\n" + PlayerResources.script + "</script>")
         page = Array(inlined.utf8)
-        script = Array(javascript)
+        script = Array(PlayerResources.script.utf8)
     }
 
     /// Every page watches `layer`.
@@ -280,10 +283,12 @@ public final class DisplayServer: Sendable {
     private func handle(_ message: WebSocketMessage, from connection: PageConnection, layer: DisplayLayer) {
         switch message {
         case .text(let text):
-            guard let data = text.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let type = object["type"] as? String else {
+            let data = Data(text.utf8)
+            guard let object = try? JSONDecoder().decode(MessageType.self, from: data) else {
                 bad(connection, "a text message that is not a JSON object with a type")
                 return
             }
+            let type = object.type
             switch type {
             case "status", "report":
                 guard let report = try? JSONDecoder().decode(PageReport.self, from: data) else {
@@ -293,11 +298,11 @@ public final class DisplayServer: Sendable {
                 layer.record(report, from: connection)
                 if let error = report.error, type == "report" { logger.error("page \(connection.id): \(error.prefix(500))") }
             case "control":
-                guard let action = object["action"] as? String else { return bad(connection, "a control without an action") }
-                layer.control(action, value: object["value"] as? Double)
+                guard let action = object.action else { return bad(connection, "a control without an action") }
+                layer.control(action, value: object.value)
             case "error":
                 // (The page's report that follows carries it.)
-                logger.error("page \(connection.id): \((object["message"] as? String)?.prefix(500) ?? "an error")")
+                logger.error("page \(connection.id): \(object.message?.prefix(500) ?? "an error")")
             default:
                 bad(connection, "a message of type \(type.prefix(40))")
             }

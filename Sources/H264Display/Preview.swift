@@ -1,4 +1,4 @@
-public import H264Network
+import H264Network
 public import H264Streaming
 import SampleFlow
 import MediaCore

@@ -8,8 +8,8 @@ import MediaIO
 import Synchronization
 import SystemIO
 
-/// A transcode in chunks: the input split at clean sync samples (``MovieSplitter``), each chunk
-/// transcoded on its own (``Transcoder``), the results joined (``MovieConcatenator``), as
+/// A transcode in chunks: the input split at clean sync samples (`MovieSplitter`), each chunk
+/// transcoded on its own (``Transcoder``), the results joined (`MovieConcatenator`), as
 /// encoding farms do. Frame count and presentation times are the one-piece transcode's; each
 /// chunk starts with an IDR, so quality differs from the one-piece transcode by the extra
 /// keyframes only. With a two-pass or average-bit-rate encode every chunk aims at the same
@@ -19,7 +19,7 @@ import SystemIO
 /// decoder, or in as many child processes (``Execution-swift.enum/processes(command:)``: a chunk
 /// that crashes its process fails that chunk only); the same chunks can run anywhere else
 /// (`scripts/ray/transcode.py` runs them as Ray tasks) and be joined with
-/// ``MovieConcatenator``: the result is the same bytes.
+/// `MovieConcatenator`: the result is the same bytes.
 ///
 /// The first chunk that fails stops the others (their transcodes are cancelled, their
 /// processes terminated) and is the error; cancelling the task that calls ``run(path:into:movieOptions:workDirectory:progress:)``

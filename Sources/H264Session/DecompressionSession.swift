@@ -1,4 +1,3 @@
-public import SampleFlow
 import Dispatch
 import H264Bitstream
 public import H264Codec

@@ -1,4 +1,3 @@
-public import SampleFlow
 import H264Bitstream
 import H264Codec
 import MediaCore

@@ -7,7 +7,7 @@ import H264Container
 public import MediaCore
 
 /// Decodes a whole input (an Annex-B stream, an MP4 or MOV file) to frames in presentation
-/// order: a ``MediaSource``, a ``DecompressionSession`` (made again when the stream changes to
+/// order: a `MediaSource`, a ``DecompressionSession`` (made again when the stream changes to
 /// a description the session cannot take), the edit list, and size changes, in one call.
 ///
 /// Every sample gives one ``DecodedFrame`` (a picture, a sample not shown because of the edit

@@ -1,4 +1,3 @@
-public import SampleFlow
 public import H264Codec
 public import MediaCore
 public import MediaIO

@@ -1,4 +1,4 @@
-public import SampleFlow
+import SampleFlow
 public import MediaIO
 import MediaCore
 

@@ -1,6 +1,6 @@
 public import SampleFlow
 public import H264Codec
-public import H264Container
+import H264Container
 public import MediaCore
 public import MediaIO
 import SystemIO

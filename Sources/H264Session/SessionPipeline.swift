@@ -1,4 +1,3 @@
-public import SampleFlow
 import Dispatch
 import SystemIO
 

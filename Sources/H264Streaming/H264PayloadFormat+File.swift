@@ -3,7 +3,7 @@ public import MediaCore
 public import SampleFlow
 
 extension H264PayloadFormat {
-    /// The payload format that sending the file at `path` (anything ``MediaSource`` reads)
+    /// The payload format that sending the file at `path` (anything `MediaSource` reads)
     /// announces: its first sample's parameter sets, profile and level (`h264kit sdp`).
     public init(firstSampleOf path: String, options: MediaSource.Options = .decoding, payloadType: UInt8 = 96,
                 packetizationMode: Int = 1) throws(StreamingError) {

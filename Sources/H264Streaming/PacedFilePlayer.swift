@@ -1,4 +1,4 @@
-public import SampleFlow
+import SampleFlow
 import H264Network
 import MediaCore
 import NIOCore

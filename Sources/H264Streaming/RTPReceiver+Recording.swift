@@ -1,5 +1,5 @@
-public import H264Network
-public import MediaCore
+import H264Network
+import MediaCore
 public import SampleFlow
 
 extension RTPReceiver {

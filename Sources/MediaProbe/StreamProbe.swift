@@ -1,5 +1,5 @@
 public import H264Bitstream
-public import MediaCore
+import MediaCore
 public import SampleFlow
 
 /// Reads an Annex-B H.264 stream to its end and summarizes it: `h264kit inspect` of a stream

@@ -11,7 +11,7 @@ public import SystemPackage
 /// in the page cache), or, without ``Options/releasesPagesBehind``, the second half of the
 /// file while this thread does the first. Other inputs are read in 4 MB chunks and each NAL unit
 /// gets a buffer of its own. Either way the units, their offsets and start-code lengths are
-/// those ``AnnexB/forEachNALUnit(in:_:)`` finds in the whole stream, and memory is bounded by
+/// those `AnnexB.forEachNALUnit(in:_:)` finds in the whole stream, and memory is bounded by
 /// the largest NAL unit, which is capped by ``Options/maximumNALUnitSize``.
 ///
 /// Read with ``next()`` (`while let unit = try reader.next()`), or as an `AsyncSequence`

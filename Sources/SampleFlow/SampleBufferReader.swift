@@ -3,7 +3,7 @@ import SystemIO
 public import H264Bitstream
 
 /// Reads an Annex-B stream as sample buffers: an `AnnexBReader` feeding a
-/// ``SampleBufferBuilder``, with the policies a remuxer applies as options (seed 003,
+/// `SampleBufferBuilder`, with the policies a remuxer applies as options (seed 003,
 /// "Building a CMSampleBuffer" for a whole stream).
 ///
 /// Samples come in decoding order with exact timing. By default the reader starts at the first

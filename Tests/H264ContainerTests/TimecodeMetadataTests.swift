@@ -84,7 +84,7 @@ struct TimecodeMetadataTests {
         bytes[at + 11] = 2
         let reader = try read(bytes)
         let error = #expect(throws: ContainerError.self) { try reader.timecodeTrack(try #require(reader.timecodeTrackIndex())) }
-        #expect(error?.reason.contains("holds 4 bytes; this one has 2") == true)
+        #expect(error?.description.contains("holds 4 bytes; this one has 2") == true && error?.cause is TimecodeError)
     }
 
     static let metadata: [MetadataItem] = [

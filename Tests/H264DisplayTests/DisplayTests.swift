@@ -538,3 +538,16 @@ extension RealTimeDisplay.DisplayTests {
         }
     }
 }
+
+/// The page compiled into the module is the one in `Resources/` (edited there, embedded by
+/// `scripts/embed-player.py`): the two never drift apart.
+@Suite("Display page sources")
+struct PlayerResourcesTests {
+    @Test func theEmbeddedPageIsTheResourcesPage() throws {
+        let generated = String(decoding: try readFile(Checkout.root.appendingPathComponent("Sources/H264Display/PlayerResources.swift").path), as: UTF8.self)
+        for name in ["player.html", "player.js"] {
+            let source = String(decoding: try readFile(Checkout.root.appendingPathComponent("Sources/H264Display/Resources/\(name)").path), as: UTF8.self)
+            #expect(generated.contains("\n" + source + "\n\"\"\"#"), "\(name) changed since PlayerResources.swift was made: run scripts/embed-player.py")
+        }
+    }
+}

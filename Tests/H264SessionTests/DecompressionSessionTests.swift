@@ -12,8 +12,8 @@ func samples(of stream: [UInt8]) throws -> [SampleBuffer] {
 }
 
 func hashes(_ frames: [DecodedFrame]) throws -> [String] {
-    try frames.compactMap(\.pixelBuffer).map { picture in
-        var md5 = try MD5()
+    frames.compactMap(\.pixelBuffer).map { picture in
+        var md5 = MD5()
         picture.forEachPackedRow { md5.update($0) }
         return md5.finalize()
     }
