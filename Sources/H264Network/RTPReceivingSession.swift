@@ -117,19 +117,7 @@ public struct RTPReceivingSession: Sendable {
 
     /// Takes an RTP datagram held in an array (see ``receiveRTP(_:arrival:)-(UnsafeRawBufferPointer,_)``).
     public mutating func receiveRTP(_ datagram: [UInt8], arrival: Double) -> [SampleBuffer] {
-        var units: [H264Depacketizer.AccessUnit] = []
-        let verdict = datagram.withUnsafeBytes { sourceValidation.admit(datagram: $0, arrival: arrival) }
-        switch verdict {
-        case .drop:
-            break
-        case .accept(let packets):
-            for packet in packets { units += take(packet, arrival: arrival) }
-        case .restart(let packets):
-            units = depacketizer.restart()
-            reception = nil
-            for packet in packets { units += take(packet, arrival: arrival) }
-        }
-        return build(units) + expire(now: arrival)
+        datagram.withUnsafeBytes { receiveRTP($0, arrival: arrival) }
     }
 
     private mutating func take(_ packet: RTPPacket, arrival: Double) -> [H264Depacketizer.AccessUnit] {
