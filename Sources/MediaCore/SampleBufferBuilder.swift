@@ -20,28 +20,7 @@ public import H264Bitstream
 /// the reorder depth before 0 so no sample is decoded after it is shown.
 public struct SampleBufferBuilder: Sendable {
     /// How NAL units are framed into samples.
-    public struct Options: Sendable, Hashable {
-        /// Bytes of each NAL unit's length prefix: 1, 2 or 4.
-        public var nalUnitLengthSize: Int
-        /// Keep SPS and PPS in the samples as well as in the format description (what `avc3` expects).
-        public var keepsParameterSetsInBand: Bool
-        /// Leave access unit delimiters (NAL type 9) out of the samples.
-        public var dropsAccessUnitDelimiters: Bool
-        /// Leave filler data (NAL type 12) out of the samples.
-        public var dropsFillerData: Bool
-        /// The sample entry type the format descriptions carry.
-        public var codec: FourCharCode
-
-        /// Options with the given framing; by default 4-byte lengths, parameter sets out of band, nothing dropped.
-        public init(nalUnitLengthSize: Int = 4, keepsParameterSetsInBand: Bool = false, dropsAccessUnitDelimiters: Bool = false,
-                    dropsFillerData: Bool = false, codec: FourCharCode = "avc1") {
-            self.nalUnitLengthSize = nalUnitLengthSize
-            self.keepsParameterSetsInBand = keepsParameterSetsInBand
-            self.dropsAccessUnitDelimiters = dropsAccessUnitDelimiters
-            self.dropsFillerData = dropsFillerData
-            self.codec = codec
-        }
-    }
+    public typealias Options = AccessUnitAssembler.Options
 
     /// Where the frame rate comes from.
     public enum FrameRateSource: Sendable, Hashable {
@@ -57,13 +36,15 @@ public struct SampleBufferBuilder: Sendable {
     public static let maximumHeldSamples = 64
 
     /// How NAL units are framed into samples.
-    public let options: Options
+    public var options: Options { assembler.options }
     /// Where the frame rate comes from: the stream's VUI timing, or a rate the caller fixes.
     public let frameRateSource: FrameRateSource
+    /// The access units underneath, gathered from the NAL units.
+    private var assembler: AccessUnitAssembler
     /// The parser underneath: parameter sets, diagnostics, counts, and the most recent
     /// ``retainedPictures`` pictures (a builder runs as long as its stream: its memory must
     /// not grow with it).
-    public private(set) var parser = H264StreamParser(retainingPictures: SampleBufferBuilder.retainedPictures)
+    public var parser: H264StreamParser { assembler.parser }
     /// Pictures the parser keeps: four times the most samples held back.
     public static let retainedPictures = 4 * maximumHeldSamples
     /// The frame rate in use, known from the first picture on.
@@ -74,17 +55,15 @@ public struct SampleBufferBuilder: Sendable {
     /// fixed): worth a warning naming the option that sets the rate.
     public private(set) var frameRateIsAssumed = false
     /// NAL units that could not be placed in any sample: a stream without a single decodable picture.
-    public private(set) var droppedNALUnitCount = 0
+    public var droppedNALUnitCount: Int { assembler.droppedNALUnitCount }
     /// NAL units removed on request (AUD, filler) or moved into the format description.
-    public private(set) var removedNALUnitCount = 0
+    public var removedNALUnitCount: Int { assembler.removedNALUnitCount }
     /// Samples closed so far, counting those not yet released.
     public private(set) var sampleCount = 0
+    /// The most bytes of NAL units held while no picture takes them (see
+    /// ``AccessUnitAssembler/maximumPendingBytes``).
+    public static var maximumPendingBytes: Int { AccessUnitAssembler.maximumPendingBytes }
 
-    private struct Building {
-        var data: SampleAssembly
-        var decodeIndex: Int
-        var format: VideoFormatDescription
-    }
     private struct Held {
         var data: BlockBuffer
         var decodeIndex: Int
@@ -93,25 +72,6 @@ public struct SampleBufferBuilder: Sendable {
         var displayIndex: Int?
     }
 
-    private var current: Building?
-    /// Non-VCL NAL units after the last slice: they start the next access unit unless a slice
-    /// of the same picture follows (§7.4.1.2.3).
-    private var pending: [Pending] = [] {
-        didSet { if pending.isEmpty { pendingBytes = 0 } }
-    }
-    /// Bytes held in ``pending``, with a per-unit overhead.
-    private var pendingBytes = 0
-    /// The most bytes of NAL units held while no picture takes them (SEI, AUDs and parameter
-    /// sets before a picture, slices before their parameter sets): 64 MiB.
-    public static let maximumPendingBytes = 64 << 20
-    private struct Pending {
-        var bytes: [UInt8]
-        /// A parameter set that moves into the format description if a new picture follows.
-        var outOfBand = false
-    }
-    private var format: VideoFormatDescription?
-    private var formatParameterSets: Set<[UInt8]> = []
-    private var formatIsStale = true
     /// Samples waiting for a presentation time, in decoding order (from `heldStart`).
     private var held: [Held] = []
     private var heldStart = 0
@@ -126,100 +86,32 @@ public struct SampleBufferBuilder: Sendable {
 
     /// A builder that has seen nothing, framing with `options` and timing by `frameRate`.
     public init(options: Options = Options(), frameRate: FrameRateSource = .stream(fallback: .assumedWithoutTiming)) {
-        self.options = options
+        assembler = AccessUnitAssembler(options: options, retainingPictures: Self.retainedPictures)
         self.frameRateSource = frameRate
     }
 
     /// Adds the next NAL unit of the stream (header byte first); `location` is its place in the
     /// stream, for diagnostics.
     public mutating func append(nalUnit bytes: Span<UInt8>, at location: AnnexBNALUnit) throws(BitstreamError) {
-        try append(bytes, reference: nil, at: location)
+        if let unit = try assembler.append(nalUnit: bytes, at: location) { try close(unit) }
     }
 
     /// Adds the next NAL unit of the stream from a block buffer (a slice of a mapped file, say).
     /// Slices of pictures are not copied: the sample's data chains references to them between
     /// its length prefixes, so the memory must stay unchanged while the samples are in use.
     public mutating func append(nalUnit buffer: BlockBuffer, at location: AnnexBNALUnit) throws(BitstreamError) {
-        try buffer.withUnsafeBytes { (raw) throws(BitstreamError) in
-            try append(raw.bindMemory(to: UInt8.self).span, reference: buffer, at: location)
-        }
+        if let unit = try assembler.append(nalUnit: buffer, at: location) { try close(unit) }
     }
 
     /// Adds the next NAL unit as an `AnnexBReader` returns it; large units are referenced, not
     /// copied (see ``append(nalUnit:at:)-(BlockBuffer,_)``).
     public mutating func append(_ nalUnit: NALUnitBuffer) throws(BitstreamError) {
-        if nalUnit.count >= SampleAssembly.smallestReference {
-            try append(nalUnit: BlockBuffer(nalUnit), at: nalUnit.location)
-        } else {
-            try nalUnit.withSpan { (span) throws(BitstreamError) in try append(span, reference: nil, at: nalUnit.location) }
-        }
-    }
-
-    private mutating func hold(_ unit: Pending, at location: AnnexBNALUnit) throws(BitstreamError) {
-        pendingBytes += unit.bytes.count + 64
-        guard pendingBytes <= Self.maximumPendingBytes else {
-            throw BitstreamError(.limitExceeded, "\(pending.count + 1) NAL units (\(pendingBytes) bytes) with no picture to go in, over the limit of \(Self.maximumPendingBytes) bytes",
-                                 byteOffset: location.startCodeOffset, nalIndex: parser.nalUnitCount - 1)
-        }
-        pending.append(unit)
-    }
-
-    private mutating func append(_ bytes: Span<UInt8>, reference: BlockBuffer?, at location: AnnexBNALUnit) throws(BitstreamError) {
-        guard !bytes.isEmpty else { return }
-        let picturesBefore = parser.pictureCount
-        let errorsBefore = parser.errorCount
-        let parsed = parser.consume(bytes, at: location)
-        let type = parsed.header.nalUnitType
-        let failed = parser.errorCount > errorsBefore
-        switch type.rawValue {
-        case 1...5:
-            let startsPicture = parser.pictureCount > picturesBefore
-            if startsPicture {
-                try closeCurrent()
-                try begin(decodeIndex: picturesBefore)
-                if reference == nil { current!.data.tail.reserveCapacity(bytes.count + 64) }
-                // Parameter sets before the picture are in its format description now.
-                if !options.keepsParameterSetsInBand {
-                    let before = pending.count
-                    pending.removeAll { $0.outOfBand }
-                    removedNALUnitCount += before - pending.count
-                }
-            } else if current == nil {
-                // A slice no picture could start from (no parameter sets yet, a broken header):
-                // it goes with the first picture, as a remuxer keeps it.
-                try hold(Pending(bytes: bytes.array), at: location)
-                return
-            }
-            // Parameter sets between the slices of one sample (a PPS before the second field)
-            // cannot move out: the format description holds one per id. They stay in band.
-            for nal in pending { try appendToCurrent(nal.bytes.span) }
-            pending.removeAll()
-            try appendToCurrent(bytes, reference: reference)
-        case NALUnitType.sps.rawValue, NALUnitType.pps.rawValue:
-            if !failed && !formatParameterSets.contains(bytes.array) { formatIsStale = true }
-            try hold(Pending(bytes: bytes.array, outOfBand: !failed && !options.keepsParameterSetsInBand), at: location)
-        case NALUnitType.accessUnitDelimiter.rawValue:
-            if options.dropsAccessUnitDelimiters { removedNALUnitCount += 1 } else { try hold(Pending(bytes: bytes.array), at: location) }
-        case NALUnitType.fillerData.rawValue where options.dropsFillerData:
-            removedNALUnitCount += 1
-        case 6, 13...18:
-            try hold(Pending(bytes: bytes.array), at: location)
-        default:
-            // End of sequence/stream, filler, auxiliary and unspecified units follow the picture they end.
-            if pending.isEmpty && current != nil { try appendToCurrent(bytes) } else { try hold(Pending(bytes: bytes.array), at: location) }
-        }
+        if let unit = try assembler.append(nalUnit) { try close(unit) }
     }
 
     /// Ends the stream: every remaining sample becomes ready.
     public mutating func finish() throws(BitstreamError) {
-        if current != nil {
-            for nal in pending where !nal.outOfBand { try appendToCurrent(nal.bytes.span) }
-        } else {
-            droppedNALUnitCount += pending.count
-        }
-        pending.removeAll()
-        parser.finish()
-        try closeCurrent()
+        if let unit = try assembler.finish() { try close(unit) }
         flushWindow()
         try releaseSettled()
     }
@@ -233,64 +125,20 @@ public struct SampleBufferBuilder: Sendable {
         return sample
     }
 
-    // MARK: Building a sample
+    // MARK: Timing
 
-    private mutating func appendToCurrent(_ nal: Span<UInt8>, reference: BlockBuffer? = nil) throws(BitstreamError) {
-        do {
-            if let reference, reference.count >= SampleAssembly.smallestReference {
-                try AVCC.appendLengthPrefix(reference.count, lengthSize: options.nalUnitLengthSize, to: &current!.data.tail)
-                current!.data.closeTail()
-                current!.data.segments.append(reference)
-            } else {
-                try AVCC.append(nalUnit: nal, lengthSize: options.nalUnitLengthSize, to: &current!.data.tail)
-            }
-        } catch {
-            throw error.prefixed("picture \(current!.decodeIndex)")
-        }
-    }
-
-    private mutating func begin(decodeIndex: Int) throws(BitstreamError) {
-        if formatIsStale || format == nil { try makeFormat(for: parser.picture(decodeIndex)!) }
-        current = Building(data: SampleAssembly(), decodeIndex: decodeIndex, format: format!)
-    }
-
-    /// A format description from every parameter set received so far, the picture's SPS first.
-    private mutating func makeFormat(for picture: PictureInfo) throws(BitstreamError) {
-        let registry = parser.registry
-        let spss = registry.sequenceParameterSets.sorted { ($0.key == picture.seqParameterSetId ? 0 : 1, $0.key) < ($1.key == picture.seqParameterSetId ? 0 : 1, $1.key) }
-        let ppss = registry.pictureParameterSets.sorted { $0.key < $1.key }
-        var description: VideoFormatDescription
-        do {
-            description = try VideoFormatDescription(sequenceParameterSets: spss.map(\.value.nalUnit), pictureParameterSets: ppss.map(\.value.nalUnit),
-                                                     nalUnitLengthSize: options.nalUnitLengthSize, codec: options.codec)
-        } catch {
-            // A PPS left over from an SPS since replaced may no longer parse: keep the sets in use.
-            let used = ppss.filter { $0.value.value.seqParameterSetId == picture.seqParameterSetId }
-            do {
-                description = try VideoFormatDescription(sequenceParameterSets: [spss[0].value.nalUnit], pictureParameterSets: used.map(\.value.nalUnit),
-                                                         nalUnitLengthSize: options.nalUnitLengthSize, codec: options.codec)
-            } catch { throw error.prefixed("format description for picture \(picture.decodeIndex)") }
-        }
-        if let format, format == description { description = format }
-        format = description
-        formatParameterSets = Set(description.sequenceParameterSets + description.pictureParameterSets)
-        formatIsStale = false
-    }
-
-    private mutating func closeCurrent() throws(BitstreamError) {
-        guard let building = current else { return }
-        current = nil
-        let picture = parser.picture(building.decodeIndex)!
+    private mutating func close(_ unit: AccessUnitAssembler.AccessUnit) throws(BitstreamError) {
+        let picture = unit.picture
         if sampleCount == 0 { try startTiming(with: picture) }
         sampleCount += 1
         // An IDR or MMCO 5 picture outputs everything before it (§C.4.4), then starts afresh.
         if picture.isIDR || picture.hasMMCO5 { flushWindow() }
-        held.append(Held(data: building.data.finished(), decodeIndex: building.decodeIndex, format: building.format, picture: picture))
-        window.append((picture.hasMMCO5 ? 0 : picture.picOrderCnt, building.decodeIndex))
+        held.append(Held(data: unit.data, decodeIndex: unit.decodeIndex, format: unit.formatDescription, picture: picture))
+        window.append((picture.hasMMCO5 ? 0 : picture.picOrderCnt, unit.decodeIndex))
         let depth = parser.registry.sps(picture.seqParameterSetId)?.reorderDepth ?? decodeDelay
         while window.count > depth { popWindow() }
         if held.count - heldStart > Self.maximumHeldSamples {
-            parser.reportExternal(.warning, BitstreamError(.invalidStructure, "picture \(building.decodeIndex): more than \(Self.maximumHeldSamples) pictures wait to be shown; presentation order forced", byteOffset: picture.byteRange.lowerBound))
+            assembler.report(.warning, BitstreamError(.invalidStructure, "picture \(unit.decodeIndex): more than \(Self.maximumHeldSamples) pictures wait to be shown; presentation order forced", byteOffset: picture.byteRange.lowerBound))
             flushWindow()
         }
         try releaseSettled()
@@ -340,7 +188,7 @@ public struct SampleBufferBuilder: Sendable {
             let pts = MediaTime(value: Int64(displayIndex) * frameDuration, timescale: timescale)
             let dts = MediaTime(value: Int64(item.decodeIndex - decodeDelay) * frameDuration, timescale: timescale)
             if pts < dts {
-                parser.reportExternal(.warning, BitstreamError(.invalidStructure, "picture \(item.decodeIndex) is shown before it is decoded (reorder deeper than the first SPS allows)", byteOffset: item.picture.byteRange.lowerBound))
+                assembler.report(.warning, BitstreamError(.invalidStructure, "picture \(item.decodeIndex) is shown before it is decoded (reorder deeper than the first SPS allows)", byteOffset: item.picture.byteRange.lowerBound))
             }
             let picture = item.picture
             let intraOnly = picture.sliceTypes.allSatisfy { $0 == .i || $0 == .si }
@@ -354,24 +202,6 @@ public struct SampleBufferBuilder: Sendable {
         }
         if heldStart == held.count { held.removeAll(keepingCapacity: true); heldStart = 0 }
         else if heldStart > 256 { held.removeFirst(heldStart); heldStart = 0 }
-    }
-}
-
-/// A sample's bytes as they are gathered: copied NAL units and prefixes in `tail`, and
-/// referenced NAL units between them.
-private struct SampleAssembly {
-    /// NAL units smaller than this are copied: a reference costs a segment.
-    static let smallestReference = 4096
-    var tail: [UInt8] = []
-    var segments: [BlockBuffer] = []
-
-    mutating func closeTail() {
-        segments.append(BlockBuffer(tail))
-        tail = []
-    }
-
-    func finished() -> BlockBuffer {
-        segments.isEmpty ? BlockBuffer(tail) : BlockBuffer(chaining: segments + [BlockBuffer(tail)])
     }
 }
 
@@ -394,9 +224,4 @@ extension SampleBufferBuilder {
         while let sample = builder.nextSample() { samples.append(sample) }
         return (samples, builder)
     }
-}
-
-extension Span<UInt8> {
-    /// A copy of the bytes.
-    var array: [UInt8] { withUnsafeBufferPointer { Array($0) } }
 }
