@@ -281,6 +281,10 @@ public struct Transcoder: Sendable {
                 }
             }
             destination = .movie(path: path, options: movieOptions)
+        case .transportStream:
+            // Length-prefixed samples: the muxer puts start codes, delimiters and the parameter
+            // sets before every IDR picture.
+            settings.annexB = false
         }
         let sink = try CompressedFrameSink(destination, annexB: settings.annexB)
         let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true, maximumFramesInFlight: max(1, options.framesInFlight),

@@ -1,6 +1,7 @@
 public import H264Bitstream
 import MediaCore
 public import SampleFlow
+import SystemPackage
 
 /// Reads an Annex-B H.264 stream to its end and summarizes it: `h264kit inspect` of a stream
 /// as one call, with its NAL units or its samples listed if asked.
@@ -49,10 +50,13 @@ public enum StreamProbe {
         public var interrupted = false
     }
 
-    /// Probes the stream in the file at `path` (or standard input for "-").
-    public static func probe(path: String, options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
+    /// Probes the stream in the file at `path` (or standard input for "-", after the bytes of
+    /// `prefix` that ``InputFormat/detect(path:)`` read from it).
+    public static func probe(path: String, prefix: [UInt8] = [], options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
                              onSample: (SampleRecord) -> Void = { _ in }) throws(SampleFlowError) -> Result {
-        try probe(AnnexBReader(path: path, options: .init(releasesPagesBehind: false)), options: options, onNALUnit: onNALUnit, onSample: onSample)
+        let units = path == "-" ? AnnexBReader(fileDescriptor: .standardInput, name: "stdin", prefix: prefix, options: .init(releasesPagesBehind: false))
+            : try AnnexBReader(path: path, options: .init(releasesPagesBehind: false))
+        return try probe(units, options: options, onNALUnit: onNALUnit, onSample: onSample)
     }
 
     /// Probes the stream `units` reads, calling `onNALUnit` with each NAL unit (when listed)

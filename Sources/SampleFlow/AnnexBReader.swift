@@ -76,10 +76,11 @@ public final class AnnexBReader {
         self.init(name: name, options: options, source: source)
     }
 
-    /// Reads an open descriptor in chunks (the caller keeps it open and closes it).
-    public convenience init(fileDescriptor: FileDescriptor, name: String, options: Options = Options()) {
+    /// Reads an open descriptor in chunks (the caller keeps it open and closes it), after the
+    /// bytes of `prefix` (read from it already, to tell what it holds).
+    public convenience init(fileDescriptor: FileDescriptor, name: String, prefix: [UInt8] = [], options: Options = Options()) {
         let input = ChunkedInput(descriptor: fileDescriptor, name: name)
-        self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: input, chunkSize: options.chunkSize)))
+        self.init(name: name, options: options, source: .chunked(ChunkedCursor(input: input, chunkSize: options.chunkSize, prefix: prefix)))
     }
 
     /// Reads a whole stream held in memory (no copy: the units refer to `bytes`' storage).
@@ -365,8 +366,12 @@ private final class ChunkedCursor {
     private(set) var bytesRead = 0
     var leadingGarbageCount: Int { splitter.leadingGarbageCount }
 
-    init(input: ChunkedInput, chunkSize: Int) {
+    /// Bytes read before the cursor was made, taken first.
+    private var prefix: [UInt8]
+
+    init(input: ChunkedInput, chunkSize: Int, prefix: [UInt8] = []) {
         self.input = input
+        self.prefix = prefix
         chunk = .allocate(byteCount: chunkSize, alignment: 16)
         splitter = AnnexBStreamSplitter(maximumNALUnitSize: .max)
     }
@@ -378,6 +383,13 @@ private final class ChunkedCursor {
             ready.removeAll(keepingCapacity: true)
             readyIndex = 0
             guard !ended else { return nil }
+            if !prefix.isEmpty {
+                let bytes = prefix
+                prefix = []
+                bytesRead += bytes.count
+                bytes.withUnsafeBytes { raw in splitter.append(raw) { location, bytes in take(location, bytes) } }
+                continue
+            }
             let n: Int
             do { n = try input.read(into: chunk) } catch { throw .system(error) }
             if n == 0 {

@@ -2,10 +2,11 @@ public import H264Bitstream
 public import H264Container
 public import MediaCore
 import SystemIO
+import SystemPackage
 
-/// Any input H264Kit reads, as sample buffers in decoding order: an Annex-B stream (a file,
-/// or standard input as "-") or the H.264 track of an MP4/MOV file, told apart by the file's
-/// first bytes, never by its name. What a movie carries besides the video (timecode, metadata,
+/// Any input H264Kit reads, as sample buffers in decoding order: an Annex-B stream, the H.264
+/// stream of an MPEG-2 transport stream (a file or standard input as "-", either of them), or
+/// the H.264 track of an MP4/MOV file, told apart by the first bytes, never by the name. What a movie carries besides the video (timecode, metadata,
 /// the display transform) is at hand for whoever copies it on.
 public final class MediaSource: SampleSource {
     /// How to read the input.
@@ -19,21 +20,34 @@ public final class MediaSource: SampleSource {
         public var editList: MovieReader.EditListHandling
         /// For a movie: how many samples its index may declare.
         public var movieLimits: MovieReader.Limits
+        /// For a transport stream: the program, the damage policy, the time origin. Its
+        /// framing and whether it starts at a sync sample come from ``annexB``.
+        public var transportStream: TransportStreamReader.Options
 
         /// Options with the given Annex-B policies, track, edit-list handling and limits.
         public init(annexB: SampleBufferReader.Options = .init(), trackID: UInt32? = nil, editList: MovieReader.EditListHandling = .trim,
-                    movieLimits: MovieReader.Limits = .init()) {
+                    movieLimits: MovieReader.Limits = .init(), transportStream: TransportStreamReader.Options = .init()) {
             self.annexB = annexB
             self.trackID = trackID
             self.editList = editList
             self.movieLimits = movieLimits
+            self.transportStream = transportStream
+        }
+
+        /// The transport stream options with the Annex-B framing and sync policy.
+        var transportStreamOptions: TransportStreamReader.Options {
+            var options = transportStream
+            options.assembler = annexB.builder
+            options.startsAtSyncSample = annexB.startsAtSyncSample
+            return options
         }
 
         /// What a decoder is fed (what `ffmpeg` feeds libavcodec): every sample, those before
         /// the first sync sample and slices before their parameter sets included (the decoder
         /// drops what it cannot decode and uses the rest as references), the edit list trimmed.
         public static var decoding: Options {
-            Options(annexB: .init(startsAtSyncSample: false, rejectsSlicesBeforeParameterSets: false), editList: .trim)
+            Options(annexB: .init(startsAtSyncSample: false, rejectsSlicesBeforeParameterSets: false), editList: .trim,
+                    transportStream: .init(keepsDamagedPESPackets: true))
         }
     }
 
@@ -43,6 +57,8 @@ public final class MediaSource: SampleSource {
         case annexB(SampleBufferReader)
         /// A movie's H.264 track: the reader, the track's index, its samples.
         case movie(MovieReader, track: Int, samples: MovieSampleBuffers)
+        /// The H.264 stream of a transport stream.
+        case transportStream(TransportStreamReader)
     }
 
     /// What the input is, with its reader.
@@ -53,10 +69,22 @@ public final class MediaSource: SampleSource {
     public private(set) var formatDescription: VideoFormatDescription?
     private var position = 0
 
-    /// Opens `path`: a movie when it starts like one, else an Annex-B stream.
+    /// Opens `path` ("-": standard input): a movie or a transport stream when it starts like
+    /// one, else an Annex-B stream (``InputFormat/detect(path:)``).
     public init(path: String, options: Options = Options()) throws(SampleFlowError) {
         name = path == "-" ? "stdin" : path
-        if path != "-", MovieReader.looksLikeMovie(path: path) {
+        let (format, prefix) = try InputFormat.detect(path: path)
+        switch format {
+        case .transportStream where path == "-":
+            kind = .transportStream(TransportStreamReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.transportStreamOptions))
+        case .transportStream:
+            do { kind = .transportStream(try TransportStreamReader(path: path, options: options.transportStreamOptions)) } catch { throw .container(error) }
+        case .annexB where path == "-":
+            kind = .annexB(SampleBufferReader(nalUnits: AnnexBReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.annexB.reader),
+                                              options: options.annexB))
+        case .annexB:
+            kind = .annexB(try SampleBufferReader(path: path, options: options.annexB))
+        case .movie:
             let reader: MovieReader
             do { reader = try MovieReader(path: path, limits: options.movieLimits) } catch { throw .container(error) }
             let index: Int
@@ -71,8 +99,6 @@ public final class MediaSource: SampleSource {
                 index = found
             }
             do { kind = .movie(reader, track: index, samples: try reader.sampleBuffers(track: index, editList: options.editList)) } catch { throw .container(error) }
-        } else {
-            kind = .annexB(try SampleBufferReader(path: path, options: options.annexB))
         }
     }
 
@@ -115,6 +141,11 @@ public final class MediaSource: SampleSource {
             // Resident memory stays flat over a long file: the pages of samples read long ago
             // (more than a frame-threaded decoder holds) are given back.
             if position % 8 == 0, position > Self.samplesKeptResident { samples.releaseMemory(before: position - Self.samplesKeptResident) }
+        case .transportStream(let reader):
+            do { sample = try reader.next() } catch { throw .container(error) }
+            if sample == nil, reader.sampleCount == 0 {
+                throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
+            }
         }
         if formatDescription == nil { formatDescription = sample?.formatDescription }
         return sample
@@ -138,6 +169,7 @@ public final class MediaSource: SampleSource {
     public var frameRate: FrameRate? {
         switch kind {
         case .annexB(let reader): return reader.frameRate
+        case .transportStream(let reader): return reader.frameRate
         case .movie(let reader, let index, _):
             let track = reader.tracks[index]
             guard let first = track.samples.first else { return nil }
@@ -149,6 +181,7 @@ public final class MediaSource: SampleSource {
     public var sampleCount: Int {
         switch kind {
         case .annexB(let reader): reader.sampleCount
+        case .transportStream(let reader): reader.sampleCount
         case .movie: position
         }
     }
@@ -158,7 +191,18 @@ public final class MediaSource: SampleSource {
     public var progress: (read: Int, total: Int?) {
         switch kind {
         case .annexB(let reader): return (reader.nalUnits.bytesRead, reader.nalUnits.totalBytes)
+        case .transportStream(let reader): return (reader.bytesRead, reader.totalBytes)
         case .movie(_, _, let samples): return (position, samples.count)
+        }
+    }
+
+    /// The H.264 stream parser of an Annex-B stream or a transport stream (a movie's samples
+    /// are not parsed): its diagnostics, parameter sets, counts.
+    public var parser: H264StreamParser? {
+        switch kind {
+        case .annexB(let reader): reader.parser
+        case .transportStream(let reader): reader.parser
+        case .movie: nil
         }
     }
 
@@ -167,6 +211,7 @@ public final class MediaSource: SampleSource {
     public var warnings: [String] {
         switch kind {
         case .annexB(let reader): reader.warnings.map(\.description) + reader.parser.diagnostics.map(\.description)
+        case .transportStream(let reader): reader.warnings + reader.parser.diagnostics.map(\.description)
         case .movie(let reader, _, _): reader.warnings
         }
     }

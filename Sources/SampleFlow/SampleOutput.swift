@@ -1,26 +1,31 @@
 public import H264Container
 
-/// Where samples go, named by a path: a movie or an Annex-B stream (and, by the file name,
-/// which). Makes the ``SampleSink`` that writes it.
+/// Where samples go, named by a path: a movie, a transport stream or an Annex-B stream (and,
+/// by the file name, which). Makes the ``SampleSink`` that writes it.
 public enum SampleOutput: Sendable {
     /// An Annex-B stream (`"-"` for standard output), SPS/PPS before every keyframe, as the
     /// x264 CLI writes a `.264` file.
     case annexB(path: String)
     /// A movie through `MovieWriter`.
     case movie(path: String, options: MovieWriter.Options)
+    /// A transport stream through `TransportStreamWriter`.
+    case transportStream(path: String, options: TransportStreamWriter.Options)
 
-    /// The output a file name implies: `.mp4`/`.m4v` and `.mov` are movies, anything else Annex-B.
+    /// The output a file name implies: `.mp4`/`.m4v` and `.mov` are movies, `.ts` a transport
+    /// stream and `.m2ts`/`.mts` one of 192-byte packets, anything else Annex-B.
     public init(path: String) {
         let lower = path.lowercased()
         if lower.hasSuffix(".mp4") || lower.hasSuffix(".m4v") { self = .movie(path: path, options: .init(fileType: .mp4)) }
         else if lower.hasSuffix(".mov") || lower.hasSuffix(".qt") { self = .movie(path: path, options: .init(fileType: .mov)) }
+        else if lower.hasSuffix(".ts") { self = .transportStream(path: path, options: .init()) }
+        else if lower.hasSuffix(".m2ts") || lower.hasSuffix(".mts") { self = .transportStream(path: path, options: .init(muxer: .init(layout: .timestamped))) }
         else { self = .annexB(path: path) }
     }
 
     /// The output's path.
     public var path: String {
         switch self {
-        case .annexB(let path), .movie(let path, _): path
+        case .annexB(let path), .movie(let path, _), .transportStream(let path, _): path
         }
     }
 
@@ -31,6 +36,7 @@ public enum SampleOutput: Sendable {
         switch self {
         case .annexB(let path): try AnnexBSink(path: path, framing: samplesInAnnexB ? .annexB : .lengthPrefixed)
         case .movie(let path, let options): try MovieSink(path: path, options: options)
+        case .transportStream(let path, let options): try TransportStreamSink(path: path, options: options)
         }
     }
 }

@@ -29,12 +29,15 @@ public struct SampleSinkSummary: Sendable, Hashable {
     public var bytes: Int
     /// The movie writer's account, for a movie.
     public var movie: MovieWriter.Summary?
+    /// The transport stream writer's account, for a transport stream.
+    public var transportStream: TransportStreamWriter.Summary?
 
     /// A summary of `samples` samples of `bytes` bytes.
-    public init(samples: Int, bytes: Int, movie: MovieWriter.Summary? = nil) {
+    public init(samples: Int, bytes: Int, movie: MovieWriter.Summary? = nil, transportStream: TransportStreamWriter.Summary? = nil) {
         self.samples = samples
         self.bytes = bytes
         self.movie = movie
+        self.transportStream = transportStream
     }
 }
 

@@ -1,7 +1,8 @@
 public import H264Container
 import MediaCore
 
-/// Extracts a movie's H.264 track as an Annex-B elementary stream: `h264kit demux` as one call.
+/// Extracts a movie's H.264 track, or a transport stream's H.264 stream, as an Annex-B
+/// elementary stream: `h264kit demux` as one call.
 ///
 /// Length prefixes become start codes, and the sample description's SPS and PPS go before
 /// every IDR picture that lacks them (what FFmpeg's `h264_mp4toannexb` does), so the stream
@@ -31,22 +32,26 @@ public struct StreamDemuxer: Sendable {
     /// A demuxer of the track `options` choose (the first H.264 video track by default).
     public init(options: MediaSource.Options = .init(editList: .shift)) { self.options = options }
 
-    /// Writes the H.264 track of the movie at `path` to `output` ("-": standard output).
-    /// Cancelling the calling task stops it early with the samples read until then written
-    /// (or, before the first, nothing).
+    /// Writes the H.264 track of the movie (or the H.264 stream of the transport stream) at
+    /// `path` to `output` ("-": standard output). Every picture of a transport stream is
+    /// written, those before its first sync sample too, as `ffmpeg -c copy` does. Cancelling
+    /// the calling task stops it early with the samples read until then written (or, before
+    /// the first, nothing).
     public func run(path: String, to output: String) throws(SampleFlowError) -> Summary {
         var options = options
         options.editList = .shift
+        options.annexB.startsAtSyncSample = false
         let source = try MediaSource(path: path, options: options)
-        guard let reader = source.movie else {
-            throw .container(ContainerError(.invalidInput, "not an MP4/MOV file (demux reads a movie's track; an Annex-B stream is one already)", path: path))
-        }
         var notCarried: [String] = []
-        if let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
-            notCarried.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
+        if let reader = source.movie {
+            if let index = reader.timecodeTrackIndex(), let start = try? reader.timecodeTrack(index).startTimecode() {
+                notCarried.append("the timecode track (start \(start); mux --timecode \"\(start)\" restores it)")
+            }
+            if !reader.metadata.isEmpty { notCarried.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
+        } else if case .annexB = source.kind {
+            throw .container(ContainerError(.invalidInput, "not an MP4/MOV file or a transport stream (demux reads a movie's track or a transport stream's video; an Annex-B stream is one already)", path: path))
         }
-        if !reader.metadata.isEmpty { notCarried.append("\(reader.metadata.count) metadata item(s) (inspect lists them; mux --meta writes them)") }
-        var summary = Summary(samples: 0, bytes: 0, warnings: reader.warnings, notCarried: notCarried)
+        var summary = Summary(samples: 0, bytes: 0, warnings: [], notCarried: notCarried)
         let sink = try AnnexBSink(path: output)
         do throws(SampleFlowError) {
             while let sample = try source.next() {
@@ -58,6 +63,7 @@ public struct StreamDemuxer: Sendable {
             }
             if summary.interrupted && sink.sampleCount == 0 { throw .cancelled }  // nothing to finish, nothing is left
             let written = try sink.finish()
+            summary.warnings = source.warnings
             summary.samples = written.samples
             summary.bytes = written.bytes
             return summary

@@ -2,16 +2,17 @@ public import H264Bitstream
 public import H264Container
 public import MediaCore
 
-/// Puts an Annex-B H.264 stream into an MP4 or MOV file without decoding it: `h264kit mux` as
-/// one call.
+/// Puts an H.264 stream into an MP4 or MOV file or an MPEG-2 transport stream without decoding
+/// it: `h264kit mux` as one call.
 ///
-/// Each access unit becomes one sample (a field pair one sample), timed from the stream's VUI
-/// timing or the rate the reader options give (`SampleBufferReader`), written by a
-/// `MovieWriter` in the layout its options give. Damaged NAL units are copied as they are and
-/// counted in the summary (as `ffmpeg -c copy` does: a decoder conceals them); anything that
-/// stops the mux (slices before their parameter sets, an unwritable output) is an error and
-/// leaves nothing at the output. Memory is the writer's index: samples are read and written one
-/// at a time.
+/// The input is anything ``MediaSource`` reads, told apart by content: an Annex-B stream (each
+/// access unit one sample, timed from the stream's VUI timing or the rate the reader options
+/// give), a transport stream (timed by its PES timestamps), or a movie's H.264 track. The
+/// output is a movie written by a `MovieWriter` in the layout its options give, or a transport
+/// stream (``Options/output``). Damaged NAL units are copied as they are and counted in the
+/// summary (as `ffmpeg -c copy` does: a decoder conceals them); anything that stops the mux
+/// (slices before their parameter sets, an unwritable output) is an error and leaves nothing
+/// at the output. Memory is the writer's index: samples are read and written one at a time.
 public struct StreamMuxer: Sendable {
     /// A timecode track to add, starting at a timecode: its rate is the stream's, known once
     /// the first sample is read.
@@ -31,20 +32,36 @@ public struct StreamMuxer: Sendable {
         }
     }
 
+    /// What the mux writes.
+    public enum Output: Sendable, Hashable {
+        /// A movie, as ``Options/movie`` says.
+        case movie
+        /// A transport stream.
+        case transportStream(TransportStreamWriter.Options)
+    }
+
     /// How to read and write.
     public struct Options: Sendable {
-        /// How the stream becomes samples (NAL length size, parameter sets in band, the rate).
+        /// How an Annex-B stream becomes samples (NAL length size, parameter sets in band, the
+        /// rate); the framing applies to every input.
         public var reader: SampleBufferReader.Options
+        /// How a transport stream input is read (the program, the damage policy).
+        public var transportStream: TransportStreamReader.Options
+        /// What is written: a movie or a transport stream.
+        public var output: Output
         /// How the movie is written (file type, layout, metadata).
         public var movie: MovieWriter.Options
         /// A timecode track to add (replacing any `MovieWriter.Options.timecode`).
         public var timecode: TimecodeStart?
 
-        /// Options: the reader's and writer's defaults, no timecode.
-        public init(reader: SampleBufferReader.Options = .init(), movie: MovieWriter.Options = .init(), timecode: TimecodeStart? = nil) {
+        /// Options: the reader's and writer's defaults, a movie, no timecode.
+        public init(reader: SampleBufferReader.Options = .init(), movie: MovieWriter.Options = .init(), timecode: TimecodeStart? = nil,
+                    transportStream: TransportStreamReader.Options = .init(), output: Output = .movie) {
             self.reader = reader
             self.movie = movie
             self.timecode = timecode
+            self.transportStream = transportStream
+            self.output = output
         }
     }
 
@@ -60,12 +77,19 @@ public struct StreamMuxer: Sendable {
 
     /// What a mux did.
     public struct Summary: Sendable {
-        /// What the writer wrote.
-        public var movie: MovieWriter.Summary
+        /// What the sink wrote: samples and bytes, with the writer's own account.
+        public var output: SampleSinkSummary
+        /// What the movie writer wrote, for a movie.
+        public var movie: MovieWriter.Summary? { output.movie }
+        /// What the transport stream writer wrote, for a transport stream.
+        public var transportStream: TransportStreamWriter.Summary? { output.transportStream }
         /// The rate the samples were timed at.
         public var frameRate: FrameRate
-        /// What the reader warned of (an assumed or overridden rate).
+        /// What the Annex-B reader warned of (an assumed or overridden rate).
         public var warnings: [SampleBufferReader.Warning]
+        /// What the reader of a transport stream or movie found wrong (damage, lost sync,
+        /// corrected times), as sentences.
+        public var inputWarnings: [String] = []
         /// What the stream parser found wrong (the first of them), where (each also told to
         /// `onDiagnostic` as it was found).
         public var diagnostics: [StreamDiagnostic]
@@ -94,38 +118,59 @@ public struct StreamMuxer: Sendable {
     /// does at `q`.
     public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in },
                     onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SampleFlowError) -> Summary {
-        let reader = try SampleBufferReader(path: path, options: options.reader)
-        var sink: MovieSink?
+        let source = try MediaSource(path: path, options: MediaSource.Options(annexB: options.reader, editList: .shift, transportStream: options.transportStream))
+        var sink: (any SampleSink)?
         var told = 0
         func tell() {
-            let diagnostics = reader.parser.diagnostics
+            guard let parser = source.parser else { return }
+            let diagnostics = parser.diagnostics
             for diagnostic in diagnostics.dropFirst(told) { onDiagnostic(diagnostic) }
             told = diagnostics.count
+        }
+        func state() -> Progress {
+            let read = source.progress
+            return Progress(bytesRead: read.read, totalBytes: read.total, samples: source.sampleCount)
         }
         defer { tell() }
         do throws(SampleFlowError) {
             var interrupted = false
-            while let sample = try reader.next() {
+            while let sample = try source.next() {
                 if Task.isCancelled {
                     interrupted = true
                     break
                 }
                 tell()
-                if sink == nil { sink = try MovieSink(path: output, options: try movieOptions(frameRate: reader.frameRate)) }
+                if sink == nil { sink = try makeSink(output, frameRate: source.frameRate) }
                 try sink!.append(sample)
-                progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))
+                progress(state())
             }
             guard let sink else {
-                throw interrupted ? .cancelled : .noSamples(input: reader.name, reason: "no samples; nothing written")
+                throw interrupted ? .cancelled : .noSamples(input: source.name, reason: "no samples; nothing written")
             }
-            progress(Progress(bytesRead: reader.nalUnits.bytesRead, totalBytes: reader.nalUnits.totalBytes, samples: reader.sampleCount))  // the whole read
-            let movie = try sink.finish().movie!
-            let parser = reader.parser
-            return Summary(movie: movie, frameRate: reader.frameRate ?? .assumedWithoutTiming, warnings: reader.warnings, diagnostics: parser.diagnostics,
-                           problemCount: parser.errorCount + parser.warningCount, damagedNALUnits: parser.errorCount, interrupted: interrupted)
+            progress(state())  // the whole read
+            let written = try sink.finish()
+            var summary = Summary(output: written, frameRate: source.frameRate ?? .assumedWithoutTiming, warnings: [], diagnostics: [], problemCount: 0,
+                                  damagedNALUnits: 0, interrupted: interrupted)
+            if case .annexB(let reader) = source.kind { summary.warnings = reader.warnings } else { summary.inputWarnings = source.warnings }
+            if let parser = source.parser {
+                summary.diagnostics = parser.diagnostics
+                summary.problemCount = parser.errorCount + parser.warningCount
+                summary.damagedNALUnits = parser.errorCount
+            }
+            return summary
         } catch {
             sink?.cancel()
             throw error
+        }
+    }
+
+    /// The sink for `output`, made at the first sample (when a timecode track's rate is known).
+    private func makeSink(_ output: String, frameRate: FrameRate?) throws(SampleFlowError) -> any SampleSink {
+        switch options.output {
+        case .movie: return try MovieSink(path: output, options: try movieOptions(frameRate: frameRate))
+        case .transportStream(let writerOptions):
+            if options.timecode != nil { throw .invalidOption("a timecode track cannot be written in a transport stream") }
+            return try TransportStreamSink(path: output, options: writerOptions)
         }
     }
 

@@ -4,11 +4,13 @@ import SystemIO
 
 struct Inspect: InterruptibleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Summarise an H.264 Annex-B elementary stream, or the tracks of an MP4/MOV file.",
+        abstract: "Summarise an H.264 Annex-B elementary stream, an MPEG-2 transport stream, or the tracks of an MP4/MOV file.",
         discussion: """
             Reads a raw H.264 stream (.264/.h264/.jsv/...) or standard input ("-") and prints its profile, \
-            level, size, pixel format, frame rate and counts. Problems are reported with their byte offset; \
-            the exit code is non-zero when any NAL unit could not be parsed.
+            level, size, pixel format, frame rate and counts. A transport stream (told by content) is summarised \
+            with its programs, PIDs and stream types, its PCR interval, its continuity errors and the summary of \
+            its H.264 stream. Problems are reported with their byte offset; the exit code is non-zero when any NAL \
+            unit could not be parsed.
             """
     )
 
@@ -28,15 +30,27 @@ struct Inspect: InterruptibleCommand {
     @Option(help: ArgumentHelp("Frame rate for --samples (overrides the stream's VUI timing, with a warning), as an exact fraction (30000/1001, 25).", valueName: "rate"))
     var fps: String?
 
+    @Option(help: ArgumentHelp("For a transport stream: the program whose H.264 stream to read (default: the first with one).", valueName: "number"))
+    var program: UInt16?
+
     func validate() throws {
         if nals && samples { throw ValidationError("--nals and --samples cannot be combined") }
         _ = try parseRate(fps, "--fps")
         if fps != nil && !samples { throw ValidationError("--fps applies to --samples") }
-        if fps != nil && file != "-" && MovieReader.looksLikeMovie(path: file) { throw ValidationError("--fps times an Annex-B stream; a movie has its own times") }
+        if fps != nil && file != "-" && (MovieReader.looksLikeMovie(path: file) || TransportStreamReader.looksLikeTransportStream(path: file)) {
+            throw ValidationError("--fps times an Annex-B stream; a movie or a transport stream has its own times")
+        }
     }
 
     func work() throws {
-        if file != "-" && MovieReader.looksLikeMovie(path: file) {
+        let detected: (format: InputFormat, prefix: [UInt8])
+        do { detected = try InputFormat.detect(path: file) } catch { throw ToolError(error) }
+        if program != nil && detected.format != .transportStream { throw ToolError("\(file): --program picks a transport stream's program; this is not a transport stream") }
+        if detected.format == .transportStream {
+            try inspectTransportStream(prefix: detected.prefix)
+            return
+        }
+        if detected.format == .movie {
             if nals { throw ToolError("\(file): --nals lists an Annex-B stream's NAL units; for a movie's, `h264kit demux \(file) OUT.264` first") }
             let reader: MovieReader
             do { reader = try MovieReader(path: file, limits: limits.movie) } catch { throw ToolError(error) }
@@ -68,7 +82,7 @@ struct Inspect: InterruptibleCommand {
         }
         let result: StreamProbe.Result
         do {
-            result = try StreamProbe.probe(path: file, options: options, onNALUnit: { list(NALUnitRecord.header, $0.line) },
+            result = try StreamProbe.probe(path: file, prefix: detected.prefix, options: options, onNALUnit: { list(NALUnitRecord.header, $0.line) },
                                            onSample: { list(SampleRecord.header, $0.line) })
         } catch {
             throw ToolError("\(name): \(error)")
@@ -87,6 +101,33 @@ struct Inspect: InterruptibleCommand {
         }
         if parser.pictureCount == 0 {
             printError("\(name): no decodable picture (no slice with its SPS and PPS)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// A transport stream: its programs and PIDs, its clock, its damage, its video's summary
+    /// (or its samples).
+    private func inspectTransportStream(prefix: [UInt8]) throws {
+        let name = file == "-" ? "stdin" : file
+        if nals { throw ToolError("\(name): --nals lists an Annex-B stream's NAL units; for a transport stream's, `h264kit demux \(file) OUT.264` first") }
+        let output = StandardOutput()
+        var listed = false
+        let result: TransportStreamProbe.Result
+        do {
+            result = try TransportStreamProbe.probe(path: file, prefix: prefix, program: program, listsSamples: samples, keepsRecords: json) { record in
+                guard !json else { return }
+                if !output.line(listed ? record.line : SampleRecord.header + "\n" + record.line) { withUnsafeCurrentTask { $0?.cancel() } }
+                listed = true
+            }
+        } catch {
+            throw ToolError(error)
+        }
+        if !output.flush(), let failure = output.failure { throw ToolError("\(failure)") }
+        let summary = result.summary
+        if json { try printJSON(summary) } else if !samples { print(summary.text(name: name)) }
+        for warning in summary.warnings { printError("\(name): warning: \(warning)") }
+        if summary.samples == 0 {
+            printError("\(name): no decodable picture in the H.264 stream")
             throw ExitCode(1)
         }
     }

@@ -4,22 +4,31 @@ import SystemIO
 
 struct Mux: InterruptibleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Put an H.264 Annex-B elementary stream into an MP4 or MOV file.",
+        abstract: "Put an H.264 stream (Annex-B, MPEG-TS, or a movie's track) into an MP4, MOV or MPEG-TS file.",
         discussion: """
-            Each access unit becomes one sample with 4-byte NAL lengths; SPS and PPS move into the avc1 sample \
-            entry (a new entry at each change; --avc3 keeps them in band). Timestamps come from the stream's VUI \
-            timing; --fps overrides it (with a warning when they differ, as ffmpeg -r does) or times a stream that \
-            has none. B-frames get composition offsets and an edit list so the first frame shows at 0. Damaged NAL \
-            units are copied as they are, with a warning and exit 0 (as ffmpeg -c copy does): a decoder conceals them. \
-            The file is written under a temporary name and renamed when complete; a failed run leaves nothing behind.
+            The input is told apart by content: an Annex-B elementary stream, an MPEG-2 transport stream (188, 192 \
+            or 204-byte packets), or an MP4/MOV file. Each access unit becomes one sample with 4-byte NAL lengths; \
+            SPS and PPS move into the avc1 sample entry (a new entry at each change; --avc3 keeps them in band). An \
+            Annex-B stream is timed by its VUI timing; --fps overrides it (with a warning when they differ, as \
+            ffmpeg -r does) or times a stream that has none. A transport stream is timed by its PES timestamps, \
+            unwrapped past the 33-bit wrap; damaged PES packets (lost packets) are left out and counted. B-frames get \
+            composition offsets and an edit list so the first frame shows at 0. Damaged NAL units are copied as they \
+            are, with a warning and exit 0 (as ffmpeg -c copy does): a decoder conceals them. An output named .ts \
+            (or .m2ts/.mts: 192-byte packets) is a transport stream: PAT and PMT every 100 ms and before every \
+            keyframe, a PCR every 20 ms, one PES packet per picture with an access unit delimiter and the SPS/PPS \
+            before every IDR. The file is written under a temporary name and renamed when complete; a failed run \
+            leaves nothing behind.
             """
     )
 
-    @Argument(help: "The Annex-B stream, or - for standard input.")
+    @Argument(help: "The input: an Annex-B stream, a transport stream or a movie, or - for standard input (a stream).")
     var input: String
 
-    @Argument(help: "The output: .mp4 or .mov (or - for a fragmented MP4 on standard output).")
+    @Argument(help: "The output: .mp4, .mov, .ts or .m2ts (or - for a transport stream, or a fragmented MP4, on standard output).")
     var output: String
+
+    @Option(help: ArgumentHelp("For a transport stream input: the program to read (its number), not the first with H.264.", valueName: "number"))
+    var program: UInt16?
 
     @Option(help: ArgumentHelp("Frame rate, as an exact fraction (30000/1001, 25): overrides the stream's VUI timing.", valueName: "rate"))
     var fps: String?
@@ -36,7 +45,7 @@ struct Mux: InterruptibleCommand {
     @Flag(help: "avc3 sample entries: parameter sets stay in the samples.")
     var avc3 = false
 
-    @Option(help: "Container format, when the output name does not say: mp4 or mov.")
+    @Option(help: "Container format, when the output name does not say: mp4, mov, ts or m2ts.")
     var format: String?
 
     @Option(help: ArgumentHelp("Add a timecode track starting at this timecode: HH:MM:SS:FF, or HH:MM:SS;FF for drop-frame (29.97, 59.94).", valueName: "timecode"))
@@ -63,8 +72,15 @@ struct Mux: InterruptibleCommand {
             if faststart { throw ValidationError("--faststart does not apply to a fragmented file (its moov is first already)") }
             if timecode != nil { throw ValidationError("--timecode: a timecode track is not written in fragmented files yet; leave out --fragment-duration") }
         }
-        if let format, MovieFileType(rawValue: format) == nil { throw ValidationError("--format \(format): expected mp4 or mov") }
-        if output == "-" && fragmentDuration == nil { throw ValidationError("writing to standard output needs --fragment-duration (a plain MP4 has to seek)") }
+        if let format, MovieFileType(rawValue: format) == nil && !["ts", "m2ts"].contains(format) { throw ValidationError("--format \(format): expected mp4, mov, ts or m2ts") }
+        if let layout = transportStreamLayout {
+            for (given, name) in [(faststart, "--faststart"), (fragmentDuration != nil, "--fragment-duration"), (negativeCts, "--negative-cts"),
+                                  (timecode != nil, "--timecode"), (!metadata.isEmpty, "--meta")] where given {
+                throw ValidationError("\(name) is for a movie; \(output) is a transport stream (\(layout))")
+            }
+        } else if output == "-" && fragmentDuration == nil {
+            throw ValidationError("writing a movie to standard output needs --fragment-duration (a plain MP4 has to seek); --format ts writes a transport stream")
+        }
         if let timecode {
             do { _ = try Timecode(parsing: timecode) } catch { throw ValidationError("--timecode \(error)") }
         }
@@ -83,16 +99,30 @@ struct Mux: InterruptibleCommand {
         return items
     }
 
+    /// The transport stream layout the output name or --format asks for, if any.
+    private var transportStreamLayout: TransportPacketLayout? {
+        switch format {
+        case "ts": return .plain
+        case "m2ts": return .timestamped
+        case .some: return nil
+        case nil:
+            if case .transportStream(_, let options) = SampleOutput(path: output) { return options.muxer.layout }
+            return nil
+        }
+    }
+
     func work() throws {
         let name = input == "-" ? "stdin" : input
         var options = StreamMuxer.Options(reader: .init(builder: .init(keepsParameterSetsInBand: avc3, codec: avc3 ? "avc3" : "avc1"), frameRate: try parseRate(fps, "--fps")))
+        if let program { options.transportStream.selection = .program(program) }
+        if let layout = transportStreamLayout { options.output = .transportStream(.init(muxer: .init(layout: layout), flushesEverySample: output == "-")) }
         options.movie = MovieWriter.Options(fileType: format.flatMap(MovieFileType.init(rawValue:)) ?? MovieFileType(path: output),
                                             negativeCompositionOffsets: negativeCts, parameterSets: avc3 ? .inBand : .sampleEntries)
         if faststart { options.movie.layout = .faststart }
         if let fragmentDuration, let seconds = FrameRate(parsing: fragmentDuration) {
             options.movie.layout = .fragmented(fragmentDuration: MediaTime(value: Int64(seconds.numerator), timescale: Int32(seconds.denominator)))
         }
-        options.movie.metadata = try metadataItems(fileType: options.movie.fileType)
+        if transportStreamLayout == nil { options.movie.metadata = try metadataItems(fileType: options.movie.fileType) }
         if let timecode, let start = try? Timecode(parsing: timecode) {
             options.timecode = .init(start: start, sampleFormat: timecodeFormat == "tc64" ? .timeCode64 : .timeCode32, reel: reel)
         }
@@ -111,14 +141,17 @@ struct Mux: InterruptibleCommand {
         }
         progress.clear()
         printWarnings(summary.warnings, name: name)
+        for warning in summary.inputWarnings { printError("\(name): warning: \(warning)") }
         if summary.diagnostics.count < summary.problemCount {
             printError("\(name): \(summary.problemCount - summary.diagnostics.count) more problems not shown")
         }
-        let movie = summary.movie
-        if output != "-" {
+        if output != "-", let movie = summary.movie {
             printError("\(output): \(movie.sampleCount) samples, \(movie.duration.seconds) s at \(summary.frameRate) fps, \(movie.fileSize) bytes"
                 + (movie.fragmentCount > 0 ? ", \(movie.fragmentCount) fragments" : "")
                 + (movie.sampleDescriptionCount > 1 ? ", \(movie.sampleDescriptionCount) sample descriptions" : ""))
+        }
+        if output != "-", let stream = summary.transportStream {
+            printError("\(output): \(stream.sampleCount) samples, \(stream.duration.seconds) s, \(stream.fileSize) bytes in \(stream.packetCount) packets")
         }
         if summary.damagedNALUnits > 0 {
             printError("\(name): warning: \(summary.damagedNALUnits) NAL unit(s) are damaged; they are in the file as they were in the stream (a decoder conceals them)")

@@ -1,0 +1,116 @@
+public import MediaCore
+import SystemIO
+
+/// Writes samples as a transport stream file (or to standard output, a pipe, a device), through
+/// a ``TransportStreamMuxer``, as ``MovieWriter`` writes a movie.
+///
+/// A file is written under a temporary name and renamed into place by ``finish()``; a writer
+/// let go unfinished, or ``cancel()``ed, leaves nothing. Standard output and pipes are written
+/// as the samples come, a megabyte at a time (``Options/flushesEverySample`` for a live
+/// receiver: each sample's packets at once). Memory: the output buffer and one sample.
+public final class TransportStreamWriter {
+    /// How to write.
+    public struct Options: Sendable, Hashable {
+        /// The stream's layout, PIDs and clock.
+        public var muxer: TransportStreamMuxer.Options
+        /// Write each sample's packets as soon as they are made (live output), not a megabyte
+        /// at a time.
+        public var flushesEverySample: Bool
+
+        /// Options: FFmpeg's layout, written a megabyte at a time.
+        public init(muxer: TransportStreamMuxer.Options = .init(), flushesEverySample: Bool = false) {
+            self.muxer = muxer
+            self.flushesEverySample = flushesEverySample
+        }
+    }
+
+    /// What a writer wrote.
+    public struct Summary: Sendable, Hashable {
+        /// Samples written.
+        public var sampleCount: Int
+        /// Transport packets written.
+        public var packetCount: Int
+        /// Bytes written.
+        public var fileSize: Int
+        /// Program clock references written.
+        public var clockReferenceCount: Int
+        /// The time from the first sample's presentation to the last one's end.
+        public var duration: MediaTime
+    }
+
+    /// The output's path ("-" for standard output).
+    public let path: String
+    /// How the stream is written.
+    public let options: Options
+    private var muxer: TransportStreamMuxer
+    private var file: OutputFile?
+    private var output: [UInt8] = []
+    private var written = 0
+    private var firstPresentation: MediaTime?
+    private var end: MediaTime?
+
+    /// Bytes gathered before a write.
+    static let writeSize = 1 << 20
+
+    /// Creates the stream at `path` ("-": standard output; a device or pipe is written in place).
+    public init(path: String, options: Options = Options()) throws(ContainerError) {
+        self.path = path
+        self.options = options
+        do { muxer = try TransportStreamMuxer(options: options.muxer) } catch {
+            throw ContainerError(.invalidInput, error.reason, path: path, cause: error)
+        }
+        do { file = try OutputFile(path: path) } catch {
+            var failure = ContainerError(.io, error.description, path: path, cause: error)
+            failure.systemError = error
+            throw failure
+        }
+        output.reserveCapacity(Self.writeSize + (1 << 16))
+    }
+
+    deinit { file?.discard() }
+
+    /// Samples appended so far.
+    public var sampleCount: Int { muxer.sampleCount }
+
+    /// Appends the next sample, in decoding order.
+    public func append(_ sample: SampleBuffer) throws(ContainerError) {
+        guard file != nil else { throw ContainerError(.invalidInput, "the stream was finished or cancelled", path: path) }
+        do { try muxer.append(sample, to: &output) } catch {
+            throw ContainerError(.invalidInput, error.reason, path: path, cause: error)
+        }
+        if firstPresentation == nil || sample.presentationTime < firstPresentation! { firstPresentation = sample.presentationTime }
+        let sampleEnd = sample.presentationTime + (sample.duration.isNumeric ? sample.duration : .zero)
+        if end == nil || sampleEnd > end! { end = sampleEnd }
+        if output.count >= Self.writeSize || options.flushesEverySample { try flush() }
+    }
+
+    /// Writes what is gathered and puts the stream in place.
+    public func finish() throws(ContainerError) -> Summary {
+        guard let file else { throw ContainerError(.invalidInput, "the stream was finished or cancelled", path: path) }
+        try flush()
+        do { try file.commit() } catch { throw ioError(error) }
+        self.file = nil
+        output = []
+        return Summary(sampleCount: muxer.sampleCount, packetCount: muxer.packetCount, fileSize: written, clockReferenceCount: muxer.clockReferenceCount,
+                       duration: firstPresentation.flatMap { first in end.map { $0 - first } } ?? .zero)
+    }
+
+    /// Removes what was written (an unfinished temporary file).
+    public func cancel() {
+        file?.discard()
+        file = nil
+    }
+
+    private func flush() throws(ContainerError) {
+        guard let file, !output.isEmpty else { return }
+        do { try file.write(output) } catch { throw ioError(error) }
+        written += output.count
+        output.removeAll(keepingCapacity: true)
+    }
+
+    private func ioError(_ error: SystemError) -> ContainerError {
+        var failure = ContainerError(.io, error.description, path: path, cause: error)
+        failure.systemError = error
+        return failure
+    }
+}
