@@ -25,15 +25,20 @@ public struct AccessUnitAssembler: Sendable {
         public var dropsFillerData: Bool
         /// The sample entry type the format descriptions carry.
         public var codec: FourCharCode
+        /// Leave out slices no picture can start from (before their SPS/PPS: a stream joined
+        /// in the middle) instead of keeping them with the first picture, as a remuxer of a
+        /// whole file does. Counted in ``AccessUnitAssembler/droppedNALUnitCount``.
+        public var dropsSlicesWithoutParameterSets: Bool
 
         /// Options with the given framing; by default 4-byte lengths, parameter sets out of band, nothing dropped.
         public init(nalUnitLengthSize: Int = 4, keepsParameterSetsInBand: Bool = false, dropsAccessUnitDelimiters: Bool = false,
-                    dropsFillerData: Bool = false, codec: FourCharCode = "avc1") {
+                    dropsFillerData: Bool = false, codec: FourCharCode = "avc1", dropsSlicesWithoutParameterSets: Bool = false) {
             self.nalUnitLengthSize = nalUnitLengthSize
             self.keepsParameterSetsInBand = keepsParameterSetsInBand
             self.dropsAccessUnitDelimiters = dropsAccessUnitDelimiters
             self.dropsFillerData = dropsFillerData
             self.codec = codec
+            self.dropsSlicesWithoutParameterSets = dropsSlicesWithoutParameterSets
         }
     }
 
@@ -188,7 +193,13 @@ public struct AccessUnitAssembler: Sendable {
                 }
             } else if current == nil {
                 // A slice no picture could start from (no parameter sets yet, a broken header):
-                // it goes with the first picture, as a remuxer keeps it.
+                // it goes with the first picture, as a remuxer keeps it, or it goes.
+                if options.dropsSlicesWithoutParameterSets {
+                    droppedNALUnitCount += 1 + pending.count
+                    pending.removeAll { !$0.outOfBand }
+                    waitingSince = nil
+                    return nil
+                }
                 try hold(Pending(bytes: bytes.array), at: location)
                 return nil
             }

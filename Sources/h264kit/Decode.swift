@@ -3,7 +3,7 @@ import H264Kit
 
 struct Decode: InterruptibleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decode an H.264 stream or MP4/MOV file to raw video, Y4M, PNG images or frame hashes.",
+        abstract: "Decode an H.264 stream, MPEG-TS or MP4/MOV file to raw video, Y4M, PNG images or frame hashes.",
         discussion: """
             Frames come out in presentation order, in the stream's own pixel format unless --pix-fmt says \
             otherwise. Raw output has ffmpeg's rawvideo layout (16-bit little-endian samples above 8 bits); \
@@ -15,7 +15,7 @@ struct Decode: InterruptibleCommand {
             """
     )
 
-    @Argument(help: "The input: an Annex-B stream, an MP4/MOV file, or - for an Annex-B stream on standard input.")
+    @Argument(help: "The input: an Annex-B stream, a transport stream, an MP4/MOV file, or - for a stream on standard input.")
     var input: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp("OUT.yuv, OUT.y4m, frames-%05d.png, OUT.framemd5, or - (standard output).", valueName: "path"))

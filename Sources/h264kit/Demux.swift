@@ -3,7 +3,7 @@ import H264Kit
 
 struct Demux: InterruptibleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Extract the H.264 track of an MP4 or MOV file as an Annex-B elementary stream.",
+        abstract: "Extract the H.264 track of an MP4 or MOV file, or the H.264 stream of an MPEG-TS, as an Annex-B elementary stream.",
         discussion: """
             Length prefixes become start codes and the sample description's SPS/PPS go before every IDR picture \
             that lacks them (what FFmpeg's h264_mp4toannexb does), so the stream plays from any IDR. A file is \
@@ -11,7 +11,7 @@ struct Demux: InterruptibleCommand {
             """
     )
 
-    @Argument(help: "The MP4/MOV file.")
+    @Argument(help: "The MP4/MOV file or transport stream (- for a transport stream on standard input).")
     var input: String
 
     @Argument(help: "The Annex-B output, or - for standard output.")

@@ -17,7 +17,7 @@ struct PreviewCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("A file (.264, .mp4, .mov), or a live source as `receive` takes.", valueName: "SOURCE"))
+    @Argument(help: ArgumentHelp("A file (.264, .ts, .mp4, .mov), or a live source as `receive` takes.", valueName: "SOURCE"))
     var source: String
 
     @Option(help: "The address to listen on (another than loopback only when you mean it).")

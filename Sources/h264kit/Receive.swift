@@ -5,7 +5,7 @@ import SystemIO
 struct Receive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
-        abstract: "Receive H.264 over RTP or RTSP into a movie or an Annex-B stream.",
+        abstract: "Receive H.264 over RTP or RTSP into a movie, an MPEG-TS or an Annex-B stream.",
         discussion: """
             SOURCE is a session description (FILE.sdp, as ffmpeg's -sdp_file or `h264kit sdp` writes) or \
             rtp://@:PORT (listen on every address; parameter sets in band) or rtp://127.0.0.1:PORT. RTCP is \
@@ -22,7 +22,7 @@ struct Receive: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("A session description file, rtp://@:PORT, or rtsp://HOST:PORT/PATH.", valueName: "SOURCE"))
     var source: String
 
-    @Argument(help: "An .mp4/.mov movie, or an Annex-B stream (- for standard output).")
+    @Argument(help: "An .mp4/.mov movie, a .ts/.m2ts transport stream, or an Annex-B stream (- for standard output).")
     var output: String
 
     @Option(help: "Stop after this many seconds without a packet.")

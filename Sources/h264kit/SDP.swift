@@ -12,7 +12,7 @@ struct SDP: ParsableCommand {
             """
     )
 
-    @Argument(help: "An Annex-B stream, MP4 or MOV.")
+    @Argument(help: "An Annex-B stream, a transport stream, MP4 or MOV.")
     var input: String
 
     @Argument(help: ArgumentHelp("Where the RTP goes.", valueName: "rtp://HOST:PORT"))

@@ -13,7 +13,7 @@ struct Split: InterruptibleCommand {
             """
     )
 
-    @Argument(help: "The input: an Annex-B stream, MP4 or MOV.")
+    @Argument(help: "The input: an Annex-B stream, a transport stream, MP4 or MOV.")
     var input: String
 
     @Argument(help: "The directory for the segments (made if missing).")

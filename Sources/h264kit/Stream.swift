@@ -19,7 +19,7 @@ struct Stream: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "An Annex-B stream (or - for standard input), MP4 or MOV; or pictures to encode live (.y4m, raw .yuv).")
+    @Argument(help: "An Annex-B or transport stream (or - for standard input), MP4 or MOV; or pictures to encode live (.y4m, raw .yuv).")
     var input: String
 
     @Argument(help: ArgumentHelp("Where the stream goes.", valueName: "rtp://HOST:PORT | rtsp://HOST:PORT/PATH"))

@@ -5,7 +5,7 @@ import SystemIO
 
 struct Transcode: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decode an H.264 stream, MP4 or MOV and encode it again with x264.",
+        abstract: "Decode an H.264 stream, MPEG-TS, MP4 or MOV and encode it again with x264.",
         discussion: """
             Presentation times carry over exactly (variable frame rates too; the output starts where the input \
             starts), with the colour description, sample aspect ratio, and from a movie its timecode track, metadata \
@@ -15,10 +15,10 @@ struct Transcode: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The input: an Annex-B stream, MP4 or MOV.")
+    @Argument(help: "The input: an Annex-B stream, a transport stream, MP4 or MOV.")
     var input: String
 
-    @Argument(help: "The output: .mp4, .mov, or .264/.h264 (Annex-B).")
+    @Argument(help: "The output: .mp4, .mov, .ts/.m2ts (MPEG-TS), or .264/.h264 (Annex-B).")
     var output: String
 
     @OptionGroup var encoder: Encode.EncoderOptions

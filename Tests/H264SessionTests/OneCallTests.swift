@@ -64,7 +64,7 @@ struct OneCallTests {
         options.timecode = .init(start: try Timecode(parsing: "01:30:15;07"), reel: "A001")
         var progress: [StreamMuxer.Progress] = []
         let muxed = try StreamMuxer(options: options).run(path: Self.stream, to: movie) { progress.append($0) }
-        #expect(muxed.movie.sampleCount == 90 && muxed.frameRate == FrameRate(30000, 1001) && muxed.damagedNALUnits == 0)
+        #expect(muxed.movie?.sampleCount == 90 && muxed.frameRate == FrameRate(30000, 1001) && muxed.damagedNALUnits == 0)
         #expect(progress.last?.samples == 90 && progress.last?.bytesRead == progress.last?.totalBytes)
         let reader = try MovieReader(path: movie)
         let summary = MovieSummary(reader)

@@ -72,7 +72,7 @@ struct SystemIOTests {
         let first = Array(repeating: UInt8(1), count: 3000), second = Array(repeating: UInt8(2), count: 5000)
         let region = UnsafeMutableRawBufferPointer.allocate(byteCount: 8192, alignment: 16)
         defer { region.deallocate() }
-        region.copyMemory(from: UnsafeRawBufferPointer(start: [UInt8](repeating: 3, count: 8192), count: 8192))
+        region.initializeMemory(as: UInt8.self, repeating: 3)
         var writes = GatheredWrites()
         first.withUnsafeBytes { writes.append($0) }
         second.withUnsafeBytes { writes.append($0) }
@@ -157,7 +157,7 @@ struct SystemIOTests {
         do {
             let directory = try TemporaryDirectory(prefix: "h264kit-test")
             path = directory.path
-            FileManager.default.createFile(atPath: path + "/a", contents: Data([1]))
+            #expect(FileManager.default.createFile(atPath: path + "/a", contents: Data([1])))
             #expect(FileManager.default.fileExists(atPath: path + "/a"))
         }
         #expect(!path.isEmpty && !FileManager.default.fileExists(atPath: path))

@@ -22,7 +22,14 @@ struct EarlyStopTests {
         return path
     }()
 
-    static var inputs: [String] { [LargeStream.annexB, movie] }
+    /// The large stream as a transport stream, once (by this tool).
+    static let transportStream: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-large-\(getpid()).ts").path
+        _ = try? h264kit(["mux", LargeStream.annexB, path])
+        return path
+    }()
+
+    static var inputs: [String] { [LargeStream.annexB, movie, transportStream] }
 
     /// Files whose names say a writer left them (`.NAME.PID.N.partial`).
     static func partialFiles(in directory: String) -> [String] {
@@ -38,9 +45,11 @@ struct EarlyStopTests {
         let size = try FileManager.default.attributesOfItem(atPath: LargeStream.annexB)[.size] as? Int ?? 0
         #expect(size >= LargeStream.minimumBytes)
         #expect(FileManager.default.fileExists(atPath: Self.movie), "the movie of the large stream was not written")
+        let transportSize = try FileManager.default.attributesOfItem(atPath: Self.transportStream)[.size] as? Int ?? 0
+        #expect(transportSize >= LargeStream.minimumBytes, "the transport stream of the large stream")
     }
 
-    @Test(arguments: [0, 1]) func decodeFramesStopsAfterThem(input: Int) throws {
+    @Test(arguments: [0, 1, 2]) func decodeFramesStopsAfterThem(input: Int) throws {
         let work = try Self.work()
         defer { try? FileManager.default.removeItem(atPath: work) }
         let result = try h264kit(["decode", Self.inputs[input], "-o", work + "/five.framemd5", "--frames", "5"])
@@ -50,7 +59,7 @@ struct EarlyStopTests {
         #expect(Self.partialFiles(in: work).isEmpty)
     }
 
-    @Test(.requires(.x264), arguments: [0, 1]) func transcodeStartAndDurationStopEarly(input: Int) throws {
+    @Test(.requires(.x264), arguments: [0, 1, 2]) func transcodeStartAndDurationStopEarly(input: Int) throws {
         let work = try Self.work()
         defer { try? FileManager.default.removeItem(atPath: work) }
         for (name, range) in [("first.mp4", ["--duration", "1"]), ("second.mp4", ["--start", "1", "--duration", "1"])] {
@@ -62,7 +71,7 @@ struct EarlyStopTests {
         #expect(Self.partialFiles(in: work).isEmpty)
     }
 
-    @Test(arguments: [0, 1]) func streamFramesStopsAfterThem(input: Int) throws {
+    @Test(arguments: [0, 1, 2]) func streamFramesStopsAfterThem(input: Int) throws {
         let receiver = try LoopbackUDPSocket(receiveTimeout: 1)
         let result = try h264kit(["stream", Self.inputs[input], "rtp://127.0.0.1:\(receiver.port)", "--frames", "10"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -70,7 +79,8 @@ struct EarlyStopTests {
 
     /// A reader that takes a few kilobytes and closes the pipe: the writer stops with a write
     /// error (exit 1, "Broken pipe" named), not killed by SIGPIPE.
-    @Test(arguments: [["decode", LargeStream.annexB, "-o", "-", "--format", "y4m"], ["demux", movie, "-"], ["inspect", "--samples", LargeStream.annexB]])
+    @Test(arguments: [["decode", LargeStream.annexB, "-o", "-", "--format", "y4m"], ["demux", movie, "-"], ["inspect", "--samples", LargeStream.annexB],
+                      ["mux", movie, "-", "--format", "ts"], ["demux", transportStream, "-"], ["inspect", "--samples", transportStream]])
     func aClosedOutputPipeEndsTheRunWithAnError(arguments: [String]) throws {
         let work = try Self.work()
         defer { try? FileManager.default.removeItem(atPath: work) }
@@ -114,9 +124,9 @@ struct EarlyStopTests {
             #expect(command.leavesNothingWhenInterrupted || process.stderrText.contains("interrupted"))
         } else if command.leavesNothingWhenInterrupted && status == 130 {
             #expect(!FileManager.default.fileExists(atPath: output), "\(command): an interrupted run left \(command.output)")
-        } else if command.output.hasSuffix(".mp4") || command.output.hasSuffix(".264") {
+        } else if command.output.hasSuffix(".mp4") || command.output.hasSuffix(".264") || command.output.hasSuffix(".ts") {
             let probe = try run("ffprobe", ["-v", "error", "-count_packets", "-select_streams", "v:0", "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", output])
-            #expect(probe.status == 0 && probe.stderrText.isEmpty && (Int(probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0,
+            #expect(probe.status == 0 && probe.stderrText.isEmpty && (Int(probe.stdoutText.split(separator: "\n").first ?? "") ?? 0) > 0,
                     "\(command): \(command.output) does not read whole: \(probe.stderrText)")
         } else if command.output.hasSuffix(".framemd5") {
             let hashes = framemd5Hashes(String(decoding: try readFile(output), as: UTF8.self))
@@ -150,16 +160,22 @@ struct EarlyStopTests {
             Interrupted(name: "split", base: ["split", LargeStream.annexB, "OUT", "--segment-duration", "20"], output: "segments"),
             Interrupted(name: "transcode .264", base: ["transcode", LargeStream.annexB, "OUT", "--preset", "ultrafast"], output: "x.mp4", leavesNothingWhenInterrupted: true),
             Interrupted(name: "concat", base: ["concat", EarlyStopTests.movie, EarlyStopTests.movie, "OUT"], output: "x.mp4", leavesNothingWhenInterrupted: true, delay: 0.1),
+            Interrupted(name: "mux .ts", base: ["mux", EarlyStopTests.transportStream, "OUT"], output: "x.mp4", delay: 0.1),
+            Interrupted(name: "mux to .ts", base: ["mux", EarlyStopTests.movie, "OUT"], output: "x.ts", delay: 0.1),
+            Interrupted(name: "demux .ts", base: ["demux", EarlyStopTests.transportStream, "OUT"], output: "x.264", delay: 0.1),
+            Interrupted(name: "decode .ts", base: ["decode", EarlyStopTests.transportStream, "-o", "OUT"], output: "x.framemd5"),
+            Interrupted(name: "inspect .ts", base: ["inspect", EarlyStopTests.transportStream], output: "none", delay: 0.1),
         ]
     }
 
     /// SIGINT while the input comes from a pipe (what a shell's Ctrl-C does to `cat | h264kit`
-    /// too: the writer goes, the pipe ends): the mux finishes the movie with the samples read.
-    @Test func sigintWhileReadingAPipeFinishesTheMovie() throws {
+    /// too: the writer goes, the pipe ends): the mux finishes the movie with the samples read,
+    /// from an Annex-B stream and from a transport stream.
+    @Test(arguments: [0, 2]) func sigintWhileReadingAPipeFinishesTheMovie(input: Int) throws {
         let work = try Self.work()
         defer { try? FileManager.default.removeItem(atPath: work) }
         let process = try ChildProcess(try h264kitURL(), ["mux", "-", work + "/piped.mp4"])
-        let stream = try Data(contentsOf: URL(fileURLWithPath: LargeStream.annexB))
+        let stream = try Data(contentsOf: URL(fileURLWithPath: Self.inputs[input]))
         process.write(stream.prefix(20 << 20))
         kill(process.pid, SIGINT)
         Thread.sleep(forTimeInterval: 0.2)

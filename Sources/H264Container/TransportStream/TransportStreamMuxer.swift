@@ -14,9 +14,9 @@ import H264Bitstream
 ///
 /// The clock: each sample's bytes leave between its decoding time less ``Options/muxDelay``
 /// and that time plus its duration, evenly; a program clock reference goes in the first packet
-/// after ``Options/clockReferenceInterval`` (20 ms) since the last, and in the first packet of
-/// every sync sample; where a gap between samples would leave more than that without one,
-/// packets of adaptation field only carry it. Timestamps are the samples' times plus
+/// ``Options/clockReferenceInterval`` (20 ms) or more after the last, and in the first packet
+/// of every sync sample; where the next packet would come more than 30 ms after the last
+/// reference (a gap between small pictures), a packet of adaptation field only carries one. Timestamps are the samples' times plus
 /// ``Options/timestampOffset`` (FFmpeg's 1.4 s unless given), modulo 2^33.
 public struct TransportStreamMuxer: Sendable {
     /// The stream's layout, PIDs and clock.
@@ -86,6 +86,13 @@ public struct TransportStreamMuxer: Sendable {
     private let tableInterval: Int64
     private let clockInterval: Int64
     private let delay: Int64
+    /// The longest gap between references before a packet of its own carries one: twice the
+    /// interval, at most 30 ms (DVB's 40 less a margin), at least the interval.
+    private let forcedClockGap: Int64
+    /// When the tables go again: early by twice the longest clock gap, since a receiver times
+    /// a packet by the references around it (bytes between them arrive evenly), which can put
+    /// each of two tables up to a gap off the time it was sent at.
+    private let tablesDue: Int64
 
     /// 27 MHz ticks in one 90 kHz tick.
     private static let ticksPer90kHz: Int64 = 300
@@ -113,6 +120,8 @@ public struct TransportStreamMuxer: Sendable {
         tableInterval = ticks(options.tableInterval)
         clockInterval = ticks(options.clockReferenceInterval)
         delay = ticks(options.muxDelay)
+        forcedClockGap = max(clockInterval, min(2 * clockInterval, 27_000 * 30))
+        tablesDue = max(tableInterval / 4, tableInterval - 2 * forcedClockGap)
         func time(_ time: MediaTime, in range: ClosedRange<Int64>) -> Bool { time.isNumeric && range.contains(ticks(time)) }
     }
 
@@ -162,15 +171,9 @@ public struct TransportStreamMuxer: Sendable {
         header.write(payloadLength: buffer.count, to: &pes)
 
         // Keep the clock rising, filling a gap since the last sample with clock-only packets.
+        fillClock(before: start, to: &output)
         clock = max(clock, start)
-        if let last = lastClock {
-            var next = last + clockInterval
-            while next < clock {
-                writeClockOnly(at: next, to: &output)
-                next += clockInterval
-            }
-        }
-        if lastTables == nil || clock - lastTables! >= tableInterval || (options.tablesBeforeSyncSamples && sample.isSync) {
+        if lastTables == nil || clock - lastTables! >= tablesDue || (options.tablesBeforeSyncSamples && sample.isSync) {
             writeTables(to: &output)
         }
         var elementary: [UInt8] = []
@@ -184,7 +187,10 @@ public struct TransportStreamMuxer: Sendable {
             elementary.withUnsafeBytes { esBytes in
                 while sent < total {
                     let now = start + duration * Int64(sent) / Int64(total)
+                    // Packets of a few-packet picture are far apart: the clock goes between them.
+                    fillClock(before: now, to: &output)
                     clock = max(clock, now)
+                    writeTablesIfDue(to: &output)
                     let needsClock = lastClock == nil || clock - lastClock! >= clockInterval || (first && sample.isSync)
                     var field: AdaptationField?
                     if needsClock || (first && sample.isSync) {
@@ -219,7 +225,6 @@ public struct TransportStreamMuxer: Sendable {
                 }
             }
         }
-        clock = max(clock, start + duration)
         sampleCount += 1
     }
 
@@ -253,6 +258,23 @@ public struct TransportStreamMuxer: Sendable {
         if fieldSize > 0 { (field ?? AdaptationField()).write(length: fieldSize - 1, to: &output) }
         payload(&output)
         packetCount += 1
+    }
+
+    /// Packets of adaptation field only, carrying the clock, where the next packet at `time`
+    /// would come more than ``forcedClockGap`` after the last reference.
+    private mutating func fillClock(before time: Int64, to output: inout [UInt8]) {
+        guard let last = lastClock else { return }
+        var next = last + forcedClockGap
+        while next < time {
+            writeClockOnly(at: next, to: &output)
+            writeTablesIfDue(to: &output)
+            next += forcedClockGap
+        }
+    }
+
+    /// The tables again when they are due, inside a long picture too.
+    private mutating func writeTablesIfDue(to output: inout [UInt8]) {
+        if let last = lastTables, clock - last >= tablesDue { writeTables(to: &output) }
     }
 
     private mutating func writeClockOnly(at time: Int64, to output: inout [UInt8]) {

@@ -200,7 +200,11 @@ public final class TransportStreamReader {
         self.options = options
         self.input = input
         demuxer = TransportStreamDemuxer(selection: options.selection, limits: options.limits)
-        assembler = AccessUnitAssembler(options: options.assembler, retainingPictures: 256)
+        // Slices before the first parameter sets (a stream joined in the middle, an IDR
+        // picture lost) cannot be placed: they go, never glued to the next picture.
+        var framing = options.assembler
+        framing.dropsSlicesWithoutParameterSets = true
+        assembler = AccessUnitAssembler(options: framing, retainingPictures: 256)
         switch input {
         case .mapped(let file, _): totalBytes = file.count
         case .memory(let bytes, _): totalBytes = bytes.count
