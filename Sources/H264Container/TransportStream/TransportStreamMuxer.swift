@@ -77,7 +77,12 @@ public struct TransportStreamMuxer: Sendable {
     public private(set) var timestampOffset: Int64?
 
     private var annexB = AnnexBWriter()
-    private var counters: [UInt16: UInt8] = [:]
+    private var staging = PacketStaging()
+    private var videoCounter: UInt8 = 0x0F
+    private var associationCounter: UInt8 = 0x0F
+    private var mapCounter: UInt8 = 0x0F
+    /// The PAT and PMT packets' payloads: a pointer field, the section, stuffing.
+    private let tables: (association: [UInt8], map: [UInt8])
     private var lastClock: Int64?
     private var lastTables: Int64?
     /// The clock (27 MHz) at which the last written byte left.
@@ -121,24 +126,37 @@ public struct TransportStreamMuxer: Sendable {
         clockInterval = ticks(options.clockReferenceInterval)
         delay = ticks(options.muxDelay)
         forcedClockGap = max(clockInterval, min(2 * clockInterval, 27_000 * 30))
+        let association = ProgramAssociationTable(transportStreamID: options.transportStreamID,
+                                                  programs: [.init(programNumber: options.programNumber, programMapPID: options.programMapPID)])
+        let map = ProgramMapTable(programNumber: options.programNumber, pcrPID: options.videoPID, streams: [.init(streamType: .h264, pid: options.videoPID)])
+        func payload(_ section: ProgramSpecificSection) -> [UInt8] {
+            let bytes = [0] + section.encoded
+            return bytes + [UInt8](repeating: 0xFF, count: max(0, Self.payloadSize - bytes.count))
+        }
+        tables = (payload(association.section), payload(map.section))
         tablesDue = max(tableInterval / 4, tableInterval - 2 * forcedClockGap)
         func time(_ time: MediaTime, in range: ClosedRange<Int64>) -> Bool { time.isNumeric && range.contains(ticks(time)) }
     }
 
     /// The packets of the PAT and the PMT, now (a segmenter starting a segment calls this).
     public mutating func writeTables(to output: inout [UInt8]) {
-        let association = ProgramAssociationTable(transportStreamID: options.transportStreamID,
-                                                  programs: [.init(programNumber: options.programNumber, programMapPID: options.programMapPID)])
-        let map = ProgramMapTable(programNumber: options.programNumber, pcrPID: options.videoPID,
-                                  streams: [.init(streamType: .h264, pid: options.videoPID)])
-        writeSection(association.section.encoded, pid: TransportPacketHeader.programAssociationPID, to: &output)
-        writeSection(map.section.encoded, pid: options.programMapPID, to: &output)
-        lastTables = clock
+        ownStaging()
+        stageTables()
+        moveStaged(to: &output)
     }
 
     /// Writes one sample (in decoding order) as a PES packet, with the tables and clock
     /// references due before and in it.
     public mutating func append(_ sample: SampleBuffer, to output: inout [UInt8]) throws(TransportStreamError) {
+        try write(sample)
+        moveStaged(to: &output)
+    }
+
+    /// Writes one sample (in decoding order) as a PES packet into the muxer's own buffer,
+    /// with the tables and clock references due before and in it; ``drain(_:)`` hands the
+    /// bytes on. (``append(_:to:)`` in one call, without the copy into an array.)
+    public mutating func write(_ sample: SampleBuffer) throws(TransportStreamError) {
+        ownStaging()
         guard sample.decodeTime.isNumeric, sample.presentationTime.isNumeric else {
             throw TransportStreamError(.invalidInput, "sample \(sampleCount) has no decoding or presentation time")
         }
@@ -157,8 +175,10 @@ public struct TransportStreamMuxer: Sendable {
         var duration = sample.duration.isNumeric ? sample.duration.converted(toTimescale: 90_000).value * Self.ticksPer90kHz : 0
         if duration <= 0 { duration = 27_000_000 / 25 }
 
-        // The elementary stream: an access unit delimiter, then the sample in Annex-B form.
+        // The PES packet in one buffer: room for its header, an access unit delimiter, then
+        // the sample in Annex-B form; the header goes in front once the length is known.
         buffer.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: repeatElement(0, count: Self.maximumPESHeaderSize))
         if !Self.startsWithDelimiter(sample) { buffer += [0, 0, 0, 1, 0x09, 0xF0] }
         do { try annexB.append(sample, to: &buffer) } catch {
             throw TransportStreamError(.invalidInput, "sample \(sampleCount): \(error.description)")
@@ -166,67 +186,63 @@ public struct TransportStreamMuxer: Sendable {
         var header = PESPacketHeader(presentationTimestamp: UInt64(truncatingIfNeeded: pts90 + offset),
                                      decodingTimestamp: UInt64(truncatingIfNeeded: dts90 + offset))
         if pts90 == dts90 { header.decodingTimestamp = nil }
-        var pes: [UInt8] = []
-        pes.reserveCapacity(19)
-        header.write(payloadLength: buffer.count, to: &pes)
+        var headerBytes: [UInt8] = []
+        headerBytes.reserveCapacity(Self.maximumPESHeaderSize)
+        header.write(payloadLength: buffer.count - Self.maximumPESHeaderSize, to: &headerBytes)
+        let first = Self.maximumPESHeaderSize - headerBytes.count
+        buffer.replaceSubrange(first..<Self.maximumPESHeaderSize, with: headerBytes)
 
         // Keep the clock rising, filling a gap since the last sample with clock-only packets.
-        fillClock(before: start, to: &output)
+        fillClock(before: start)
         clock = max(clock, start)
         if lastTables == nil || clock - lastTables! >= tablesDue || (options.tablesBeforeSyncSamples && sample.isSync) {
-            writeTables(to: &output)
+            stageTables()
         }
-        var elementary: [UInt8] = []
-        swap(&elementary, &buffer)
-        defer { swap(&elementary, &buffer) }
-        let total = pes.count + elementary.count
-        var sent = 0
-        var first = true
-        let pid = options.videoPID
-        pes.withUnsafeBytes { pesBytes in
-            elementary.withUnsafeBytes { esBytes in
-                while sent < total {
-                    let now = start + duration * Int64(sent) / Int64(total)
-                    // Packets of a few-packet picture are far apart: the clock goes between them.
-                    fillClock(before: now, to: &output)
-                    clock = max(clock, now)
-                    writeTablesIfDue(to: &output)
-                    let needsClock = lastClock == nil || clock - lastClock! >= clockInterval || (first && sample.isSync)
-                    var field: AdaptationField?
-                    if needsClock || (first && sample.isSync) {
-                        field = AdaptationField(randomAccessIndicator: first && sample.isSync,
-                                                programClockReference: needsClock ? Self.clockReference(clock) : nil)
-                        if needsClock {
-                            lastClock = clock
-                            clockReferenceCount += 1
-                        }
-                    }
-                    let room = Self.payloadSize - (field.map { 1 + $0.encodedSize } ?? 0)
-                    let take = min(room, total - sent)
-                    writePacket(pid: pid, unitStart: first, field: field, payloadCount: take, to: &output) { output in
-                        // The PES header's bytes first, then the elementary stream's.
-                        var done = 0
-                        while done < take {
-                            let position = sent + done
-                            if position < pesBytes.count {
-                                let count = min(take - done, pesBytes.count - position)
-                                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: pesBytes[position..<(position + count)]).assumingMemoryBound(to: UInt8.self))
-                                done += count
-                            } else {
-                                let from = position - pesBytes.count
-                                let count = take - done
-                                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: esBytes[from..<(from + count)]).assumingMemoryBound(to: UInt8.self))
-                                done += count
-                            }
-                        }
-                    }
-                    sent += take
-                    first = false
+        var pes: [UInt8] = []
+        swap(&pes, &buffer)
+        defer { swap(&pes, &buffer) }
+        let total = pes.count - first
+        let isSync = sample.isSync
+        pes.withUnsafeBytes { bytes in
+            let source = bytes.baseAddress! + first
+            var sent = 0
+            while sent < total {
+                let now = start + duration * Int64(sent) / Int64(total)
+                // Packets of a few-packet picture are far apart: the clock goes between them.
+                fillClock(before: now)
+                clock = max(clock, now)
+                stageTablesIfDue()
+                let opening = sent == 0
+                let needsClock = lastClock == nil || clock - lastClock! >= clockInterval || (opening && isSync)
+                if needsClock {
+                    lastClock = clock
+                    clockReferenceCount += 1
                 }
+                let fieldContent = needsClock ? 7 : (opening && isSync ? 1 : 0)  // flags (+ PCR)
+                let room = Self.payloadSize - (fieldContent > 0 ? 1 + fieldContent : 0)
+                let take = min(room, total - sent)
+                videoCounter = (videoCounter &+ 1) & 0x0F
+                stagePacket(pid: options.videoPID, unitStart: opening, counter: videoCounter, payload: UnsafeRawBufferPointer(start: source + sent, count: take),
+                            randomAccess: opening && isSync, clockReference: needsClock ? clock : nil)
+                sent += take
             }
         }
         sampleCount += 1
     }
+
+    /// Bytes written and not yet handed on by ``drain(_:)``.
+    public var pendingByteCount: Int { staging.count }
+
+    /// Hands the bytes written since the last drain to `body` (valid during the call), then
+    /// forgets them.
+    public mutating func drain<E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) {
+        ownStaging()
+        defer { staging.reset() }
+        try body(staging.bytes)
+    }
+
+    /// The most bytes of a PES header this muxer writes: 9 and a PTS and a DTS.
+    private static let maximumPESHeaderSize = 19
 
     /// Whether the sample's first NAL unit is an access unit delimiter.
     private static func startsWithDelimiter(_ sample: SampleBuffer) -> Bool {
@@ -239,59 +255,92 @@ public struct TransportStreamMuxer: Sendable {
 
     // MARK: Packets
 
-    /// Writes one packet: header, adaptation field (with stuffing to fill the packet) and
-    /// `payloadCount` bytes that `payload` appends.
-    private mutating func writePacket(pid: UInt16, unitStart: Bool, field: AdaptationField?, payloadCount: Int, to output: inout [UInt8],
-                                      payload: (inout [UInt8]) -> Void) {
-        let hasPayload = payloadCount > 0
-        let fieldSize = Self.payloadSize - payloadCount  // bytes of adaptation field, its length byte included
-        let counter: UInt8
-        if hasPayload {
-            counter = counters[pid].map { ($0 &+ 1) & 0x0F } ?? 0
-            counters[pid] = counter
-        } else {
-            counter = counters[pid] ?? 0
+    /// Copies the staging area first when another copy of this muxer shares it.
+    private mutating func ownStaging() {
+        if !isKnownUniquelyReferenced(&staging) { staging = staging.copy() }
+    }
+
+    private mutating func moveStaged(to output: inout [UInt8]) {
+        output.append(contentsOf: staging.bytes.assumingMemoryBound(to: UInt8.self))
+        staging.reset()
+    }
+
+    /// Writes one packet into the staging area: the header, an adaptation field when there is
+    /// a flag or a clock to carry or the payload does not fill the packet (stuffed with 0xFF),
+    /// the payload.
+    @inline(__always)
+    private mutating func stagePacket(pid: UInt16, unitStart: Bool, counter: UInt8, payload: UnsafeRawBufferPointer,
+                                      randomAccess: Bool = false, clockReference: Int64? = nil) {
+        let prefix = options.layout.prefixSize
+        let packet = staging.reserve(prefix + TransportPacketHeader.packetSize)
+        var at = 0
+        if prefix > 0 {
+            let time = UInt32(truncatingIfNeeded: clock) & 0x3FFF_FFFF
+            packet.storeBytes(of: time.bigEndian, as: UInt32.self)
+            at = prefix
         }
-        let control: TransportPacketHeader.AdaptationFieldControl = fieldSize > 0 ? (hasPayload ? .adaptationFieldAndPayload : .adaptationFieldOnly) : .payloadOnly
-        writeArrivalTime(to: &output)
-        TransportPacketHeader(pid: pid, payloadUnitStartIndicator: unitStart, adaptationFieldControl: control, continuityCounter: counter).write(to: &output)
-        if fieldSize > 0 { (field ?? AdaptationField()).write(length: fieldSize - 1, to: &output) }
-        payload(&output)
+        let fieldSize = Self.payloadSize - payload.count  // adaptation field bytes, its length byte included
+        let control: UInt8 = fieldSize > 0 ? (payload.isEmpty ? 0x20 : 0x30) : 0x10
+        packet.storeBytes(of: TransportPacketHeader.syncByte, toByteOffset: at, as: UInt8.self)
+        packet.storeBytes(of: (unitStart ? 0x40 : 0) | UInt8(pid >> 8), toByteOffset: at + 1, as: UInt8.self)
+        packet.storeBytes(of: UInt8(pid & 0xFF), toByteOffset: at + 2, as: UInt8.self)
+        packet.storeBytes(of: control | counter, toByteOffset: at + 3, as: UInt8.self)
+        at += 4
+        if fieldSize > 0 {
+            packet.storeBytes(of: UInt8(fieldSize - 1), toByteOffset: at, as: UInt8.self)
+            at += 1
+            if fieldSize > 1 {
+                packet.storeBytes(of: (randomAccess ? 0x40 : 0) | (clockReference != nil ? 0x10 : 0), toByteOffset: at, as: UInt8.self)
+                at += 1
+                if let clockReference {
+                    for (index, byte) in Self.clockReference(clockReference).encoded.enumerated() {
+                        packet.storeBytes(of: byte, toByteOffset: at + index, as: UInt8.self)
+                    }
+                    at += 6
+                }
+                let stuffing = prefix + 4 + fieldSize - at
+                if stuffing > 0 { (packet + at).initializeMemory(as: UInt8.self, repeating: 0xFF, count: stuffing) }
+                at += stuffing
+            }
+        }
+        if let source = payload.baseAddress, !payload.isEmpty { (packet + at).copyMemory(from: source, byteCount: payload.count) }
+        staging.commit(prefix + TransportPacketHeader.packetSize)
         packetCount += 1
+    }
+
+    private mutating func stageTables() {
+        for (pid, section) in [(TransportPacketHeader.programAssociationPID, tables.association), (options.programMapPID, tables.map)] {
+            let counter: UInt8
+            if pid == TransportPacketHeader.programAssociationPID {
+                associationCounter = (associationCounter &+ 1) & 0x0F
+                counter = associationCounter
+            } else {
+                mapCounter = (mapCounter &+ 1) & 0x0F
+                counter = mapCounter
+            }
+            section.withUnsafeBytes { stagePacket(pid: pid, unitStart: true, counter: counter, payload: $0) }
+        }
+        lastTables = clock
+    }
+
+    /// The tables again when they are due, inside a long picture too.
+    private mutating func stageTablesIfDue() {
+        if let last = lastTables, clock - last >= tablesDue { stageTables() }
     }
 
     /// Packets of adaptation field only, carrying the clock, where the next packet at `time`
     /// would come more than ``forcedClockGap`` after the last reference.
-    private mutating func fillClock(before time: Int64, to output: inout [UInt8]) {
+    private mutating func fillClock(before time: Int64) {
         guard let last = lastClock else { return }
         var next = last + forcedClockGap
         while next < time {
-            writeClockOnly(at: next, to: &output)
-            writeTablesIfDue(to: &output)
+            clock = max(clock, next)
+            lastClock = clock
+            clockReferenceCount += 1
+            stagePacket(pid: options.videoPID, unitStart: false, counter: videoCounter, payload: UnsafeRawBufferPointer(start: nil, count: 0),
+                        clockReference: clock)
+            stageTablesIfDue()
             next += forcedClockGap
-        }
-    }
-
-    /// The tables again when they are due, inside a long picture too.
-    private mutating func writeTablesIfDue(to output: inout [UInt8]) {
-        if let last = lastTables, clock - last >= tablesDue { writeTables(to: &output) }
-    }
-
-    private mutating func writeClockOnly(at time: Int64, to output: inout [UInt8]) {
-        clock = max(clock, time)
-        let field = AdaptationField(programClockReference: Self.clockReference(clock))
-        lastClock = clock
-        clockReferenceCount += 1
-        writePacket(pid: options.videoPID, unitStart: false, field: field, payloadCount: 0, to: &output) { _ in }
-    }
-
-    private mutating func writeSection(_ section: [UInt8], pid: UInt16, to output: inout [UInt8]) {
-        // pointer_field 0, the section, stuffing: the tables here fit one packet each.
-        let payload = [0] + section
-        precondition(payload.count <= Self.payloadSize, "a table section over one packet")
-        writePacket(pid: pid, unitStart: true, field: nil, payloadCount: Self.payloadSize, to: &output) { output in
-            output += payload
-            output.append(contentsOf: repeatElement(0xFF, count: Self.payloadSize - payload.count))
         }
     }
 
@@ -299,11 +348,5 @@ public struct TransportStreamMuxer: Sendable {
     private static func clockReference(_ ticks: Int64) -> ProgramClockReference {
         let period = Int64(ProgramClockReference.period)
         return ProgramClockReference(ticks27MHz: UInt64((ticks % period + period) % period))
-    }
-
-    private func writeArrivalTime(to output: inout [UInt8]) {
-        guard options.layout == .timestamped else { return }
-        let time = UInt32(truncatingIfNeeded: clock) & 0x3FFF_FFFF
-        output += [UInt8(time >> 24), UInt8((time >> 16) & 0xFF), UInt8((time >> 8) & 0xFF), UInt8(time & 0xFF)]
     }
 }

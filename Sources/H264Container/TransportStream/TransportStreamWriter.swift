@@ -44,7 +44,6 @@ public final class TransportStreamWriter {
     public let options: Options
     private var muxer: TransportStreamMuxer
     private var file: OutputFile?
-    private var output: [UInt8] = []
     private var written = 0
     private var firstPresentation: MediaTime?
     private var end: MediaTime?
@@ -64,7 +63,6 @@ public final class TransportStreamWriter {
             failure.systemError = error
             throw failure
         }
-        output.reserveCapacity(Self.writeSize + (1 << 16))
     }
 
     deinit { file?.discard() }
@@ -75,13 +73,13 @@ public final class TransportStreamWriter {
     /// Appends the next sample, in decoding order.
     public func append(_ sample: SampleBuffer) throws(ContainerError) {
         guard file != nil else { throw ContainerError(.invalidInput, "the stream was finished or cancelled", path: path) }
-        do { try muxer.append(sample, to: &output) } catch {
+        do { try muxer.write(sample) } catch {
             throw ContainerError(.invalidInput, error.reason, path: path, cause: error)
         }
         if firstPresentation == nil || sample.presentationTime < firstPresentation! { firstPresentation = sample.presentationTime }
         let sampleEnd = sample.presentationTime + (sample.duration.isNumeric ? sample.duration : .zero)
         if end == nil || sampleEnd > end! { end = sampleEnd }
-        if output.count >= Self.writeSize || options.flushesEverySample { try flush() }
+        if muxer.pendingByteCount >= Self.writeSize || options.flushesEverySample { try flush() }
     }
 
     /// Writes what is gathered and puts the stream in place.
@@ -90,7 +88,6 @@ public final class TransportStreamWriter {
         try flush()
         do { try file.commit() } catch { throw ioError(error) }
         self.file = nil
-        output = []
         return Summary(sampleCount: muxer.sampleCount, packetCount: muxer.packetCount, fileSize: written, clockReferenceCount: muxer.clockReferenceCount,
                        duration: firstPresentation.flatMap { first in end.map { $0 - first } } ?? .zero)
     }
@@ -102,10 +99,10 @@ public final class TransportStreamWriter {
     }
 
     private func flush() throws(ContainerError) {
-        guard let file, !output.isEmpty else { return }
-        do { try file.write(output) } catch { throw ioError(error) }
-        written += output.count
-        output.removeAll(keepingCapacity: true)
+        guard let file, muxer.pendingByteCount > 0 else { return }
+        let count = muxer.pendingByteCount
+        do { try muxer.drain { (bytes) throws(SystemError) in try file.write(bytes) } } catch { throw ioError(error) }
+        written += count
     }
 
     private func ioError(_ error: SystemError) -> ContainerError {
