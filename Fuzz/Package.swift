@@ -15,6 +15,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzRTP", ["H264Network"]),
     ("FuzzSDP", ["H264Network"]),
     ("FuzzRTSP", ["H264Network"]),
+    ("FuzzTransportStream", ["H264Bitstream", "MediaCore", "H264Container"]),
 ]
 
 let package = Package(

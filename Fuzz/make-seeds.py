@@ -5,7 +5,7 @@ import glob, os, subprocess, sys, tempfile
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = sys.argv[1]
-targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP", "FuzzRTSP"]
+targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP", "FuzzRTSP", "FuzzTransportStream"]
 for t in targets:
     os.makedirs(os.path.join(out, t), exist_ok=True)
 
@@ -89,6 +89,21 @@ for movie in movies:
         record = data[i + 4:i - 4 + size]
         sample = b"\x00\x00\x00\x05\x65\x88\x84\x00\x20\x00\x00\x00\x02\x41\x9a"
         put("FuzzAVCC", os.path.basename(movie), len(record).to_bytes(2, "big") + record + sample)
+
+# Transport streams FFmpeg writes from the movies (188 and 192-byte packets, two programs), the
+# first 60 kB of each, after the target's two option bytes.
+for movie in movies[1:4]:
+    name = os.path.splitext(os.path.basename(movie))[0]
+    for suffix, args in [(".ts", []), (".m2ts", ["-f", "mpegts", "-mpegts_m2ts_mode", "1"])]:
+        ts = os.path.join(work, name + suffix)
+        ffmpeg("-i", movie, "-c", "copy", *args, ts)
+        if os.path.exists(ts):
+            put("FuzzTransportStream", name + suffix, bytes([0x00, 0x00]) + open(ts, "rb").read()[:60000])
+            put("FuzzTransportStream", name + "-roundtrip" + suffix, bytes([0x0C, 0x04]) + open(ts, "rb").read()[:30000])
+two = os.path.join(work, "two-programs.ts")
+ffmpeg("-i", movies[1], "-i", movies[2], "-map", "0:v", "-map", "1:v", "-c", "copy", "-program", "program_num=1:st=0", "-program", "program_num=2:st=1", two)
+if os.path.exists(two):
+    put("FuzzTransportStream", "two-programs", bytes([0x20, 0x02]) + open(two, "rb").read()[:60000])
 
 for fmt, extra in [("yuv420p", []), ("yuv422p", []), ("yuv444p", []), ("gray", ["-strict", "-1"]), ("yuv420p10le", ["-strict", "-1"])]:
     path = os.path.join(work, fmt + ".y4m")

@@ -116,4 +116,20 @@ struct TransportStreamCommandTests {
         #expect(play.stderrText.isEmpty, "\(play.stderrText)")
         #expect(try ffmpegFrameHashes(work + "/b.ts").count == 90)
     }
+
+    @Test func receiveRecordsRTPToATransportStream() throws {
+        let work = try Self.work()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let port = try freeUDPPortPair()
+        let output = work + "/received.ts"
+        let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(port)", output, "--timeout", "10"])
+        try StreamCommandTests.waitUntilBound(port)
+        let sent = try h264kit(["stream", Self.annexB, "rtp://127.0.0.1:\(port)", "--no-pace"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(receiver.wait() == 0, "\(receiver.stderrText)")
+        #expect(receiver.stderrText.contains("90 samples"), "\(receiver.stderrText)")
+        let play = try run("ffmpeg", ["-v", "warning", "-i", output, "-f", "null", "-"])
+        #expect(play.stderrText.isEmpty, "\(play.stderrText)")
+        #expect(try ffmpegFrameHashes(output) == ffmpegFrameHashes(Self.annexB, format: "h264"))
+    }
 }
