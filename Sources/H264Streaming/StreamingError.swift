@@ -25,6 +25,8 @@ public enum StreamingError: Error, Sendable, CustomStringConvertible {
     case samples(any Error)
     /// An option out of its range; the text names it.
     case invalidOption(String)
+    /// A rendition of a ladder (named) could not be encoded: the encoder's or decoder's error.
+    case rendition(String, underlying: any Error)
 
     /// What went wrong and where, as the tool prints it.
     public var description: String {
@@ -38,6 +40,7 @@ public enum StreamingError: Error, Sendable, CustomStringConvertible {
         case .handler(let error): String(describing: error)
         case .samples(let error): String(describing: error)
         case .invalidOption(let text): text
+        case .rendition(let name, let underlying): "rendition \(name): " + String(describing: underlying)
         }
     }
 }

@@ -118,6 +118,29 @@ extension FileDescriptor {
 /// Removes a file, ignoring a missing one.
 package func removeFile(_ path: String) { unlink(path) }
 
+/// Makes the directory `path` and any missing directory above it (`mkdir -p`); returns the
+/// directories it made, outermost first, for a caller that removes them again on failure.
+@discardableResult
+package func makeDirectories(_ path: String) throws(SystemError) -> [String] {
+    var made: [String] = []
+    var prefix = path.hasPrefix("/") ? "/" : ""
+    for component in path.split(separator: "/") {
+        prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + component
+        if let status = try FileStatus.of(path: prefix) {
+            guard status.kind == .directory else { throw SystemError(.create, path: prefix, errno: .notDirectory) }
+            continue
+        }
+        do { _ = try syscall { mkdir(prefix, 0o755) } } catch {
+            if error != .fileExists { throw SystemError(.create, path: prefix, errno: error) }
+        }
+        made.append(prefix)
+    }
+    return made
+}
+
+/// Removes an empty directory, ignoring failure.
+package func removeDirectory(_ path: String) { rmdir(path) }
+
 /// Renames `source` over `destination` atomically.
 package func renameFile(_ source: String, to destination: String) throws(SystemError) {
     do { _ = try syscall { rename(source, destination) } } catch { throw SystemError(.rename, path: destination, errno: error) }

@@ -322,7 +322,7 @@ public struct BoxTable: Sendable {
 
     /// The boxes of a movie's index outside the places with tables of their own.
     public static let standard = BoxTable([
-        "ftyp": FileTypeBox.self, "free": FreeSpaceBox.self, "skip": FreeSpaceBox.self, "wide": FreeSpaceBox.self,
+        "ftyp": FileTypeBox.self, "styp": SegmentTypeBox.self, "free": FreeSpaceBox.self, "skip": FreeSpaceBox.self, "wide": FreeSpaceBox.self,
         "moov": MovieBox.self, "mvhd": MovieHeaderBox.self, "trak": TrackBox.self, "tkhd": TrackHeaderBox.self,
         "edts": EditBox.self, "elst": EditListBox.self, "tref": TrackReferenceBox.self,
         "mdia": MediaBox.self, "mdhd": MediaHeaderBox.self, "hdlr": HandlerBox.self, "minf": MediaInformationBox.self,

@@ -40,6 +40,41 @@ public struct FileTypeBox: Box {
     }
 }
 
+/// `styp`: the brands of a media segment (ISO/IEC 14496-12 §8.16.2), as `ftyp` gives a file's:
+/// `msdh` and `msix` for a DASH/HLS media segment with an index, `cmfs` for a CMAF segment.
+public struct SegmentTypeBox: Box {
+    /// The box type, `styp`.
+    public var type: FourCharCode { "styp" }
+    /// major_brand.
+    public var majorBrand: FourCharCode
+    /// minor_version.
+    public var minorVersion: UInt32
+    /// compatible_brands.
+    public var compatibleBrands: [FourCharCode]
+
+    /// A box of the given brands.
+    public init(majorBrand: FourCharCode, minorVersion: UInt32 = 0, compatibleBrands: [FourCharCode]) {
+        self.majorBrand = majorBrand
+        self.minorVersion = minorVersion
+        self.compatibleBrands = compatibleBrands
+    }
+
+    /// Parses the box's payload from `reader`.
+    public init(parsing reader: inout BoxReader) throws(ContainerError) {
+        majorBrand = try reader.fourCC("major_brand")
+        minorVersion = try reader.u32("minor_version")
+        compatibleBrands = []
+        while reader.remaining >= 4 { compatibleBrands.append(try reader.fourCC("compatible_brand")) }
+    }
+
+    /// Writes the box's payload (everything after the size and type).
+    public func writePayload(to writer: inout BoxWriter) {
+        writer.fourCC(majorBrand)
+        writer.u32(minorVersion)
+        for brand in compatibleBrands { writer.fourCC(brand) }
+    }
+}
+
 /// `free`, `skip` or `wide`: space that means nothing (padding, room to grow an index).
 public struct FreeSpaceBox: Box {
     /// The box type: `free`, `skip` or `wide`.

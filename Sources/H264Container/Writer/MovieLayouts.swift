@@ -269,12 +269,7 @@ final class FragmentedLayout: MovieLayout {
             try flushFragment()
             fragmentStart = sample.decodeTime
         }
-        // sample_flags: depends_on (bits 24-25), is_depended_on (22-23), non-sync (16).
-        let dependency = SampleDependencyTypeBox.entry(sample.attachments)
-        var flags = UInt32(dependency >> 4 & 3) << 24 | UInt32(dependency >> 2 & 3) << 22
-        if !sample.isSync { flags |= 0x0001_0000 }
-        samples.append((sample.data, TrackRunBox.Entry(duration: UInt32(sample.duration), size: UInt32(sample.data.count), flags: flags,
-                                                       compositionOffset: Int32(sample.compositionOffset))))
+        samples.append((sample.data, MovieFragment.entry(sample)))
         fragmentBytes += sample.data.count
     }
 
@@ -284,21 +279,10 @@ final class FragmentedLayout: MovieLayout {
         guard !samples.isEmpty else { return }
         fragmentCount += 1
         let moofOffset = output.position
-        func moof(dataOffset: Int32) -> MovieFragmentBox {
-            let run = TrackRunBox(entries: samples.map(\.entry), dataOffset: dataOffset, signedCompositionOffsets: options.negativeCompositionOffsets)
-            let traf = TrackFragmentBox(children: [
-                AnyBox(TrackFragmentHeaderBox(trackID: 1, defaultBaseIsMoof: true)),
-                AnyBox(TrackFragmentBaseMediaDecodeTimeBox(baseMediaDecodeTime: UInt64(fragmentStart))),
-                AnyBox(run),
-            ])
-            return MovieFragmentBox(children: [AnyBox(MovieFragmentHeaderBox(sequenceNumber: UInt32(fragmentCount))), AnyBox(traf)])
-        }
-        // The data offset points past the moof and the mdat header; the moof's size does not
-        // depend on its value.
-        let size = moof(dataOffset: 0).serialized.count
+        let fragment = MovieFragment(entries: samples.map(\.entry), sequenceNumber: UInt32(fragmentCount), baseDecodeTime: UInt64(fragmentStart),
+                                     signedOffsets: options.negativeCompositionOffsets, mediaBytes: fragmentBytes)
         randomAccess.append(TrackFragmentRandomAccessBox.Entry(time: UInt64(fragmentStart), moofOffset: moofOffset))
-        try output.write(moof(dataOffset: Int32(size + 8)).serialized)
-        try output.write(FileOutput.mediaDataHeader(size: UInt64(fragmentBytes), large: false))
+        try output.write(fragment.header)
         for sample in samples { try output.write(sample.data) }
         try output.flush()
         samples.removeAll(keepingCapacity: true)

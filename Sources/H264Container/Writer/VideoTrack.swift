@@ -62,10 +62,14 @@ struct VideoTrack {
     /// The most sample descriptions one track gets before in-band parameter sets are the way.
     static let maximumDescriptions = 1000
 
-    init(path: String, descriptions: Descriptions, signedOffsets: Bool) {
+    /// The timescale to use whatever the first sample's (CMAF's fixed one), if any.
+    let fixedTimescale: Int32?
+
+    init(path: String, descriptions: Descriptions, signedOffsets: Bool, fixedTimescale: Int32? = nil) {
         self.path = path
         descriptionPolicy = descriptions
         self.signedOffsets = signedOffsets
+        self.fixedTimescale = fixedTimescale
     }
 
     /// Where the presentation (the edit) starts, ticks: the first frame to be shown; samples
@@ -131,7 +135,7 @@ struct VideoTrack {
         firstDecodeTime = sample.decodeTime
         var scale = sample.duration.timescale
         while scale < 10000 && scale <= Int32.max / 2 { scale *= 2 }
-        timescale = scale
+        timescale = fixedTimescale ?? scale
         initialDelay = try ticks(sample.presentationTime - sample.decodeTime, "composition offset")
     }
 

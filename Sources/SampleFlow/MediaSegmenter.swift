@@ -1,0 +1,320 @@
+public import H264Container
+public import MediaCore
+
+/// Cuts a stream of samples into the media segments HLS and DASH serve: CMAF fragmented MP4
+/// (an initialization segment, then segments of one fragment per GOP) or MPEG-TS, each segment
+/// starting at a sync sample, with a report per segment as AVAssetWriter's delegate gives one:
+/// its duration and earliest presentation time, its fragments' and sync samples' byte ranges
+/// (for I-frame playlists), whether it starts with an IDR picture and whether it can be decoded
+/// on its own.
+///
+/// A segment is cut before the first sync sample whose presentation time is at or past the
+/// next multiple of ``Options/segmentDuration`` (from the first sample's); with
+/// ``Options/cutsOnlyAtCleanSyncSamples`` only before a clean one (no picture after it in
+/// decoding order is shown before it: an IDR picture, or a closed GOP's I picture), so that
+/// every segment decodes on its own even from an open-GOP source. A segment's duration runs
+/// from its earliest presentation time to the end of its last shown picture, so the durations
+/// add up to the stream's. Times in reports count from the first sample's presentation time.
+///
+/// No I/O: segments come back as bytes (the samples' storage referenced), for a packager to
+/// write as files or an origin to keep in memory. Memory: the samples of one segment.
+public struct MediaSegmenter {
+    /// The segments' container.
+    public enum Format: String, Sendable, Hashable, Codable {
+        /// CMAF fragmented MP4 (`.m4s` after an initialization segment), HLS version 7 and DASH.
+        case fragmentedMP4 = "fmp4"
+        /// MPEG-2 transport stream segments (`.ts`), each starting with the PAT and PMT.
+        case transportStream = "ts"
+
+        /// The media segments' file extension.
+        public var fileExtension: String { self == .fragmentedMP4 ? "m4s" : "ts" }
+        /// The media segments' content type.
+        public var contentType: String { self == .fragmentedMP4 ? "video/iso.segment" : "video/mp2t" }
+    }
+
+    /// How to cut.
+    public struct Options: Sendable {
+        /// The container.
+        public var format: Format
+        /// The target length of a segment: 6 s by default, Apple's recommendation.
+        public var segmentDuration: MediaTime
+        /// Cut only before clean sync samples (segments that decode on their own from any
+        /// source); otherwise before any sync sample, and an open-GOP source's segments are
+        /// reported as not independent.
+        public var cutsOnlyAtCleanSyncSamples: Bool
+        /// For fragmented MP4: also start a fragment (a part, for low-latency HLS) whenever
+        /// this much has passed since the fragment began, between sync samples; nil: a
+        /// fragment per GOP.
+        public var partDuration: MediaTime?
+        /// For transport streams: the muxer's layout, PIDs and clock.
+        public var transportStream: TransportStreamMuxer.Options
+
+        /// Options: `format`, 6 s segments cut at any sync sample, a fragment per GOP.
+        public init(format: Format = .fragmentedMP4, segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1), cutsOnlyAtCleanSyncSamples: Bool = false,
+                    partDuration: MediaTime? = nil, transportStream: TransportStreamMuxer.Options = .init()) {
+            self.format = format
+            self.segmentDuration = segmentDuration
+            self.cutsOnlyAtCleanSyncSamples = cutsOnlyAtCleanSyncSamples
+            self.partDuration = partDuration
+            self.transportStream = transportStream
+        }
+    }
+
+    /// A fragment of a segment: its bytes within the segment and its times.
+    public struct FragmentReport: Sendable, Hashable, Codable {
+        /// Where its bytes are in the segment.
+        public var byteRange: Range<Int>
+        /// Its earliest presentation time (from the stream's first), seconds as a fraction.
+        public var earliestPresentationTime: MediaTime
+        /// Its duration.
+        public var duration: MediaTime
+        /// Whether it starts with a sync sample (an independent part).
+        public var startsWithSyncSample: Bool
+    }
+
+    /// A sync sample of a segment, as an I-frame playlist lists it.
+    public struct SyncSampleReport: Sendable, Hashable, Codable {
+        /// Its presentation time (from the stream's first).
+        public var presentationTime: MediaTime
+        /// Until the next sync sample (or the segment's end) is shown.
+        public var duration: MediaTime
+        /// The bytes a player fetches to decode it alone: for fragmented MP4 its fragment's
+        /// `moof`, `mdat` header and the sample; for a transport stream the tables before it
+        /// and its PES packet.
+        public var byteRange: Range<Int>
+    }
+
+    /// What a segment holds, as AVAssetWriter's segment report tells it.
+    public struct SegmentReport: Sendable, Hashable, Codable {
+        /// The segment's number, from 0 (its media sequence number).
+        public var index: Int
+        /// The container.
+        public var format: Format
+        /// From its earliest presentation time to the end of its last shown picture.
+        public var duration: MediaTime
+        /// Its earliest presentation time, from the stream's first.
+        public var earliestPresentationTime: MediaTime
+        /// Its size in bytes.
+        public var byteCount: Int
+        /// Samples in it.
+        public var sampleCount: Int
+        /// Whether its first picture is an IDR picture.
+        public var startsWithIDR: Bool
+        /// Whether it decodes on its own: it starts with a clean sync sample.
+        public var isIndependent: Bool
+        /// Its fragments (one for a transport stream segment).
+        public var fragments: [FragmentReport]
+        /// Its sync samples, for an I-frame playlist.
+        public var syncSamples: [SyncSampleReport]
+    }
+
+    /// A media segment: its bytes and its report.
+    public struct Segment: Sendable {
+        /// The bytes (the samples' storage referenced).
+        public var data: BlockBuffer
+        /// What it holds.
+        public var report: SegmentReport
+    }
+
+    /// How segments are cut.
+    public let options: Options
+    /// For fragmented MP4, the initialization segment (`EXT-X-MAP`), known from the first sample on.
+    public var initializationSegment: [UInt8]? { cmaf?.initializationSegment }
+    /// The first sample's format description: the stream's codec, size and rate.
+    public private(set) var formatDescription: VideoFormatDescription?
+    /// Segments made so far.
+    public private(set) var segmentCount = 0
+    /// For fragmented MP4, the track's timescale (the DASH timeline's), known from the first
+    /// sample on.
+    public var timescale: Int32? { cmaf.flatMap { $0.initializationSegment == nil ? nil : $0.timescale } }
+
+    private var cmaf: CMAFWriter?
+    private var muxer: TransportStreamMuxer?
+    private var origin: MediaTime?
+    private var nextBoundary: MediaTime = .zero
+    private var current: Building?
+    private var lastFragmentStart: MediaTime?
+
+    /// The segment being gathered.
+    private struct Building {
+        var pieces: [BlockBuffer] = []
+        var bytes = 0
+        var earliest: MediaTime
+        var latestEnd: MediaTime
+        var samples = 0
+        var startsWithIDR: Bool
+        /// The first sample's presentation time, and whether a later one was shown before it.
+        var firstPresentation: MediaTime
+        var shownBeforeFirst = false
+        var fragments: [FragmentReport] = []
+        var syncSamples: [SyncSampleReport] = []
+        /// For a transport stream: the open sync sample's byte start and time.
+        var openSync: (start: Int, time: MediaTime)?
+    }
+
+    /// A segmenter with `options`; throws when the transport stream options are refused.
+    public init(options: Options = Options()) throws(SampleFlowError) {
+        guard options.segmentDuration.isNumeric, options.segmentDuration > .zero else {
+            throw .invalidOption("a segment duration of \(options.segmentDuration): give a positive number of seconds")
+        }
+        self.options = options
+        switch options.format {
+        case .fragmentedMP4:
+            cmaf = CMAFWriter()
+        case .transportStream:
+            do { muxer = try TransportStreamMuxer(options: options.transportStream) } catch {
+                throw .container(ContainerError(.invalidInput, error.reason, cause: error))
+            }
+        }
+    }
+
+    /// Takes the next sample in decoding order; returns the segment it closed, if it starts one.
+    public mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) -> Segment? {
+        if origin == nil {
+            origin = sample.presentationTime
+            formatDescription = sample.formatDescription
+            nextBoundary = options.segmentDuration
+        }
+        let time = sample.presentationTime - origin!
+        let clean = !sample.attachments.earlierDisplayTimesAllowed
+        let cuts = current != nil && sample.isSync && time >= nextBoundary && (clean || !options.cutsOnlyAtCleanSyncSamples)
+        var closed: Segment?
+        if cuts {
+            if options.format == .fragmentedMP4 {
+                // The fragment this sample ends is the closing segment's last.
+                if let fragment = try appendToCMAF(sample, startsFragment: true) { add(fragment) }
+                closed = try closeSegment(last: false)
+                begin(sample, time: time)
+            } else {
+                closed = try closeSegment(last: false)
+                begin(sample, time: time)
+                try appendToTransportStream(sample, time: time)
+            }
+            while nextBoundary <= time { nextBoundary = nextBoundary + options.segmentDuration }
+        } else {
+            if current == nil { begin(sample, time: time) } else { note(sample, time: time) }
+            switch options.format {
+            case .fragmentedMP4:
+                var startsFragment = current!.samples == 1 || sample.isSync
+                if let part = options.partDuration, let start = lastFragmentStart, time - start >= part { startsFragment = true }
+                if let fragment = try appendToCMAF(sample, startsFragment: startsFragment) { add(fragment) }
+                if startsFragment { lastFragmentStart = time }
+            case .transportStream:
+                try appendToTransportStream(sample, time: time)
+            }
+        }
+        return closed
+    }
+
+    /// Ends the stream: the last segment.
+    public mutating func finish() throws(SampleFlowError) -> Segment? {
+        guard current != nil else { return nil }
+        return try closeSegment(last: true)
+    }
+
+    // MARK: Writing
+
+    /// Starts a segment with `sample`.
+    private mutating func begin(_ sample: SampleBuffer, time: MediaTime) {
+        let end = time + (sample.duration.isNumeric ? sample.duration : .zero)
+        current = Building(earliest: time, latestEnd: end, startsWithIDR: Self.startsWithIDR(sample), firstPresentation: time)
+        current!.samples = 1
+        if options.format == .fragmentedMP4 {
+            current!.pieces.append(BlockBuffer(CMAFWriter.segmentTypeBox))
+            current!.bytes += CMAFWriter.segmentTypeBox.count
+            lastFragmentStart = time
+        }
+    }
+
+    /// A later sample of the segment: its times.
+    private mutating func note(_ sample: SampleBuffer, time: MediaTime) {
+        let end = time + (sample.duration.isNumeric ? sample.duration : .zero)
+        if time < current!.firstPresentation { current!.shownBeforeFirst = true }
+        if time < current!.earliest { current!.earliest = time }
+        if end > current!.latestEnd { current!.latestEnd = end }
+        current!.samples += 1
+    }
+
+    private mutating func appendToCMAF(_ sample: SampleBuffer, startsFragment: Bool) throws(SampleFlowError) -> CMAFWriter.Fragment? {
+        do { return try cmaf!.append(sample, startsFragment: startsFragment) } catch {
+            throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime, underlying: .container(error))
+        }
+    }
+
+    private mutating func appendToTransportStream(_ sample: SampleBuffer, time: MediaTime) throws(SampleFlowError) {
+        let before = muxer!.pendingByteCount
+        do { try muxer!.write(sample) } catch {
+            throw .sample(index: current!.samples - 1, decodeTime: sample.decodeTime, underlying: .container(ContainerError(.invalidInput, error.reason, cause: error)))
+        }
+        if sample.isSync {
+            closeSyncSample(time: time)
+            current!.openSync = (current!.bytes + before, time)
+            current!.syncSamples.append(SyncSampleReport(presentationTime: time, duration: .zero,
+                                                         byteRange: (current!.bytes + before)..<(current!.bytes + muxer!.pendingByteCount)))
+        }
+    }
+
+    /// A fragment the CMAF writer closed: into the segment it belongs to (the one being built,
+    /// or, when the fragment ends a segment, that one).
+    private mutating func add(_ fragment: CMAFWriter.Fragment) {
+        let start = current!.bytes
+        current!.pieces.append(fragment.data)
+        current!.bytes += fragment.data.count
+        let origin = cmafOriginOffset
+        let earliest = fragment.earliestPresentationTime + origin
+        current!.fragments.append(FragmentReport(byteRange: start..<current!.bytes, earliestPresentationTime: earliest, duration: fragment.duration,
+                                                 startsWithSyncSample: fragment.startsWithSyncSample))
+        if fragment.startsWithSyncSample {
+            current!.syncSamples.append(SyncSampleReport(presentationTime: earliest, duration: fragment.duration, byteRange: start..<(start + fragment.firstSampleEnd)))
+        }
+    }
+
+    /// CMAF presentation times count from the first sample's; reports count from the stream's
+    /// first sample too: no offset (kept as a name for the one place that would change).
+    private var cmafOriginOffset: MediaTime { .zero }
+
+    /// The open sync sample of a transport stream segment ends where the next begins.
+    private mutating func closeSyncSample(time: MediaTime) {
+        guard let open = current!.openSync, let last = current!.syncSamples.indices.last else { return }
+        current!.syncSamples[last].duration = time - open.time
+        current!.openSync = nil
+    }
+
+    private mutating func closeSegment(last: Bool) throws(SampleFlowError) -> Segment {
+        switch options.format {
+        case .fragmentedMP4:
+            // At the end the pending fragment is the last segment's (before, the sample that
+            // cut it closed it).
+            if last, let fragment = cmaf!.finish() { add(fragment) }
+        case .transportStream:
+            var pending: [UInt8] = []
+            muxer!.drain { pending.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
+            current!.pieces.append(BlockBuffer(pending))
+            current!.bytes += pending.count
+        }
+        var building = current!
+        current = nil
+        if options.format == .transportStream, let open = building.openSync, let last = building.syncSamples.indices.last {
+            building.syncSamples[last].duration = building.latestEnd - open.time
+            building.openSync = nil
+            building.fragments = [FragmentReport(byteRange: 0..<building.bytes, earliestPresentationTime: building.earliest,
+                                                 duration: building.latestEnd - building.earliest, startsWithSyncSample: true)]
+        } else if options.format == .transportStream {
+            building.fragments = [FragmentReport(byteRange: 0..<building.bytes, earliestPresentationTime: building.earliest,
+                                                 duration: building.latestEnd - building.earliest, startsWithSyncSample: false)]
+        }
+        let report = SegmentReport(index: segmentCount, format: options.format, duration: building.latestEnd - building.earliest,
+                                   earliestPresentationTime: building.earliest, byteCount: building.bytes, sampleCount: building.samples,
+                                   startsWithIDR: building.startsWithIDR, isIndependent: building.startsWithIDR || !building.shownBeforeFirst,
+                                   fragments: building.fragments, syncSamples: building.syncSamples)
+        segmentCount += 1
+        return Segment(data: BlockBuffer(chaining: building.pieces), report: report)
+    }
+
+    /// Whether the sample holds an IDR slice.
+    static func startsWithIDR(_ sample: SampleBuffer) -> Bool {
+        var idr = false
+        try? sample.forEachNALUnit { nal in if nal.first.map({ $0 & 0x1F }) == 5 { idr = true } }
+        return idr
+    }
+}
