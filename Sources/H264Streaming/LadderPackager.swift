@@ -74,8 +74,8 @@ public struct LadderPackager: Sendable {
             try files.makeDirectory(for: output)
             for height in options.heights.sorted(by: >) {
                 let name = "\(height)p"
-                var width = Int((Double(format.width) * Double(height) / Double(max(format.height, 1))).rounded())
-                width += width % 2
+                // The input's aspect, to an even width (as ffmpeg's scale=-2).
+                let width = max(2, Int((Double(format.width) * Double(height) / Double(max(format.height, 1)) / 2).rounded()) * 2)
                 let keyint = max(1, Int((packaging.segmenter.segmentDuration.seconds * rate.framesPerSecond).rounded()))
                 let kbps = options.bitRates[height] ?? Self.appleBitRates.min { abs($0.key - height) < abs($1.key - height) }!.value
                 var settings = EncoderSettings(width: width, height: height, frameRate: rate, preset: options.preset, rateControl: .averageBitRate(kbps))

@@ -11,28 +11,6 @@ import Testing
 import Glibc
 #endif
 
-/// Headless Chromium, started for one page and stopped with the test.
-final class HeadlessChromium: @unchecked Sendable {
-    let process: ChildProcess
-    let profile: String
-
-    init(url: String) throws {
-        profile = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-chromium-\(UUID().uuidString)").path
-        // As root, headless Chromium needs --no-sandbox; no GL flags (measured: WebCodecs decodes
-        // in software here). Timing is real: no --virtual-time-budget.
-        process = try ChildProcess(try #require(which("chromium")), [
-            "--headless=new", "--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-            "--user-data-dir=\(profile)", "--autoplay-policy=no-user-gesture-required", url,
-        ])
-    }
-
-    func stop() {
-        kill(process.pid, SIGTERM)
-        _ = process.wait()
-        try? FileManager.default.removeItem(atPath: profile)
-    }
-}
-
 /// The suites that run servers and browsers in real time: one test at a time, at high priority
 /// (a page drops frames when the machine's two cores are taken by 200 clients beside it).
 @Suite("Display in real time", .serialized, .timely)

@@ -1,0 +1,197 @@
+import Foundation
+import H264Network
+import H264Streaming
+import MediaCore
+import SampleFlow
+import TestSupport
+import Testing
+
+/// VOD packages (fMP4 and TS; a closed-GOP and an open-GOP source) against the tests' own
+/// RFC 8216 reading, FFmpeg, GStreamer over HTTP and Chromium's own HLS player; DASH against
+/// FFmpeg; a ladder's renditions aligned.
+@Suite("HLS and DASH packaging", .requires(.ffmpeg, .ffprobe))
+struct HLSPackagingTests {
+    /// 20 s of 640x360 at 30 fps with B-frames: an IDR picture every 2 s (closed GOPs), and the
+    /// same with open GOPs (an I picture with a recovery point every 2 s after the first IDR).
+    static let sources: String = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-sources-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for (name, parameters) in [("closed", "keyint=60:min-keyint=60:scenecut=0:bframes=3"), ("open", "keyint=60:min-keyint=60:scenecut=0:bframes=3:open-gop=1")] {
+            _ = try? run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "20", "-pix_fmt", "yuv420p",
+                                    "-c:v", "libx264", "-preset", "veryfast", "-x264-params", parameters, "\(directory)/\(name).mp4"])
+        }
+        return directory
+    }()
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var source: String
+        var format: MediaSegmenter.Format
+        var testDescription: String { "\(source) GOP, \(format.rawValue)" }
+    }
+
+    static let cases = [Case(source: "closed", format: .fragmentedMP4), Case(source: "closed", format: .transportStream),
+                        Case(source: "open", format: .fragmentedMP4), Case(source: "open", format: .transportStream)]
+
+    /// Packages a case into a directory of its own; the multivariant playlist's path.
+    static func package(_ test: Case, segmentDuration: Double = 6, dash: Bool = false) throws -> (playlist: String, summary: HLSPackager.Summary) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
+        let playlist = directory + "/out.m3u8"
+        let options = HLSPackager.Options(segmenter: .init(format: test.format, segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000)),
+                                          dashManifest: dash ? directory + "/out.mpd" : nil)
+        let summary = try HLSPackager(options: options).run(path: "\(sources)/\(test.source).mp4", to: playlist)
+        return (playlist, summary)
+    }
+
+    static func text(_ path: String) throws -> String { try String(contentsOfFile: path, encoding: .utf8) }
+    static func size(_ path: String) throws -> Int { try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0 }
+
+    /// Key frames of the source, as ffprobe counts them.
+    static func keyFrames(_ path: String) throws -> Int {
+        try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags", "-of", "csv=p=0", path]).stdoutText
+            .split(separator: "\n").filter { $0.hasPrefix("K") }.count
+    }
+
+    @Test(arguments: cases)
+    func aPackageKeepsTheRulesAndItsFigures(_ test: Case) throws {
+        let (path, summary) = try Self.package(test)
+        let directory = (path as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let multivariant = HLSChecker.multivariant(try Self.text(path))
+        #expect(multivariant.problems.isEmpty, "\(multivariant.problems)")
+        let variant = try #require(multivariant.variants.first { !$0.isIFrame })
+        let iFrameVariant = try #require(multivariant.variants.first { $0.isIFrame })
+        #expect(variant.attributes["CODECS"] == "avc1.64001e" && variant.attributes["RESOLUTION"] == "640x360" && variant.attributes["FRAME-RATE"] == "30.000")
+        let media = HLSChecker.media(try Self.text(directory + "/" + variant.uri))
+        #expect(media.problems.isEmpty, "\(media.problems)")
+        #expect(media.playlistType == "VOD" && media.endList && media.mediaSequence == 0)
+        // The lowest version the tags need: 6 with a map (fMP4), 3 for decimal durations (TS).
+        #expect(media.version == (test.format == .fragmentedMP4 ? 6 : 3), "version \(String(describing: media.version))")
+        #expect((media.map != nil) == (test.format == .fragmentedMP4))
+        let total = media.entries.map(\.duration).reduce(0, +)
+        #expect(abs(total - 20) <= 1.0 / 30, "the durations add up to \(total) s of 20")
+        // Bandwidths against the files' sizes.
+        let rates = try media.entries.map { Double(try Self.size(directory + "/" + $0.uri) * 8) / $0.duration }
+        let peak = rates.max() ?? 0
+        let average = Double(try media.entries.map { try Self.size(directory + "/" + $0.uri) }.reduce(0, +) * 8) / total
+        let bandwidth = Double(variant.attributes["BANDWIDTH"] ?? "0") ?? 0
+        let averageBandwidth = Double(variant.attributes["AVERAGE-BANDWIDTH"] ?? "0") ?? 0
+        #expect(bandwidth >= 0.95 * peak && bandwidth <= 1.25 * peak, "BANDWIDTH \(bandwidth), measured peak \(peak)")
+        #expect(abs(averageBandwidth - average) <= 0.1 * average, "AVERAGE-BANDWIDTH \(averageBandwidth), measured \(average)")
+        // An I-frame entry per sync sample, each a byte range of a segment.
+        let iFrames = HLSChecker.media(try Self.text(directory + "/" + iFrameVariant.uri))
+        #expect(iFrames.problems.isEmpty && iFrames.iFramesOnly, "\(iFrames.problems)")
+        #expect(iFrames.entries.count == (try Self.keyFrames("\(Self.sources)/\(test.source).mp4")))
+        // Closed GOPs: every segment starts with an IDR picture and decodes alone.
+        let reports = try #require(summary.renditions.first).segments
+        if test.source == "closed" {
+            #expect(reports.allSatisfy(\.startsWithIDR) && reports.allSatisfy(\.isIndependent))
+            #expect(media.independentSegments && multivariant.independentSegments)
+            for (entry, report) in zip(media.entries, reports) {
+                var alone = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + entry.uri))
+                if let map = media.map { alone = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + map)) + alone }
+                let file = directory + "/alone." + test.format.fileExtension
+                try alone.write(to: URL(fileURLWithPath: file))
+                let decoded = try run("ffmpeg", ["-v", "error", "-i", file, "-f", "framemd5", "-"])
+                #expect(decoded.stderrText.isEmpty && framemd5Hashes(decoded.stdoutText).count == report.sampleCount, "\(entry.uri) alone: \(decoded.stderrText)")
+            }
+        } else {
+            #expect(!media.independentSegments, "an open-GOP package claims independent segments")
+        }
+    }
+
+    /// Presentation times of the first video stream, from the first, milliseconds.
+    static func times(_ path: String) throws -> [Int] {
+        let text = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path]).stdoutText
+        let values = text.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
+        return values.map { Int((($0 - values[0]) * 1000).rounded()) }
+    }
+
+    @Test(arguments: cases)
+    func ffmpegDecodesTheSourcesFramesAndTimes(_ test: Case) throws {
+        let (path, _) = try Self.package(test, dash: test.format == .fragmentedMP4)
+        let directory = (path as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = "\(Self.sources)/\(test.source).mp4"
+        let expected = try ffmpegFrameHashes(source)
+        #expect(try ffmpegFrameHashes(path) == expected, "the frames through the playlist")
+        #expect(try Self.times(path) == Self.times(source), "the presentation times")
+        if test.format == .fragmentedMP4 {
+            #expect(try ffmpegFrameHashes(directory + "/out.mpd") == expected, "the frames through the DASH manifest")
+        }
+    }
+
+    @Test(.requires(.gstLaunch, .python3), arguments: [cases[0], cases[3]])
+    func gstreamerDecodesEveryFrameOverHTTP(_ test: Case) async throws {
+        let (path, _) = try Self.package(test)
+        let directory = (path as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try await StaticHTTPServer(directory: directory)
+        defer { server.stop() }
+        let raw = directory + "/gst.yuv"
+        let result = try run("timeout", ["60", "gst-launch-1.0", "-q", "uridecodebin3", "uri=\(server.url)out.m3u8", "!", "videoconvert", "!",
+                                         "video/x-raw,format=I420", "!", "filesink", "location=\(raw)"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let decoded = try Self.size(raw)
+        #expect(decoded == 600 * 640 * 360 * 3 / 2, "GStreamer decoded \(decoded / (640 * 360 * 3 / 2)) of 600 frames")
+    }
+
+    @Test(.requires(.chromium, .python3), .timeLimit(.minutes(3)), arguments: cases)
+    func chromiumsOwnPlayerPlaysItToTheEnd(_ test: Case) async throws {
+        let (path, _) = try Self.package(test)
+        let directory = (path as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.playerPage(source: "out.m3u8").write(toFile: directory + "/play.html", atomically: true, encoding: .utf8)
+        let server = try await StaticHTTPServer(directory: directory)
+        defer { server.stop() }
+        let browser = try HeadlessChromium(url: server.url + "play.html")
+        defer { browser.stop() }
+        let ended = await server.waitForRequest(startingWith: "/report?ended", seconds: 90)
+        let failure = server.requests.first { $0.hasPrefix("/report?error") || $0.hasPrefix("/report?playfailed") }
+        #expect(failure == nil, "\(failure ?? "")")
+        let report = try #require(ended, "the page did not play to its end: \(server.requests.filter { $0.hasPrefix("/report") })")
+        let fields = HLSChecker.attributes(Substring(report.dropFirst("/report?ended&".count).replacingOccurrences(of: "&", with: ",")))
+        #expect(abs((Double(fields["t"] ?? "") ?? 0) - 20) < 0.1, "\(report)")
+        #expect(Int(fields["frames"] ?? "") ?? 0 >= 590 && fields["dropped"] == "0", "\(report)")
+    }
+
+    /// A page that plays `source` with the browser's own player (no script library) and reports
+    /// to the server by fetching `/report?...`.
+    static func playerPage(source: String) -> String {
+        """
+        <!doctype html><html><body>
+        <video id="v" src="\(source)" muted autoplay playsinline></video>
+        <script>
+        const v = document.getElementById('v');
+        function report(what) { fetch('/report?' + what).catch(() => {}); }
+        v.addEventListener('ended', () => {
+          const q = v.getVideoPlaybackQuality();
+          report('ended&t=' + v.currentTime + '&frames=' + q.totalVideoFrames + '&dropped=' + q.droppedVideoFrames);
+        });
+        v.addEventListener('error', () => report('error&code=' + (v.error && v.error.code)));
+        v.play().catch(e => report('playfailed&message=' + encodeURIComponent(e.message)));
+        </script></body></html>
+        """
+    }
+
+    @Test(.requires(.x264))
+    func aLadderOfAlignedRenditions() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-ladder-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // 6 s of the closed-GOP source is enough to see alignment.
+        let short = directory + "/short.mp4"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        _ = try run("ffmpeg", ["-v", "error", "-i", "\(Self.sources)/closed.mp4", "-t", "6", "-c", "copy", short])
+        let options = LadderPackager.Options(packaging: .init(segmenter: .init(segmentDuration: MediaTime(value: 2, timescale: 1))), heights: [360, 240], preset: "ultrafast")
+        let summary = try LadderPackager(options: options).run(path: short, to: directory + "/ladder.m3u8")
+        let multivariant = HLSChecker.multivariant(try Self.text(directory + "/ladder.m3u8"))
+        #expect(multivariant.problems.isEmpty, "\(multivariant.problems)")
+        #expect(multivariant.variants.filter { !$0.isIFrame }.compactMap { $0.attributes["RESOLUTION"] }.sorted() == ["426x240", "640x360"])
+        let durations = summary.renditions.map { $0.segments.map(\.duration) }
+        #expect(durations.count == 2 && durations[0] == durations[1] && durations[0].count >= 3, "segments aligned: \(durations)")
+        let frames = try ffmpegFrameHashes(short).count
+        for rendition in summary.renditions {
+            #expect(try ffmpegFrameHashes(rendition.playlist).count == frames, "\(rendition.name)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/ladder-360p.encoding.mp4"), "the encoded rendition is removed")
+    }
+}

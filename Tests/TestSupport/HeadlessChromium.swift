@@ -1,0 +1,29 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Headless Chromium, started for one page and stopped with the test.
+public final class HeadlessChromium: @unchecked Sendable {
+    public let process: ChildProcess
+    public let profile: String
+
+    /// Opens `url` in a new headless Chromium with a profile of its own.
+    public init(url: String) throws {
+        profile = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-chromium-\(UUID().uuidString)").path
+        // As root, headless Chromium needs --no-sandbox; no GL flags (measured: WebCodecs decodes
+        // in software here). Timing is real: no --virtual-time-budget.
+        guard let chromium = which("chromium") else { throw TestFailure("chromium is not on the PATH") }
+        process = try ChildProcess(chromium, [
+            "--headless=new", "--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+            "--user-data-dir=\(profile)", "--autoplay-policy=no-user-gesture-required", url,
+        ])
+    }
+
+    /// Ends the browser and removes its profile.
+    public func stop() {
+        kill(process.pid, SIGTERM)
+        _ = process.wait()
+        try? FileManager.default.removeItem(atPath: profile)
+    }
+}
