@@ -42,10 +42,13 @@ var targets: [Target] = [
 
     // RTP (RFC 6184), RTCP, SDP, RTSP: pure state machines, packets in and out.
     .target(name: "H264Network", dependencies: ["H264Bitstream", "MediaCore"]),
-    // The SwiftNIO shells: RTP sockets, the RTSP server and client, ingest.
+    // The SwiftNIO and Hummingbird shells: RTP sockets, the RTSP server and client, ingest, the
+    // HLS/DASH packager and HTTP origin.
     .target(name: "H264Streaming", dependencies: [
         "H264Network", "SampleFlow", "H264Session", "H264Container", "MediaCore", "SystemIO",
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
     ]),
 
     // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.

@@ -215,3 +215,12 @@ extension FileDescriptor {
         return copied
     }
 }
+
+/// Raises this process's limit on open descriptors to the most it may have (the hard limit),
+/// for a server that holds thousands of connections; a hint, failures ignored.
+package func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}

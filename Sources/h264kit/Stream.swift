@@ -5,7 +5,7 @@ import SystemIO
 struct Stream: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stream",
-        abstract: "Send INPUT as RTP over UDP (RFC 6184), or serve it over RTSP.",
+        abstract: "Send INPUT as RTP over UDP (RFC 6184), or serve it over RTSP, or as a live HLS/DASH origin over HTTP.",
         discussion: """
             rtp://HOST:PORT sends RTP to the host, RTCP sender reports to PORT+1, paced by the timestamps \
             (as ffmpeg -re does), and a BYE at the end or on SIGINT, which ends ffmpeg's and GStreamer's \
@@ -16,14 +16,29 @@ struct Stream: AsyncParsableCommand {
             join at its next keyframe; until SIGINT. --user USER:PASS makes clients authenticate.
             A .y4m (or raw .yuv) INPUT is encoded live with x264 (tune zerolatency unless --tune says otherwise), \
             and a receiver's RTCP picture loss indication makes the next picture an IDR picture.
+            http://HOST:PORT/PATH.m3u8 is a live HLS origin: INPUT (a file, paced, with --loop for ever; pictures \
+            encoded live; or a live source as `receive` takes it: rtsp://, rtp://, .sdp) cut into segments of \
+            --segment-duration (2 s) at keyframes, fMP4 (CMAF) or TS, a window of --window segments (6) in the \
+            playlist with EXT-X-PROGRAM-DATE-TIME, the multivariant playlist at PATH.m3u8, a DASH MPD at PATH.mpd \
+            (fMP4); segments in memory, dropped two target durations after they leave the window. Until SIGINT \
+            (or the input's end: the playlist then gets EXT-X-ENDLIST).
             """
     )
 
-    @Argument(help: "An Annex-B or transport stream (or - for standard input), MP4 or MOV; or pictures to encode live (.y4m, raw .yuv).")
+    @Argument(help: "An Annex-B or transport stream (or - for standard input), MP4 or MOV; pictures to encode live (.y4m, raw .yuv); or, for http://, a live source (rtsp://, rtp://, .sdp).")
     var input: String
 
-    @Argument(help: ArgumentHelp("Where the stream goes.", valueName: "rtp://HOST:PORT | rtsp://HOST:PORT/PATH"))
+    @Argument(help: ArgumentHelp("Where the stream goes.", valueName: "rtp://HOST:PORT | rtsp://HOST:PORT/PATH | http://HOST:PORT/PATH.m3u8"))
     var destination: String
+
+    @Option(help: ArgumentHelp("HTTP: the target segment length.", valueName: "seconds"))
+    var segmentDuration: Double = 2
+
+    @Option(help: "HTTP: the segments' container, fmp4 (CMAF) or ts.")
+    var segmentFormat: String = "fmp4"
+
+    @Option(help: "HTTP: segments listed in the live playlist.")
+    var window: Int = 6
 
     @Option(help: ArgumentHelp("Write the session description to FILE first (rtp://).", valueName: "FILE"))
     var sdp: String?
@@ -60,6 +75,7 @@ struct Stream: AsyncParsableCommand {
     @OptionGroup var limits: LimitOptions
 
     var isRTSP: Bool { destination.lowercased().hasPrefix("rtsp://") }
+    var isHTTP: Bool { destination.lowercased().hasPrefix("http://") }
     var isLive: Bool { pictureInput.isPictures(input) }
 
     func validate() throws {
@@ -74,6 +90,14 @@ struct Stream: AsyncParsableCommand {
         if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
+        if isHTTP {
+            guard segmentDuration > 0, segmentDuration <= 60 else { throw ValidationError("--segment-duration \(segmentDuration): 0 to 60 seconds") }
+            guard MediaSegmenter.Format(rawValue: segmentFormat) != nil else { throw ValidationError("--segment-format \(segmentFormat): fmp4 or ts") }
+            guard (3...10_000).contains(window) else { throw ValidationError("--window \(window): 3 to 10000 segments") }
+            _ = try httpDestination()
+        } else if LiveSource.isLive(input) {
+            throw ValidationError("\(input): a live source is relayed to an http:// origin; receive records it")
+        }
         if frames != nil, isRTSP, !isLive { throw ValidationError("--frames with rtsp:// limits pictures encoded live; a served file goes to each client whole") }
         if isLive {
             try pictureInput.validate(for: input)
@@ -85,7 +109,9 @@ struct Stream: AsyncParsableCommand {
         let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
         do {
             let live = try isLive ? liveSamples() : nil
-            if isRTSP {
+            if isHTTP {
+                try await serveHLS(live: live)
+            } else if isRTSP {
                 try await serveRTSP(live: live, packetizer: packetizer)
             } else {
                 try await sendRTP(live: live, packetizer: packetizer)
@@ -160,6 +186,68 @@ struct Stream: AsyncParsableCommand {
             }
         }
         defer { reporter.cancel() }
+        try await serving.value
+    }
+
+    /// The host, port and path of an http:// destination.
+    func httpDestination() throws -> (host: String, port: Int, path: String) {
+        let rest = destination.dropFirst("http://".count)
+        guard let slash = rest.firstIndex(of: "/") else { throw ValidationError("\(destination): give the playlist's path, http://HOST:PORT/PATH.m3u8") }
+        let authority = rest[..<slash], path = String(rest[slash...])
+        var host = String(authority), port = 80
+        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+            host = String(authority[..<colon])
+            guard let number = Int(authority[authority.index(after: colon)...]), (0...65535).contains(number) else { throw ValidationError("\(destination): a port of 0-65535") }
+            port = number
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard path.lowercased().hasSuffix(".m3u8") else { throw ValidationError("\(destination): the path is the playlist's, PATH.m3u8") }
+        return (host, port, path)
+    }
+
+    /// A live HLS/DASH origin of INPUT, until SIGINT or the input's end.
+    func serveHLS(live: LivePictureSamples?) async throws {
+        let (host, port, path) = try httpDestination()
+        var segmenter = MediaSegmenter.Options(format: MediaSegmenter.Format(rawValue: segmentFormat)!,
+                                               segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000))
+        segmenter.transportStream = .init()
+        let origin = try HLSOrigin(options: .init(host: host, port: port, path: path, segmenter: segmenter, windowSize: window,
+                                                  servesDASH: segmenter.format == .fragmentedMP4))
+        var media = MediaSource.Options()
+        media.movieLimits = limits.movie
+        let (input, loop, paced, verbose) = (input, loop, !noPace, verbose)
+        let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
+        let publishing = Task {
+            if let live {
+                try await origin.publish(live, paced: false)
+            } else if LiveSource.isLive(input) {
+                let source = try LiveSource(parsing: input)
+                let (stream, continuation) = AsyncStream<SampleBuffer>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+                async let received: RTPReceiver.Report = source.receive { continuation.yield($0) }
+                let relay = Task { try await origin.publish(stream, paced: false) }
+                _ = try? await received
+                continuation.finish()
+                try await relay.value
+            } else {
+                try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop), paced: paced)
+            }
+        }
+        let token = Interruption.shared.onInterrupt { publishing.cancel(); serving.cancel() }
+        defer { Interruption.shared.remove(token) }
+        let reporter = Task {
+            guard verbose else { return }
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(1))
+                let now = origin.statistics
+                printError("segments \(now.segmentsPublished), requests \(now.requests), \(now.bytesServed) bytes served, \(now.notFound) not found")
+            }
+        }
+        defer { reporter.cancel() }
+        do { try await publishing.value } catch {
+            serving.cancel()
+            throw error
+        }
+        // The input ended: its playlist says so; clients finish fetching until SIGINT.
         try await serving.value
     }
 }
