@@ -117,6 +117,18 @@ public final class HLSOrigin: Sendable {
         do { segmenter = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
         var start: (wall: Double, decode: MediaTime)?
         var segmentStart: Double?
+        var gathering = ByteBuffer()
+        // A segment's chunks gathered; published whole with its report.
+        func take(_ made: MediaSegmenter.Output, _ segmenter: inout MediaSegmenter, _ gathering: inout ByteBuffer, _ segmentStart: inout Double?) {
+            for chunk in made.chunks { chunk.data.forEachSegment { gathering.writeBytes($0) } }
+            for report in made.completed {
+                let bytes = gathering.readSlice(length: report.byteCount) ?? ByteBuffer()
+                store.publish(bytes, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+                              timescale: segmenter.timescale, startedAt: segmentStart ?? WallClock.seconds)
+                gathering.discardReadBytes()
+                segmentStart = WallClock.seconds
+            }
+        }
         do {
             for try await sample in samples {
                 if Task.isCancelled { break }
@@ -129,15 +141,10 @@ public final class HLSOrigin: Sendable {
                         start = (now, sample.decodeTime)
                     }
                 }
-                let closed: MediaSegmenter.Segment?
-                do { closed = try segmenter.append(sample) } catch { throw StreamingError.output(error) }
-                if let closed {
-                    store.publish(closed, initialization: segmenter.initializationSegment, format: segmenter.formatDescription, timescale: segmenter.timescale,
-                                  startedAt: segmentStart ?? now)
-                    segmentStart = WallClock.seconds
-                } else if segmentStart == nil {
-                    segmentStart = WallClock.seconds
-                }
+                let made: MediaSegmenter.Output
+                do { made = try segmenter.append(sample) } catch { throw StreamingError.output(error) }
+                if segmentStart == nil { segmentStart = now }
+                take(made, &segmenter, &gathering, &segmentStart)
             }
         } catch is CancellationError {
         } catch let error as StreamingError {
@@ -145,12 +152,9 @@ public final class HLSOrigin: Sendable {
         } catch {
             throw .sending(error)
         }
-        let last: MediaSegmenter.Segment?
+        let last: MediaSegmenter.Output
         do { last = try segmenter.finish() } catch { throw .output(error) }
-        if let last {
-            store.publish(last, initialization: segmenter.initializationSegment, format: segmenter.formatDescription, timescale: segmenter.timescale,
-                          startedAt: segmentStart ?? WallClock.seconds)
-        }
+        take(last, &segmenter, &gathering, &segmentStart)
         if !Task.isCancelled { store.end() }
     }
 
@@ -235,11 +239,8 @@ final class OriginStore: Sendable {
     }
 
     /// Puts a whole segment in memory and in the playlists, at once.
-    func publish(_ segment: MediaSegmenter.Segment, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
-        var bytes = ByteBuffer()
-        bytes.reserveCapacity(segment.data.count)
-        segment.data.forEachSegment { bytes.writeBytes($0) }
-        let report = segment.report
+    func publish(_ bytes: ByteBuffer, report: MediaSegmenter.SegmentReport, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?,
+                 startedAt: Double) {
         let path = segmentPath(report.index, report.format)
         let entry = HLSLiveWindow.Entry(
             sequence: report.index, uri: Self.name(path), duration: report.duration.seconds, programDateTime: startedAt, independent: report.isIndependent,

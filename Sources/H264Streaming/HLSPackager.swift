@@ -126,13 +126,18 @@ public struct HLSPackager: Sendable {
         var reports: [MediaSegmenter.SegmentReport] = []
         var wroteInitialization = false
         let initialization = sibling(output, name, "-init.mp4")
-        func store(_ segment: MediaSegmenter.Segment) throws(StreamingError) {
+        // Chunks go to their segment's file as they come; a segment's file is committed when
+        // its report says it is whole.
+        func take(_ made: MediaSegmenter.Output) throws(StreamingError) {
             if !wroteInitialization, let bytes = segmenter.initializationSegment {
                 try files.write(BlockBuffer(bytes), to: initialization)
                 wroteInitialization = true
             }
-            try files.write(segment.data, to: segmentPath(output, name, segment.report.index, options.format))
-            reports.append(segment.report)
+            for chunk in made.chunks { try files.append(chunk.data, to: segmentPath(output, name, chunk.segment, options.format)) }
+            for report in made.completed {
+                try files.commit(segmentPath(output, name, report.index, options.format))
+                reports.append(report)
+            }
         }
         var frameRate: FrameRate?
         while true {
@@ -141,14 +146,14 @@ public struct HLSPackager: Sendable {
             guard let sample else { break }
             if Task.isCancelled { throw .source(.cancelled) }
             if frameRate == nil { frameRate = source.frameRate }
-            let closed: MediaSegmenter.Segment?
-            do { closed = try segmenter.append(sample) } catch { throw .output(error) }
-            if let closed { try store(closed) }
+            let made: MediaSegmenter.Output
+            do { made = try segmenter.append(sample) } catch { throw .output(error) }
+            try take(made)
             tick()
         }
-        let last: MediaSegmenter.Segment?
+        let last: MediaSegmenter.Output
         do { last = try segmenter.finish() } catch { throw .output(error) }
-        if let last { try store(last) }
+        try take(last)
         guard let format = segmenter.formatDescription, !reports.isEmpty else {
             throw .source(.noSamples(input: source.name, reason: "no samples to package"))
         }
@@ -248,6 +253,28 @@ final class WrittenFiles: @unchecked Sendable {  // used by one packaging run at
         paths.append(path)
     }
 
+    /// Files being written a chunk at a time, by path.
+    private var open: [String: OutputFile] = [:]
+
+    /// Appends `data` to the file at `path`, made (under a temporary name) at its first chunk.
+    func append(_ data: BlockBuffer, to path: String) throws(StreamingError) {
+        do throws(SystemError) {
+            let file: OutputFile
+            if let existing = open[path] { file = existing } else { file = try OutputFile(path: path) }
+            open[path] = file
+            try data.forEachSegment { (bytes) throws(SystemError) in try file.write(bytes) }
+        } catch {
+            throw .output(.file(error))
+        }
+    }
+
+    /// Puts the file written a chunk at a time at `path` in place.
+    func commit(_ path: String) throws(StreamingError) {
+        guard let file = open.removeValue(forKey: path) else { return }
+        do { try file.commit() } catch { throw .output(.file(error)) }
+        paths.append(path)
+    }
+
     /// Makes the directory the output goes in, when missing.
     func makeDirectory(for path: String) throws(StreamingError) {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
@@ -256,6 +283,8 @@ final class WrittenFiles: @unchecked Sendable {  // used by one packaging run at
 
     /// Removes every file written, and the directories made for them.
     func removeAll() {
+        for file in open.values { file.discard() }
+        open = [:]
         for path in paths { removeFile(path) }
         for directory in directories.reversed() { removeDirectory(directory) }
         paths = []

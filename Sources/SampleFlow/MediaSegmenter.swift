@@ -16,8 +16,11 @@ public import MediaCore
 /// from its earliest presentation time to the end of its last shown picture, so the durations
 /// add up to the stream's. Times in reports count from the first sample's presentation time.
 ///
-/// No I/O: segments come back as bytes (the samples' storage referenced), for a packager to
-/// write as files or an origin to keep in memory. Memory: the samples of one segment.
+/// No I/O: segments come back as bytes (the samples' storage referenced) as they are made, a
+/// fragment (or, for a transport stream, a few hundred kilobytes) at a time with the segment
+/// they belong to (``Output``), and each segment's report once it is whole: a packager writes
+/// the chunks as they come (memory: one fragment), an origin gathers them (memory: one
+/// segment).
 public struct MediaSegmenter {
     /// The segments' container.
     public enum Format: String, Sendable, Hashable, Codable {
@@ -108,13 +111,20 @@ public struct MediaSegmenter {
         public var syncSamples: [SyncSampleReport]
     }
 
-    /// A media segment: its bytes and its report.
-    public struct Segment: Sendable {
-        /// The bytes (the samples' storage referenced).
-        public var data: BlockBuffer
-        /// What it holds.
-        public var report: SegmentReport
+    /// What a sample (or the end) brought: bytes of segments, in order, and the segments now
+    /// whole.
+    public struct Output: Sendable {
+        /// Bytes to append to segment `segment` (from 0), in order (the samples' storage
+        /// referenced).
+        public var chunks: [(segment: Int, data: BlockBuffer)] = []
+        /// The segments now whole, with their reports (after their last chunk).
+        public var completed: [SegmentReport] = []
+        /// Whether nothing came.
+        public var isEmpty: Bool { chunks.isEmpty && completed.isEmpty }
     }
+
+    /// Bytes of a transport stream gathered before they are handed on as a chunk.
+    static let transportStreamChunk = 256 << 10
 
     /// How segments are cut.
     public let options: Options
@@ -137,7 +147,6 @@ public struct MediaSegmenter {
 
     /// The segment being gathered.
     private struct Building {
-        var pieces: [BlockBuffer] = []
         var bytes = 0
         var earliest: MediaTime
         var latestEnd: MediaTime
@@ -168,8 +177,10 @@ public struct MediaSegmenter {
         }
     }
 
-    /// Takes the next sample in decoding order; returns the segment it closed, if it starts one.
-    public mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) -> Segment? {
+    /// Takes the next sample in decoding order; returns the bytes made and the segment it
+    /// closed, if it starts one.
+    public mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) -> Output {
+        output = Output()
         if origin == nil {
             origin = sample.presentationTime
             formatDescription = sample.formatDescription
@@ -178,15 +189,14 @@ public struct MediaSegmenter {
         let time = sample.presentationTime - origin!
         let clean = !sample.attachments.earlierDisplayTimesAllowed
         let cuts = current != nil && sample.isSync && time >= nextBoundary && (clean || !options.cutsOnlyAtCleanSyncSamples)
-        var closed: Segment?
         if cuts {
             if options.format == .fragmentedMP4 {
                 // The fragment this sample ends is the closing segment's last.
                 if let fragment = try appendToCMAF(sample, startsFragment: true) { add(fragment) }
-                closed = try closeSegment(last: false)
+                try closeSegment(last: false)
                 begin(sample, time: time)
             } else {
-                closed = try closeSegment(last: false)
+                try closeSegment(last: false)
                 begin(sample, time: time)
                 try appendToTransportStream(sample, time: time)
             }
@@ -201,15 +211,27 @@ public struct MediaSegmenter {
                 if startsFragment { lastFragmentStart = time }
             case .transportStream:
                 try appendToTransportStream(sample, time: time)
+                if muxer!.pendingByteCount >= Self.transportStreamChunk { drainTransportStream() }
             }
         }
-        return closed
+        return output
     }
 
-    /// Ends the stream: the last segment.
-    public mutating func finish() throws(SampleFlowError) -> Segment? {
-        guard current != nil else { return nil }
-        return try closeSegment(last: true)
+    /// Ends the stream: the last segment's last bytes and its report.
+    public mutating func finish() throws(SampleFlowError) -> Output {
+        output = Output()
+        if current != nil { try closeSegment(last: true) }
+        return output
+    }
+
+    /// What the call being made brings.
+    private var output = Output()
+
+    /// Hands on a chunk of the segment being made.
+    private mutating func emit(_ data: BlockBuffer) {
+        guard !data.isEmpty else { return }
+        output.chunks.append((segmentCount, data))
+        current!.bytes += data.count
     }
 
     // MARK: Writing
@@ -220,8 +242,7 @@ public struct MediaSegmenter {
         current = Building(earliest: time, latestEnd: end, startsWithIDR: Self.startsWithIDR(sample), firstPresentation: time)
         current!.samples = 1
         if options.format == .fragmentedMP4 {
-            current!.pieces.append(BlockBuffer(CMAFWriter.segmentTypeBox))
-            current!.bytes += CMAFWriter.segmentTypeBox.count
+            emit(BlockBuffer(CMAFWriter.segmentTypeBox))
             lastFragmentStart = time
         }
     }
@@ -258,8 +279,7 @@ public struct MediaSegmenter {
     /// or, when the fragment ends a segment, that one).
     private mutating func add(_ fragment: CMAFWriter.Fragment) {
         let start = current!.bytes
-        current!.pieces.append(fragment.data)
-        current!.bytes += fragment.data.count
+        emit(fragment.data)
         let origin = cmafOriginOffset
         let earliest = fragment.earliestPresentationTime + origin
         current!.fragments.append(FragmentReport(byteRange: start..<current!.bytes, earliestPresentationTime: earliest, duration: fragment.duration,
@@ -280,17 +300,22 @@ public struct MediaSegmenter {
         current!.openSync = nil
     }
 
-    private mutating func closeSegment(last: Bool) throws(SampleFlowError) -> Segment {
+    /// The transport stream's bytes so far, as a chunk.
+    private mutating func drainTransportStream() {
+        var pending: [UInt8] = []
+        pending.reserveCapacity(muxer!.pendingByteCount)
+        muxer!.drain { pending.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
+        emit(BlockBuffer(pending))
+    }
+
+    private mutating func closeSegment(last: Bool) throws(SampleFlowError) {
         switch options.format {
         case .fragmentedMP4:
             // At the end the pending fragment is the last segment's (before, the sample that
             // cut it closed it).
             if last, let fragment = cmaf!.finish() { add(fragment) }
         case .transportStream:
-            var pending: [UInt8] = []
-            muxer!.drain { pending.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
-            current!.pieces.append(BlockBuffer(pending))
-            current!.bytes += pending.count
+            drainTransportStream()
         }
         var building = current!
         current = nil
@@ -308,7 +333,7 @@ public struct MediaSegmenter {
                                    startsWithIDR: building.startsWithIDR, isIndependent: building.startsWithIDR || !building.shownBeforeFirst,
                                    fragments: building.fragments, syncSamples: building.syncSamples)
         segmentCount += 1
-        return Segment(data: BlockBuffer(chaining: building.pieces), report: report)
+        output.completed.append(report)
     }
 
     /// Whether the sample holds an IDR slice.

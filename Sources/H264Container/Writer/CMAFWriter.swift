@@ -10,8 +10,8 @@ public import MediaCore
 /// presented at 0 and every later one at its presentation time less the first's: no edit list
 /// is needed, as CMAF asks. A sample lasts until the next one is decoded (its fragment is made
 /// when the next sample comes). Parameter sets that change mid-stream go in band in the samples
-/// that use them. No I/O: fragments are handed back as bytes, the samples' own storage
-/// referenced, not copied.
+/// that use them. No I/O: fragments are handed back as bytes; the samples' bytes are copied as
+/// they come (memory: one fragment), so that a mapped file's pages are read once.
 public struct CMAFWriter {
     /// A fragment as written, with where its samples fall.
     public struct Fragment: Sendable {
@@ -55,9 +55,15 @@ public struct CMAFWriter {
     public private(set) var timeOrigin: MediaTime?
 
     private var track: VideoTrack
-    private var pending: [(data: BlockBuffer, entry: TrackRunBox.Entry, presentation: Int64)] = []
+    private var pending: [(size: Int, entry: TrackRunBox.Entry, presentation: Int64)] = []
     private var pendingStart: Int64 = 0
-    private var pendingBytes = 0
+    /// The pending samples' bytes, one after another: copied in as they come (while fresh: a
+    /// mapped file's pages are read once), handed out with the fragment; its buffer comes back
+    /// to the pool when the caller lets the fragment go, for a later one (no fresh pages to
+    /// fault in each time).
+    private var sampleBytes: UnsafeMutableRawBufferPointer?
+    private var sampleCount = 0
+    private let pool = ByteBufferPool()
 
     /// The `styp` a media segment starts with: `msdh` (a media segment), `msix` (with an
     /// index), `cmfs` (CMAF).
@@ -86,8 +92,8 @@ public struct CMAFWriter {
         var closed: Fragment?
         if startsFragment && !pending.isEmpty { closed = makeFragment() }
         if pending.isEmpty { pendingStart = placed.decodeTime }
-        pending.append((placed.data, MovieFragment.entry(placed), placed.decodeTime + placed.compositionOffset))
-        pendingBytes += placed.data.count
+        copyIn(placed.data)
+        pending.append((placed.data.count, MovieFragment.entry(placed), placed.decodeTime + placed.compositionOffset))
         return closed
     }
 
@@ -99,18 +105,40 @@ public struct CMAFWriter {
     private mutating func makeFragment() -> Fragment {
         fragmentCount += 1
         let fragment = MovieFragment(entries: pending.map(\.entry), sequenceNumber: UInt32(fragmentCount), baseDecodeTime: UInt64(pendingStart),
-                                     signedOffsets: true, mediaBytes: pendingBytes)
+                                     signedOffsets: true, mediaBytes: sampleCount)
         let header = fragment.header
         let scale = track.timescale
         let duration = pending.reduce(Int64(0)) { $0 + Int64($1.entry.duration ?? 0) }
-        let result = Fragment(data: BlockBuffer(chaining: [BlockBuffer(header)] + pending.map(\.data)), sequenceNumber: fragmentCount,
+        let bytes = sampleBytes.map { pool.handOut($0, count: sampleCount) } ?? BlockBuffer()
+        sampleBytes = nil
+        sampleCount = 0
+        let result = Fragment(data: BlockBuffer(chaining: [BlockBuffer(header), bytes]), sequenceNumber: fragmentCount,
                               baseDecodeTime: MediaTime(value: pendingStart, timescale: scale),
                               earliestPresentationTime: MediaTime(value: pending.map(\.presentation).min() ?? pendingStart, timescale: scale),
                               duration: MediaTime(value: duration, timescale: scale), sampleCount: pending.count,
                               startsWithSyncSample: (pending[0].entry.flags ?? 0) & 0x0001_0000 == 0,
-                              firstSampleEnd: header.count + pending[0].data.count)
+                              firstSampleEnd: header.count + pending[0].size)
         pending.removeAll(keepingCapacity: true)
-        pendingBytes = 0
         return result
+    }
+
+    /// Appends a sample's bytes to the fragment's buffer, a larger one from the pool when full.
+    private mutating func copyIn(_ data: BlockBuffer) {
+        let needed = sampleCount + data.count
+        if sampleBytes == nil || sampleBytes!.count < needed {
+            let bigger = pool.take(capacity: max(needed, (sampleBytes?.count ?? 0) * 2))
+            if let old = sampleBytes {
+                if sampleCount > 0 { bigger.baseAddress!.copyMemory(from: old.baseAddress!, byteCount: sampleCount) }
+                pool.give(old)
+            }
+            sampleBytes = bigger
+        }
+        var offset = sampleCount
+        data.forEachSegment { segment in
+            guard let source = segment.baseAddress, !segment.isEmpty else { return }
+            (sampleBytes!.baseAddress! + offset).copyMemory(from: source, byteCount: segment.count)
+            offset += segment.count
+        }
+        sampleCount = offset
     }
 }
