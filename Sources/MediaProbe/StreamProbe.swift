@@ -51,7 +51,7 @@ public enum StreamProbe {
     }
 
     /// Probes the stream in the file at `path` (or standard input for "-", after the bytes of
-    /// `prefix` that ``InputFormat/detect(path:)`` read from it).
+    /// `prefix` that `InputFormat.detect(path:)` read from it).
     public static func probe(path: String, prefix: [UInt8] = [], options: Options = Options(), onNALUnit: (NALUnitRecord) -> Void = { _ in },
                              onSample: (SampleRecord) -> Void = { _ in }) throws(SampleFlowError) -> Result {
         let units = path == "-" ? AnnexBReader(fileDescriptor: .standardInput, name: "stdin", prefix: prefix, options: .init(releasesPagesBehind: false))

@@ -19,7 +19,7 @@ public enum TransportStreamProbe {
     }
 
     /// Probes the transport stream at `path` ("-": standard input, after the bytes of `prefix`
-    /// that ``InputFormat/detect(path:)`` read from it), calling `onSample` with each sample
+    /// that `InputFormat.detect(path:)` read from it), calling `onSample` with each sample
     /// when `listsSamples`; `program` picks the program (else the first with H.264).
     public static func probe(path: String, prefix: [UInt8] = [], program: UInt16? = nil, listsSamples: Bool = false, keepsRecords: Bool = true,
                              onSample: (SampleRecord) -> Void = { _ in }) throws(SampleFlowError) -> Result {

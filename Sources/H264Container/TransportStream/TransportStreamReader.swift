@@ -9,7 +9,7 @@ public import SystemPackage
 ///
 /// The packet layout (188, 192 or 204 bytes) is found by content. The
 /// ``TransportStreamDemuxer`` picks the program and gathers the H.264 PID's PES packets; their
-/// payloads are split into NAL units and gathered into access units (``AccessUnitAssembler``:
+/// payloads are split into NAL units and gathered into access units (`AccessUnitAssembler`:
 /// one sample per picture, parameter sets into the format description, sync samples from IDR
 /// pictures and recovery points), and each access unit takes the timestamps of the PES packet
 /// its first byte came in (what FFmpeg's parser does). Timestamps are unwrapped past the 33-bit
