@@ -13,7 +13,7 @@ import Glibc
 
 /// The suites that run servers and browsers in real time: one test at a time, at high priority
 /// (a page drops frames when the machine's two cores are taken by 200 clients beside it).
-@Suite("Display in real time", .serialized, .timely)
+@Suite("Display in real time", .serialized, .timely, .exclusive)
 enum RealTimeDisplay {}
 
 /// The display layer with real pages: headless Chromium decodes with WebCodecs what the server

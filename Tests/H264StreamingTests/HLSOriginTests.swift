@@ -15,7 +15,7 @@ import Glibc
 /// The live origin: a file looped as if live, served to FFmpeg, GStreamer and Chromium at once
 /// for a minute, the playlists read every 50 ms (never a segment that is not whole, the media
 /// sequence rising), and hostile HTTP beside a client that must stay served.
-@Suite("HLS live origin", .requires(.ffmpeg, .ffprobe), .serialized, .timely)
+@Suite("HLS live origin", .requires(.ffmpeg, .ffprobe), .serialized, .timely, .exclusive)
 struct HLSOriginTests {
     static let source = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path
 
@@ -111,7 +111,7 @@ struct HLSOriginTests {
         #expect(running.origin.statistics.segmentsDropped > 0, "segments that left the window were dropped from memory")
     }
 
-    @Test(.requires(.gstLaunch, .chromium), .timeLimit(.minutes(3)))
+    @Test(.requires(.gstLaunch, .chromium))
     func ffmpegGStreamerAndChromiumPullAMinuteWithoutAGap() async throws {
         let running = try await Running()
         defer { running.stop() }

@@ -135,7 +135,7 @@ struct HLSPackagingTests {
         #expect(decoded == 600 * 640 * 360 * 3 / 2, "GStreamer decoded \(decoded / (640 * 360 * 3 / 2)) of 600 frames")
     }
 
-    @Test(.requires(.chromium, .python3), .timeLimit(.minutes(3)), arguments: cases)
+    @Test(.requires(.chromium, .python3), .timely, .exclusive, arguments: cases)
     func chromiumsOwnPlayerPlaysItToTheEnd(_ test: Case) async throws {
         let (path, _) = try Self.package(test)
         let directory = (path as NSString).deletingLastPathComponent

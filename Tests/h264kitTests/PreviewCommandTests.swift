@@ -7,7 +7,7 @@ import Glibc
 
 /// `h264kit preview` as a user runs it: a process printing its URL, headless Chromium opening
 /// it, the report and captures written, the exit status.
-@Suite("h264kit preview", .requires(.chromium, .ffmpeg), .serialized, .timely)
+@Suite("h264kit preview", .requires(.chromium, .ffmpeg), .serialized, .timely, .exclusive)
 struct PreviewCommandTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
