@@ -45,9 +45,11 @@ public struct MediaSegmenter {
         /// source); otherwise before any sync sample, and an open-GOP source's segments are
         /// reported as not independent.
         public var cutsOnlyAtCleanSyncSamples: Bool
-        /// For fragmented MP4: also start a fragment (a part, for low-latency HLS) whenever
-        /// this much has passed since the fragment began, between sync samples; nil: a
-        /// fragment per GOP.
+        /// For fragmented MP4: fragments as the parts of low-latency HLS: a new one before a
+        /// sample that would make the fragment longer than this (in decoding time), so that no
+        /// fragment is longer unless one sample is, and at a sync sample only once the fragment
+        /// has 85% of this (RFC 8216bis: only a segment's last part may be shorter; a sync
+        /// sample inside a part is not in the I-frame playlist); nil: a fragment per GOP.
         public var partDuration: MediaTime?
         /// For transport streams: the muxer's layout, PIDs and clock.
         public var transportStream: TransportStreamMuxer.Options
@@ -111,12 +113,23 @@ public struct MediaSegmenter {
         public var syncSamples: [SyncSampleReport]
     }
 
+    /// Bytes of a segment, handed on as they are made.
+    public struct Chunk: Sendable {
+        /// The segment they belong to (from 0).
+        public var segment: Int
+        /// The bytes (the samples' storage referenced).
+        public var data: BlockBuffer
+        /// For fragmented MP4, the fragment these bytes complete, when they do: with the bytes
+        /// of the segment since the previous fragment ended (the `styp` of a segment's first),
+        /// a part a low-latency HLS origin serves on its own.
+        public var completedFragment: FragmentReport?
+    }
+
     /// What a sample (or the end) brought: bytes of segments, in order, and the segments now
     /// whole.
     public struct Output: Sendable {
-        /// Bytes to append to segment `segment` (from 0), in order (the samples' storage
-        /// referenced).
-        public var chunks: [(segment: Int, data: BlockBuffer)] = []
+        /// Bytes to append to their segment, in order.
+        public var chunks: [Chunk] = []
         /// The segments now whole, with their reports (after their last chunk).
         public var completed: [SegmentReport] = []
         /// Whether nothing came.
@@ -143,6 +156,7 @@ public struct MediaSegmenter {
     private var origin: MediaTime?
     private var nextBoundary: MediaTime = .zero
     private var current: Building?
+    /// The decoding time the open fragment started at.
     private var lastFragmentStart: MediaTime?
 
     /// The segment being gathered.
@@ -206,9 +220,17 @@ public struct MediaSegmenter {
             switch options.format {
             case .fragmentedMP4:
                 var startsFragment = current!.samples == 1 || sample.isSync
-                if let part = options.partDuration, let start = lastFragmentStart, time - start >= part { startsFragment = true }
+                if let part = options.partDuration, let start = lastFragmentStart, sample.decodeTime.isNumeric {
+                    // Parts: a new one before a sample that would make this one too long, or at a
+                    // sync sample once this one has 85% of the part (a shorter part is allowed
+                    // only as a segment's last); a sync sample before that stays inside.
+                    let sofar = sample.decodeTime - start
+                    let longEnough = sofar.seconds >= 0.85 * part.seconds
+                    startsFragment = current!.samples == 1 || (sample.isSync && longEnough)
+                        || sofar + (sample.duration.isNumeric ? sample.duration : .zero) > part
+                }
                 if let fragment = try appendToCMAF(sample, startsFragment: startsFragment) { add(fragment) }
-                if startsFragment { lastFragmentStart = time }
+                if startsFragment { lastFragmentStart = sample.decodeTime }
             case .transportStream:
                 try appendToTransportStream(sample, time: time)
                 if muxer!.pendingByteCount >= Self.transportStreamChunk { drainTransportStream() }
@@ -230,7 +252,7 @@ public struct MediaSegmenter {
     /// Hands on a chunk of the segment being made.
     private mutating func emit(_ data: BlockBuffer) {
         guard !data.isEmpty else { return }
-        output.chunks.append((segmentCount, data))
+        output.chunks.append(Chunk(segment: segmentCount, data: data))
         current!.bytes += data.count
     }
 
@@ -243,7 +265,7 @@ public struct MediaSegmenter {
         current!.samples = 1
         if options.format == .fragmentedMP4 {
             emit(BlockBuffer(CMAFWriter.segmentTypeBox))
-            lastFragmentStart = time
+            lastFragmentStart = sample.decodeTime
         }
     }
 
@@ -282,8 +304,10 @@ public struct MediaSegmenter {
         emit(fragment.data)
         let origin = cmafOriginOffset
         let earliest = fragment.earliestPresentationTime + origin
-        current!.fragments.append(FragmentReport(byteRange: start..<current!.bytes, earliestPresentationTime: earliest, duration: fragment.duration,
-                                                 startsWithSyncSample: fragment.startsWithSyncSample))
+        let report = FragmentReport(byteRange: start..<current!.bytes, earliestPresentationTime: earliest, duration: fragment.duration,
+                                    startsWithSyncSample: fragment.startsWithSyncSample)
+        current!.fragments.append(report)
+        if !fragment.data.isEmpty, !output.chunks.isEmpty { output.chunks[output.chunks.count - 1].completedFragment = report }
         if fragment.startsWithSyncSample {
             current!.syncSamples.append(SyncSampleReport(presentationTime: earliest, duration: fragment.duration, byteRange: start..<(start + fragment.firstSampleEnd)))
         }
