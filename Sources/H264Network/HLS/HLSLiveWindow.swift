@@ -8,6 +8,12 @@
 /// set once (RFC 8216: it must not change); a segment that rounds past it is counted in
 /// ``segmentsOverTarget`` (and the target raised, as a player would rather have a playlist that
 /// names its longest segment than none).
+///
+/// For low-latency HLS (``partTarget`` set) the window also takes the parts of the segment
+/// being made as each is whole (``appendPart(_:programDateTime:)``), lists the parts of the
+/// segments in the last three target durations and a preload hint, answers whether a blocking
+/// reload's `_HLS_msn`/`_HLS_part` is there yet (``contains(mediaSequence:part:)``) and renders
+/// delta updates (``deltaPlaylist``).
 public struct HLSLiveWindow: Sendable {
     /// A segment of the window.
     public struct Entry: Sendable, Hashable {
@@ -29,6 +35,9 @@ public struct HLSLiveWindow: Sendable {
         public var iFrames: [IFrame]
         /// Its earliest presentation time and duration in the DASH timescale, for an MPD.
         public var timeline: (time: Int64, duration: Int64)?
+        /// Its parts (low-latency HLS), taken from those appended while it was being made
+        /// when none are given.
+        public var parts: [HLSPartialSegment] = []
 
         /// An I-frame of the segment.
         public struct IFrame: Sendable, Hashable {
@@ -62,7 +71,7 @@ public struct HLSLiveWindow: Sendable {
         public static func == (a: Entry, b: Entry) -> Bool {
             a.sequence == b.sequence && a.uri == b.uri && a.duration == b.duration && a.programDateTime == b.programDateTime && a.discontinuity == b.discontinuity
                 && a.independent == b.independent && a.byteCount == b.byteCount && a.iFrames == b.iFrames && a.timeline?.time == b.timeline?.time
-                && a.timeline?.duration == b.timeline?.duration
+                && a.timeline?.duration == b.timeline?.duration && a.parts == b.parts
         }
         /// Hashes the sequence number and URI.
         public func hash(into hasher: inout Hasher) {
@@ -89,6 +98,18 @@ public struct HLSLiveWindow: Sendable {
     public private(set) var segmentsOverTarget = 0
     /// Whether every segment so far decodes on its own.
     public private(set) var allIndependent = true
+    /// `EXT-X-PART-INF:PART-TARGET`, seconds: set for low-latency HLS.
+    public var partTarget: Double?
+    /// `EXT-X-SERVER-CONTROL`.
+    public var serverControl: HLSServerControl?
+    /// The parts of the segment being made.
+    public private(set) var pendingParts: [HLSPartialSegment] = []
+    /// When the segment being made started (its first sample), seconds since 1970.
+    public private(set) var pendingProgramDateTime: Double?
+    /// The next part's URI, for `EXT-X-PRELOAD-HINT`.
+    public var preloadHint: String?
+    /// The media sequence number of the segment being made (one past the last whole one).
+    public private(set) var nextSequence = 0
 
     /// A window of `size` segments (at least 3, RFC 8216 §6.2.2's minimum for a live playlist)
     /// with the target duration `targetDuration`.
@@ -105,6 +126,11 @@ public struct HLSLiveWindow: Sendable {
             targetDuration = Int(entry.duration.rounded())
         }
         if !entry.independent { allIndependent = false }
+        var entry = entry
+        if entry.parts.isEmpty { entry.parts = pendingParts }
+        pendingParts = []
+        pendingProgramDateTime = nil
+        nextSequence = entry.sequence + 1
         entries.append(entry)
         var removed: [Entry] = []
         while entries.count > size {
@@ -117,15 +143,73 @@ public struct HLSLiveWindow: Sendable {
         return removed
     }
 
+    /// Adds a whole part of the segment being made; `programDateTime` is the segment's start,
+    /// taken with its first part.
+    public mutating func appendPart(_ part: HLSPartialSegment, programDateTime: Double? = nil) {
+        if pendingParts.isEmpty { pendingProgramDateTime = programDateTime }
+        pendingParts.append(part)
+    }
+
     /// Marks the end of the stream.
-    public mutating func end() { ended = true }
+    public mutating func end() {
+        ended = true
+        preloadHint = nil
+    }
+
+    /// Whether the playlist holds part `part` of segment `mediaSequence` (or, without a part,
+    /// that whole segment), or anything after it: what a blocking reload waits for (RFC
+    /// 8216bis §6.2.5.2). A part past the last of a whole segment is the next segment's first.
+    public func contains(mediaSequence: Int, part: Int?) -> Bool {
+        if ended { return true }
+        guard let part else { return mediaSequence < nextSequence }
+        if mediaSequence < nextSequence {
+            guard let entry = entries.first(where: { $0.sequence == mediaSequence }) else { return true }
+            return part < entry.parts.count || entry.parts.isEmpty || contains(mediaSequence: mediaSequence + 1, part: 0)
+        }
+        return mediaSequence == nextSequence && part < pendingParts.count
+    }
+
+    /// Whether a blocking reload asks for a segment more than two past the last whole one: the
+    /// server answers 400 at once (RFC 8216bis §6.2.5.2).
+    public func isTooFarAhead(mediaSequence: Int) -> Bool { mediaSequence > nextSequence + 1 }
 
     /// The media playlist.
-    public var mediaPlaylist: HLSMediaPlaylist {
-        HLSMediaPlaylist(targetDuration: targetDuration, mediaSequence: mediaSequence, discontinuitySequence: discontinuitySequence,
-                         independentSegments: allIndependent, map: map.map { (uri: $0, byteRange: nil) },
-                         segments: entries.map { .init(uri: $0.uri, duration: $0.duration, discontinuity: $0.discontinuity, programDateTime: $0.programDateTime) },
-                         endList: ended)
+    public var mediaPlaylist: HLSMediaPlaylist { playlist(skipping: false) }
+
+    /// The delta update (`_HLS_skip=YES`): the segments older than `CAN-SKIP-UNTIL` from the
+    /// end replaced by `EXT-X-SKIP`; the whole playlist when there is no skip boundary.
+    public var deltaPlaylist: HLSMediaPlaylist { playlist(skipping: true) }
+
+    private func playlist(skipping: Bool) -> HLSMediaPlaylist {
+        let pendingSeconds = pendingParts.map(\.duration).reduce(0, +)
+        // Seconds from each segment's end to the playlist's end.
+        var after = [Double](repeating: 0, count: entries.count)
+        var running = pendingSeconds
+        for index in entries.indices.reversed() {
+            after[index] = running
+            running += entries[index].duration
+        }
+        var skipped = 0
+        if skipping, let boundary = serverControl?.canSkipUntil {
+            while skipped < entries.count - 1, after[skipped] >= boundary { skipped += 1 }
+        }
+        let partWindow = 3 * Double(targetDuration)
+        let segments = entries.indices.dropFirst(skipped).map { index -> HLSMediaPlaylist.Segment in
+            let entry = entries[index]
+            return .init(uri: entry.uri, duration: entry.duration, discontinuity: entry.discontinuity, programDateTime: entry.programDateTime,
+                         parts: partTarget != nil && after[index] < partWindow ? entry.parts : [])
+        }
+        var playlist = HLSMediaPlaylist(targetDuration: targetDuration, mediaSequence: mediaSequence, discontinuitySequence: discontinuitySequence,
+                                        independentSegments: allIndependent, map: map.map { (uri: $0, byteRange: nil) }, segments: segments, endList: ended)
+        playlist.partTarget = partTarget
+        playlist.serverControl = serverControl
+        playlist.skippedSegments = skipped
+        if partTarget != nil {
+            playlist.pendingParts = pendingParts
+            playlist.pendingProgramDateTime = pendingProgramDateTime
+            playlist.preloadHint = ended ? nil : preloadHint
+        }
+        return playlist
     }
 
     /// The I-frame playlist of the same window.
