@@ -48,7 +48,7 @@ var targets: [Target] = [
         "H264Network", "SampleFlow", "H264Session", "H264Container", "MediaCore", "SystemIO",
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
-        .product(name: "Logging", package: "swift-log"),
+        .product(name: "Logging", package: "swift-log"), .product(name: "CompressNIO", package: "compress-nio"),
     ]),
 
     // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.
@@ -109,6 +109,8 @@ let package = Package(
         // program, some 9 MB of memory for a date formatter the display never uses.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // gzip for playlists (low-latency HLS asks for it); hummingbird-websocket brings it already.
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         // `swift package generate-documentation`: the DocC catalogs (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],

@@ -2,6 +2,7 @@ import H264Network
 import H264Bitstream
 import H264Container
 import HTTPTypes
+import CompressNIO
 import Hummingbird
 import HummingbirdCore
 public import Logging
@@ -27,8 +28,32 @@ import SystemIO
 /// short for playlists and long for segments (they never change), CORS for players on other
 /// origins (`OPTIONS` preflights answered). Anything but a published name is `404`, a bad
 /// method `405`, a malformed range `416`, each counted; an idle connection is closed after
-/// ``Options/idleTimeout``; headers are capped at 16 KiB.
+/// ``Options/idleTimeout``; headers are capped at 16 KiB. Playlists are sent gzip-compressed
+/// to a client that accepts it (one compression per playlist version, shared).
+///
+/// **Low-latency HLS** (``Options/lowLatency``, RFC 8216bis): each segment is also published
+/// as parts (fMP4 fragments of at most ``LowLatency/partDuration``) as their samples arrive,
+/// listed with `EXT-X-PART` and a preload hint for the next; `EXT-X-SERVER-CONTROL` declares
+/// blocking reloads (`_HLS_msn`, `_HLS_part`: held until that part is in the playlist, answered
+/// at once then, `400` for a segment more than two ahead, `503` after three target durations)
+/// and delta updates (`_HLS_skip=YES`: `EXT-X-SKIP` for segments older than six target
+/// durations). A request for the hinted part is held until the part is whole. A held request
+/// costs a continuation, no thread; every client gets the same rendering of a playlist
+/// version and the same bytes of a part (no copy per client).
 public final class HLSOrigin: Sendable {
+    /// Low-latency HLS: parts and blocking reloads.
+    public struct LowLatency: Sendable, Hashable {
+        /// The longest part (`PART-TARGET`): 0.5 s by default. Parts end before a sample that
+        /// would make them longer, so a part is at most this and, at a steady frame rate, at
+        /// least this less one frame (a segment's last may be shorter).
+        public var partDuration: MediaTime
+
+        /// Parts of at most `partDuration` (at least 0.1 s; Apple advises 0.2 s or more).
+        public init(partDuration: MediaTime = MediaTime(value: 1, timescale: 2)) {
+            self.partDuration = partDuration
+        }
+    }
+
     /// Where and how to serve.
     public struct Options: Sendable {
         /// The address to listen on.
@@ -45,11 +70,14 @@ public final class HLSOrigin: Sendable {
         public var servesDASH: Bool
         /// An idle connection is closed after this long.
         public var idleTimeout: Duration
+        /// Low-latency HLS, when set (fMP4 segments only). The window is then made long
+        /// enough that a delta update has segments to skip (past `CAN-SKIP-UNTIL`).
+        public var lowLatency: LowLatency?
 
         /// Options for `path` on `host:port`: 2 s fMP4 segments, a window of 6, DASH beside.
         public init(host: String = "127.0.0.1", port: Int = 8080, path: String = "/live/index.m3u8",
                     segmenter: MediaSegmenter.Options = .init(segmentDuration: MediaTime(value: 2, timescale: 1)), windowSize: Int = 6,
-                    servesDASH: Bool = true, idleTimeout: Duration = .seconds(30)) {
+                    servesDASH: Bool = true, idleTimeout: Duration = .seconds(30), lowLatency: LowLatency? = nil) {
             self.host = host
             self.port = port
             self.path = path
@@ -57,6 +85,24 @@ public final class HLSOrigin: Sendable {
             self.windowSize = windowSize
             self.servesDASH = servesDASH
             self.idleTimeout = idleTimeout
+            self.lowLatency = lowLatency
+        }
+
+        /// `EXT-X-TARGETDURATION`: the segment duration rounded up.
+        var targetDuration: Int { max(1, Int(segmenter.segmentDuration.seconds.rounded(.up))) }
+
+        /// The server control a low-latency origin declares: blocking reloads, delta updates
+        /// past six target durations, hold-backs of three targets and three parts.
+        var serverControl: HLSServerControl? {
+            guard let lowLatency else { return nil }
+            let target = Double(targetDuration)
+            return HLSServerControl(canBlockReload: true, canSkipUntil: 6 * target, holdBack: 3 * target, partHoldBack: 3 * lowLatency.partDuration.seconds)
+        }
+
+        /// The window: for low latency, long enough to skip segments in a delta update.
+        var effectiveWindowSize: Int {
+            guard let skip = serverControl?.canSkipUntil else { return windowSize }
+            return max(windowSize, Int((skip / segmenter.segmentDuration.seconds).rounded(.up)) + 3)
         }
     }
 
@@ -80,6 +126,16 @@ public final class HLSOrigin: Sendable {
         public var segmentsDropped = 0
         /// Segments whose duration rounded past the target duration.
         public var segmentsOverTarget = 0
+        /// Parts published (low-latency HLS).
+        public var partsPublished = 0
+        /// Requests held (blocking reloads, the hinted part) before they were answered.
+        public var requestsHeld = 0
+        /// Held requests given up after three target durations (`503`, or `404` for a part).
+        public var heldRequestsTimedOut = 0
+        /// Answered 400: a malformed `_HLS_` query, or a segment more than two ahead.
+        public var badRequests = 0
+        /// Playlists sent gzip-compressed.
+        public var compressedPlaylists = 0
     }
 
     /// Where and how to serve.
@@ -96,6 +152,15 @@ public final class HLSOrigin: Sendable {
         guard options.windowSize >= 3, options.windowSize <= 10_000 else { throw .invalidOption("a window of \(options.windowSize) segments: 3 to 10000") }
         if options.servesDASH && options.segmenter.format != .fragmentedMP4 {
             throw .invalidOption("a DASH manifest needs fragmented MP4 segments")
+        }
+        var options = options
+        if let lowLatency = options.lowLatency {
+            guard options.segmenter.format == .fragmentedMP4 else { throw .invalidOption("low-latency HLS needs fragmented MP4 segments (parts are fragments)") }
+            let part = lowLatency.partDuration
+            guard part.isNumeric, part.seconds >= 0.1, part <= options.segmenter.segmentDuration else {
+                throw .invalidOption("a part duration of \(part.seconds) s: 0.1 s up to the segment duration (\(options.segmenter.segmentDuration.seconds) s)")
+            }
+            options.segmenter.partDuration = part
         }
         do { _ = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
         self.options = options
@@ -116,35 +181,23 @@ public final class HLSOrigin: Sendable {
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
         var start: (wall: Double, decode: MediaTime)?
-        var segmentStart: Double?
-        var gathering = ByteBuffer()
-        // A segment's chunks gathered; published whole with its report.
-        func take(_ made: MediaSegmenter.Output, _ segmenter: inout MediaSegmenter, _ gathering: inout ByteBuffer, _ segmentStart: inout Double?) {
-            for chunk in made.chunks { chunk.data.forEachSegment { gathering.writeBytes($0) } }
-            for report in made.completed {
-                let bytes = gathering.readSlice(length: report.byteCount) ?? ByteBuffer()
-                store.publish(bytes, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
-                              timescale: segmenter.timescale, startedAt: segmentStart ?? WallClock.seconds)
-                gathering.discardReadBytes()
-                segmentStart = WallClock.seconds
-            }
-        }
+        var gathering = SegmentGathering(lowLatency: options.lowLatency != nil)
         do {
             for try await sample in samples {
                 if Task.isCancelled { break }
-                let now = WallClock.seconds
                 if paced, sample.decodeTime.isNumeric {
                     if let start {
                         let due = start.wall + (sample.decodeTime - start.decode).seconds
-                        if due > WallClock.seconds { try await Task.sleep(for: .milliseconds(Int((due - WallClock.seconds) * 1000))) }
+                        let wait = due - WallClock.seconds
+                        if wait > 0 { try await Task.sleep(for: .microseconds(Int(wait * 1_000_000))) }
                     } else {
-                        start = (now, sample.decodeTime)
+                        start = (WallClock.seconds, sample.decodeTime)
                     }
                 }
+                let entered = WallClock.seconds
                 let made: MediaSegmenter.Output
                 do { made = try segmenter.append(sample) } catch { throw StreamingError.output(error) }
-                if segmentStart == nil { segmentStart = now }
-                take(made, &segmenter, &gathering, &segmentStart)
+                gathering.take(made, from: segmenter, sampleEntered: entered, into: store)
             }
         } catch is CancellationError {
         } catch let error as StreamingError {
@@ -154,7 +207,7 @@ public final class HLSOrigin: Sendable {
         }
         let last: MediaSegmenter.Output
         do { last = try segmenter.finish() } catch { throw .output(error) }
-        take(last, &segmenter, &gathering, &segmentStart)
+        gathering.take(last, from: segmenter, sampleEntered: WallClock.seconds, into: store)
         if !Task.isCancelled { store.end() }
     }
 
@@ -164,7 +217,7 @@ public final class HLSOrigin: Sendable {
         raiseDescriptorLimit()
         let router = Router(context: BasicRequestContext.self)
         let store = self.store
-        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in store.respond(to: request) }
+        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in await store.respond(to: request) }
         router.on("**", method: .get, use: handler)
         router.on("**", method: .head, use: handler)
         router.on("**", method: .options, use: handler)
@@ -186,6 +239,14 @@ public final class HLSOrigin: Sendable {
             onServerRunning: { [self] channel in onListening(url(port: channel.localAddress?.port ?? port)) },
             logger: frameworkLogger
         )
+        // Held requests past their time are answered by a sweep ten times a second.
+        let sweeper = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                store.expireHeldRequests(now: WallClock.seconds)
+            }
+        }
+        defer { sweeper.cancel() }
         do {
             try await application.run()
         } catch is CancellationError {
@@ -195,37 +256,121 @@ public final class HLSOrigin: Sendable {
     }
 }
 
+/// The publisher's side: the chunks a segmenter hands out gathered into parts (low latency)
+/// and segments, each published to the store as it is whole.
+struct SegmentGathering {
+    let lowLatency: Bool
+    /// The bytes of the segment being made that are in no part yet.
+    private var pending = ByteBuffer()
+    /// The parts of the segment being made (low latency).
+    private var parts: [ByteBuffer] = []
+    /// When the segment being made started: its first sample's entry on the wall clock.
+    private var segmentStart: Double?
+
+    init(lowLatency: Bool) { self.lowLatency = lowLatency }
+
+    mutating func take(_ made: MediaSegmenter.Output, from segmenter: MediaSegmenter, sampleEntered: Double, into store: OriginStore) {
+        if segmentStart == nil, !made.chunks.isEmpty { segmentStart = sampleEntered }
+        var chunks = made.chunks[...]
+        // The chunks of each completed segment, then its report; then the next segment's.
+        for report in made.completed {
+            while let chunk = chunks.first, chunk.segment == report.index {
+                add(chunk, segmenter: segmenter, store: store)
+                chunks.removeFirst()
+            }
+            var bytes: ByteBuffer
+            if lowLatency {
+                bytes = ByteBuffer()
+                bytes.reserveCapacity(parts.map(\.readableBytes).reduce(0, +) + pending.readableBytes)
+                for part in parts { bytes.writeImmutableBuffer(part) }
+                bytes.writeBuffer(&pending)
+                parts = []
+            } else {
+                bytes = pending
+            }
+            pending = ByteBuffer()
+            store.publish(bytes, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+                          timescale: segmenter.timescale, startedAt: segmentStart ?? sampleEntered)
+            segmentStart = sampleEntered
+        }
+        for chunk in chunks { add(chunk, segmenter: segmenter, store: store) }
+    }
+
+    private mutating func add(_ chunk: MediaSegmenter.Chunk, segmenter: MediaSegmenter, store: OriginStore) {
+        chunk.data.forEachSegment { pending.writeBytes($0) }
+        guard lowLatency, let fragment = chunk.completedFragment else { return }
+        let part = pending
+        pending = ByteBuffer()
+        parts.append(part)
+        store.publishPart(part, segment: chunk.segment, report: fragment, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+                          timescale: segmenter.timescale, startedAt: segmentStart ?? WallClock.seconds)
+    }
+}
+
 /// The origin's files and playlists, shared by the publisher and every request: one lock,
-/// updated once per segment; a request copies out a reference to the bytes, never the bytes.
+/// updated once per part or segment; a request copies out a reference to the bytes, never the
+/// bytes. Requests held for a part wait on continuations, resumed by the publish that brings
+/// it or by the sweep that gives up on them.
 final class OriginStore: Sendable {
     struct File {
         var bytes: ByteBuffer
         var contentType: String
         var cacheControl: String
+        /// The bytes gzip-compressed (playlists), sent to a client that accepts it.
+        var gzipped: ByteBuffer?
+    }
+
+    /// What a held request waits for.
+    enum Condition {
+        /// A blocking playlist reload: segment `mediaSequence` (part `part`) in the playlist.
+        case playlist(mediaSequence: Int, part: Int?)
+        /// The hinted part, published.
+        case file(String)
+    }
+
+    struct Waiter {
+        var condition: Condition
+        var deadline: Double
+        var continuation: CheckedContinuation<Bool, Never>
     }
 
     struct State {
         var files: [String: File] = [:]
+        /// The media playlist's delta update (low latency).
+        var delta: File?
         var window: HLSLiveWindow
-        /// Segments gone from the playlist, with when to drop them (seconds on the wall clock).
-        var leaving: [(path: String, at: Double)] = []
+        /// Segments (and their parts) gone from the playlist, with when to drop them (seconds
+        /// on the wall clock).
+        var leaving: [(paths: [String], at: Double)] = []
+        /// The parts' paths of each segment in memory, by media sequence number.
+        var partPaths: [Int: [String]] = [:]
+        /// Parts published so far: the next part's number.
+        var partCount = 0
         var statistics = HLSOrigin.Statistics()
         var streamStart: Double?
         var format: VideoFormatDescription?
         var timescale: Int32?
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
     }
 
     let options: HLSOrigin.Options
     let paths: (multivariant: String, media: String, iFrames: String, initialization: String, dash: String)
+    /// The directory the files are in, with its trailing slash.
+    let directory: String
     private let state: Locked<State>
 
     init(options: HLSOrigin.Options) {
         self.options = options
         let base = String(options.path.dropLast(".m3u8".count))
         paths = (options.path, base + "-video.m3u8", base + "-video-iframes.m3u8", base + "-video-init.mp4", base + ".mpd")
-        let target = max(1, Int(options.segmenter.segmentDuration.seconds.rounded(.up)))
+        directory = String(options.path[...(options.path.lastIndex(of: "/") ?? options.path.startIndex)])
         let map = options.segmenter.format == .fragmentedMP4 ? Self.name(paths.initialization) : nil
-        state = Locked(State(window: HLSLiveWindow(size: options.windowSize, targetDuration: target, map: map)))
+        var window = HLSLiveWindow(size: options.effectiveWindowSize, targetDuration: options.targetDuration, map: map)
+        window.partTarget = options.lowLatency?.partDuration.seconds
+        window.serverControl = options.serverControl
+        state = Locked(State(window: window))
+        if options.lowLatency != nil { state.withLock { $0.window.preloadHint = Self.name(partPath(0)) } }
     }
 
     /// The last path component.
@@ -234,8 +379,48 @@ final class OriginStore: Sendable {
     var statistics: HLSOrigin.Statistics { state.withLock { $0.statistics } }
 
     func segmentPath(_ index: Int, _ format: MediaSegmenter.Format) -> String {
-        let number = String(index)
-        return String(paths.media.dropLast(".m3u8".count)) + "-" + String(repeating: "0", count: max(0, 5 - number.count)) + number + "." + format.fileExtension
+        String(paths.media.dropLast(".m3u8".count)) + "-" + Self.padded(index) + "." + format.fileExtension
+    }
+
+    /// The path of part `number` (counted over the stream, so the next one's name is known
+    /// before it is known which segment it starts or continues).
+    func partPath(_ number: Int) -> String {
+        String(paths.media.dropLast(".m3u8".count)) + "-part" + Self.padded(number) + ".m4s"
+    }
+
+    static func padded(_ number: Int) -> String {
+        let digits = String(number)
+        return String(repeating: "0", count: max(0, 5 - digits.count)) + digits
+    }
+
+    /// Takes what the first part or segment tells of the stream.
+    private func noteStream(_ state: inout State, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
+        if state.streamStart == nil { state.streamStart = startedAt }
+        if state.format == nil { state.format = format }
+        if state.timescale == nil { state.timescale = timescale }
+        if let initialization, state.files[paths.initialization] == nil {
+            state.files[paths.initialization] = File(bytes: ByteBuffer(bytes: initialization), contentType: "video/mp4", cacheControl: "public, max-age=86400")
+        }
+    }
+
+    /// Puts a whole part in memory and in the playlist, at once (low latency).
+    func publishPart(_ bytes: ByteBuffer, segment: Int, report: MediaSegmenter.FragmentReport, initialization: [UInt8]?, format: VideoFormatDescription?,
+                     timescale: Int32?, startedAt: Double) {
+        let now = WallClock.seconds
+        let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            noteStream(&state, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
+            let path = partPath(state.partCount)
+            state.partCount += 1
+            state.files[path] = File(bytes: bytes, contentType: MediaSegmenter.Format.fragmentedMP4.contentType, cacheControl: "public, max-age=86400, immutable")
+            state.partPaths[segment, default: []].append(path)
+            state.window.appendPart(HLSPartialSegment(uri: Self.name(path), duration: report.duration.seconds, independent: report.startsWithSyncSample),
+                                    programDateTime: startedAt)
+            state.window.preloadHint = Self.name(partPath(state.partCount))
+            state.statistics.partsPublished += 1
+            render(&state, now: now)
+            return takeReady(&state)
+        }
+        for continuation in ready { continuation.resume(returning: true) }
     }
 
     /// Puts a whole segment in memory and in the playlists, at once.
@@ -247,41 +432,107 @@ final class OriginStore: Sendable {
             byteCount: report.byteCount, iFrames: report.syncSamples.map { .init(duration: $0.duration.seconds, byteRange: $0.byteRange) },
             timeline: timescale.map { (report.earliestPresentationTime.converted(toTimescale: $0).value, report.duration.converted(toTimescale: $0).value) })
         let now = WallClock.seconds
-        state.withLock { state in
-            if state.streamStart == nil { state.streamStart = startedAt }
-            if state.format == nil { state.format = format }
-            if state.timescale == nil { state.timescale = timescale }
-            if let initialization, state.files[paths.initialization] == nil {
-                state.files[paths.initialization] = File(bytes: ByteBuffer(bytes: initialization), contentType: "video/mp4", cacheControl: "public, max-age=86400")
-            }
+        let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            noteStream(&state, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
             state.files[path] = File(bytes: bytes, contentType: report.format.contentType, cacheControl: "public, max-age=86400, immutable")
             state.statistics.segmentsPublished += 1
             let removed = state.window.append(entry)
             state.statistics.segmentsOverTarget = state.window.segmentsOverTarget
             let grace = Double(2 * state.window.targetDuration)
-            for gone in removed { state.leaving.append((String(paths.media[..<(paths.media.lastIndex(of: "/") ?? paths.media.startIndex)]) + "/" + gone.uri, now + grace)) }
+            for gone in removed {
+                state.leaving.append(([directory + gone.uri] + (state.partPaths.removeValue(forKey: gone.sequence) ?? []), now + grace))
+            }
             while let first = state.leaving.first, first.at <= now {
-                state.files[first.path] = nil
+                for path in first.paths { state.files[path] = nil }
                 state.leaving.removeFirst()
                 state.statistics.segmentsDropped += 1
             }
             render(&state, now: now)
+            return takeReady(&state)
+        }
+        for continuation in ready { continuation.resume(returning: true) }
+    }
+
+    /// The stream ended: the playlists say so, and every held request is answered.
+    func end() {
+        let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.window.end()
+            render(&state, now: WallClock.seconds)
+            let all = state.waiters.values.map(\.continuation)
+            state.waiters = [:]
+            return all
+        }
+        for continuation in ready { continuation.resume(returning: true) }
+    }
+
+    /// The held requests whose condition now holds, taken out.
+    private func takeReady(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
+        guard !state.waiters.isEmpty else { return [] }
+        var ready: [CheckedContinuation<Bool, Never>] = []
+        for (id, waiter) in state.waiters where Self.holds(waiter.condition, in: state) {
+            ready.append(waiter.continuation)
+            state.waiters[id] = nil
+        }
+        return ready
+    }
+
+    private static func holds(_ condition: Condition, in state: State) -> Bool {
+        switch condition {
+        case .playlist(let sequence, let part): state.window.contains(mediaSequence: sequence, part: part)
+        case .file(let path): state.files[path] != nil || state.window.ended
         }
     }
 
-    /// The stream ended: the playlists say so.
-    func end() {
-        state.withLock { state in
-            state.window.end()
-            render(&state, now: WallClock.seconds)
+    /// Answers the held requests past their deadline (false: given up).
+    func expireHeldRequests(now: Double) {
+        let expired = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            guard !state.waiters.isEmpty else { return [] }
+            var expired: [CheckedContinuation<Bool, Never>] = []
+            for (id, waiter) in state.waiters where waiter.deadline <= now {
+                expired.append(waiter.continuation)
+                state.waiters[id] = nil
+            }
+            state.statistics.heldRequestsTimedOut += expired.count
+            return expired
         }
+        for continuation in expired { continuation.resume(returning: false) }
+    }
+
+    /// Waits until `condition` holds (true) or three target durations pass (false).
+    private func wait(for condition: Condition) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Bool in
+                if Self.holds(condition, in: state) { return true }
+                let id = state.nextWaiter
+                state.nextWaiter += 1
+                state.waiters[id] = Waiter(condition: condition, deadline: WallClock.seconds + 3 * Double(state.window.targetDuration), continuation: continuation)
+                state.statistics.requestsHeld += 1
+                return false
+            }
+            if ready { continuation.resume(returning: true) }
+        }
+    }
+
+    /// A playlist file: its text, and the text gzip-compressed.
+    private static func playlistFile(_ text: String, contentType: String = "application/vnd.apple.mpegurl", cacheControl: String) -> File {
+        var bytes = ByteBuffer(string: text)
+        var copy = bytes
+        let gzipped = try? copy.compress(with: .gzip())
+        bytes.moveReaderIndex(to: 0)
+        return File(bytes: bytes, contentType: contentType, cacheControl: cacheControl, gzipped: gzipped)
     }
 
     private func render(_ state: inout State, now: Double) {
+        // A playlist changes with each part (low latency) or segment: a cache keeps it a second
+        // at most; a blocking reload's answer is the playlist once that part is there, which a
+        // later version only extends (it is sent with a longer life, in respond).
         let playlist = "public, max-age=1"
-        state.files[paths.media] = File(bytes: ByteBuffer(string: state.window.mediaPlaylist.rendered), contentType: "application/vnd.apple.mpegurl", cacheControl: playlist)
-        state.files[paths.iFrames] = File(bytes: ByteBuffer(string: state.window.iFramePlaylist.rendered), contentType: "application/vnd.apple.mpegurl", cacheControl: playlist)
-        guard let format = state.format else { return }
+        state.files[paths.media] = Self.playlistFile(state.window.mediaPlaylist.rendered, cacheControl: playlist)
+        if options.lowLatency != nil {
+            state.delta = Self.playlistFile(state.window.deltaPlaylist.rendered, cacheControl: playlist)
+        }
+        state.files[paths.iFrames] = Self.playlistFile(state.window.iFramePlaylist.rendered, cacheControl: playlist)
+        guard let format = state.format, !state.window.entries.isEmpty else { return }
         let rates = state.window.bitRates
         let size = (width: format.width, height: format.height)
         let rate = format.sps.frameRate
@@ -291,7 +542,10 @@ final class OriginStore: Sendable {
             iFrameVariants: [.init(uri: Self.name(paths.iFrames), bandwidth: max(1, state.window.entries.flatMap { entry in entry.iFrames.map { Int(Double($0.byteRange.count * 8) / max($0.duration, 0.001)) } }.max() ?? 1),
                                    codecs: [format.codecString], resolution: size)],
             independentSegments: state.window.allIndependent)
-        state.files[paths.multivariant] = File(bytes: ByteBuffer(string: multivariant.rendered), contentType: "application/vnd.apple.mpegurl", cacheControl: playlist)
+        let text = multivariant.rendered
+        if state.files[paths.multivariant].map({ String(buffer: $0.bytes) }) != text {
+            state.files[paths.multivariant] = Self.playlistFile(text, cacheControl: playlist)
+        }
         if options.servesDASH, let timescale = state.timescale, let start = state.streamStart {
             let representation = DASHManifest.Representation(
                 id: "video", codecs: format.codecString, width: size.width, height: size.height, frameRate: rate.map { "\($0.numerator)/\($0.denominator)" },
@@ -303,8 +557,8 @@ final class OriginStore: Sendable {
                 ? .static(duration: state.window.entries.map(\.duration).reduce(0, +))
                 : .dynamic(availabilityStartTime: start, minimumUpdatePeriod: segmentSeconds,
                            timeShiftBufferDepth: state.window.entries.map(\.duration).reduce(0, +), publishTime: now)
-            state.files[paths.dash] = File(bytes: ByteBuffer(string: DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation]).rendered),
-                                           contentType: "application/dash+xml", cacheControl: playlist)
+            state.files[paths.dash] = Self.playlistFile(DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation]).rendered,
+                                                        contentType: "application/dash+xml", cacheControl: playlist)
         }
     }
 
@@ -312,8 +566,38 @@ final class OriginStore: Sendable {
 
     private static let cors: HTTPFields = [.accessControlAllowOrigin: "*", .accessControlExposeHeaders: "Content-Length, Content-Range, Accept-Ranges"]
 
-    /// The answer to a request: a published file (whole or a range), or a 4xx, counted.
-    func respond(to request: Request) -> Response {
+    /// A blocking reload's query: `_HLS_msn`, `_HLS_part`, `_HLS_skip`; nil when malformed.
+    struct Directives: Equatable {
+        var mediaSequence: Int?
+        var part: Int?
+        var skip = false
+
+        init?(query: Substring) {
+            for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+                let fields = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = fields[0], value = fields.count > 1 ? fields[1] : ""
+                switch key {
+                case "_HLS_msn":
+                    guard value.count <= 12, let number = Int(value), number >= 0 else { return nil }
+                    mediaSequence = number
+                case "_HLS_part":
+                    guard value.count <= 12, let number = Int(value), number >= 0 else { return nil }
+                    part = number
+                case "_HLS_skip":
+                    guard value == "YES" || value == "v2" else { return nil }
+                    skip = true
+                default:
+                    continue
+                }
+            }
+            // A part without its segment is malformed (RFC 8216bis §6.2.5.2).
+            if part != nil && mediaSequence == nil { return nil }
+        }
+    }
+
+    /// The answer to a request: a published file (whole or a range), a held request's answer
+    /// once it can be given, or a 4xx/5xx, counted.
+    func respond(to request: Request) async -> Response {
         let method = request.method
         var headers = Self.cors
         switch method {
@@ -331,33 +615,71 @@ final class OriginStore: Sendable {
             return Response(status: .methodNotAllowed, headers: headers)
         }
         let path = request.uri.path
-        let file = state.withLock { state -> File? in
-            state.statistics.requests += 1
-            return state.files[path]
+        state.withLock { $0.statistics.requests += 1 }
+        var directives: Directives?
+        var blocking = false
+        if options.lowLatency != nil, path == paths.media, let query = request.uri.query, !query.isEmpty {
+            guard let parsed = Directives(query: Substring(query)) else { return badRequest(headers) }
+            directives = parsed
+            if let sequence = parsed.mediaSequence {
+                if state.withLock({ $0.window.isTooFarAhead(mediaSequence: sequence) }) { return badRequest(headers) }
+                blocking = true
+                guard await wait(for: .playlist(mediaSequence: sequence, part: parsed.part)) else {
+                    return Response(status: .serviceUnavailable, headers: headers)
+                }
+            }
+        } else if options.lowLatency != nil, path.hasSuffix(".m4s"), path.contains("-part") {
+            // The hinted part: held until it is whole.
+            let hinted = state.withLock { state in state.files[path] == nil && state.window.preloadHint.map { directory + $0 } == path }
+            if hinted, await !wait(for: .file(path)) {
+                state.withLock { $0.statistics.notFound += 1 }
+                return Response(status: .notFound, headers: headers)
+            }
         }
-        guard let file else {
+        let accepting = request.headers[.acceptEncoding].map { $0.lowercased().contains("gzip") } ?? false
+        let file = state.withLock { state -> File? in
+            directives?.skip == true ? state.delta : state.files[path]
+        }
+        guard var file else {
             state.withLock { $0.statistics.notFound += 1 }
             return Response(status: .notFound, headers: headers)
+        }
+        if blocking, let part = options.lowLatency?.partDuration.seconds {
+            file.cacheControl = "public, max-age=\(max(1, Int(6 * part)))"
         }
         headers[.contentType] = file.contentType
         headers[.cacheControl] = file.cacheControl
         headers[.acceptRanges] = "bytes"
-        var body = file.bytes
+        var stored = file.bytes
+        if let gzipped = file.gzipped {
+            headers[.vary] = "Accept-Encoding"
+            if accepting {
+                stored = gzipped
+                headers[.contentEncoding] = "gzip"
+                state.withLock { $0.statistics.compressedPlaylists += 1 }
+            }
+        }
+        var body = stored
         var status = HTTPResponse.Status.ok
         if let range = request.headers[.range] {
-            guard let (start, end) = Self.byteRange(range, size: file.bytes.readableBytes) else {
+            guard let (start, end) = Self.byteRange(range, size: stored.readableBytes) else {
                 state.withLock { $0.statistics.badRanges += 1 }
-                headers[.contentRange] = "bytes */\(file.bytes.readableBytes)"
+                headers[.contentRange] = "bytes */\(stored.readableBytes)"
                 return Response(status: .rangeNotSatisfiable, headers: headers)
             }
-            body = file.bytes.getSlice(at: file.bytes.readerIndex + start, length: end - start + 1) ?? ByteBuffer()
-            headers[.contentRange] = "bytes \(start)-\(end)/\(file.bytes.readableBytes)"
+            body = stored.getSlice(at: stored.readerIndex + start, length: end - start + 1) ?? ByteBuffer()
+            headers[.contentRange] = "bytes \(start)-\(end)/\(stored.readableBytes)"
             status = .partialContent
         }
         headers[.contentLength] = String(body.readableBytes)
         let count = body.readableBytes
         state.withLock { $0.statistics.served += 1; $0.statistics.bytesServed += method == .head ? 0 : count }
         return Response(status: status, headers: headers, body: method == .head ? .init() : .init(byteBuffer: body))
+    }
+
+    private func badRequest(_ headers: HTTPFields) -> Response {
+        state.withLock { $0.statistics.badRequests += 1 }
+        return Response(status: .badRequest, headers: headers)
     }
 
     /// The first and last byte of a `Range: bytes=…` header (one range: `a-b`, `a-`, `-n`) in a

@@ -21,7 +21,9 @@ struct Stream: AsyncParsableCommand {
             --segment-duration (2 s) at keyframes, fMP4 (CMAF) or TS, a window of --window segments (6) in the \
             playlist with EXT-X-PROGRAM-DATE-TIME, the multivariant playlist at PATH.m3u8, a DASH MPD at PATH.mpd \
             (fMP4); segments in memory, dropped two target durations after they leave the window. Until SIGINT \
-            (or the input's end: the playlist then gets EXT-X-ENDLIST).
+            (or the input's end: the playlist then gets EXT-X-ENDLIST). --low-latency adds Low-Latency HLS: parts \
+            of --part-duration (0.5 s), blocking playlist reloads, preload hints and delta updates (fMP4). At the \
+            end the origin's counts are printed.
             """
     )
 
@@ -37,8 +39,14 @@ struct Stream: AsyncParsableCommand {
     @Option(help: "HTTP: the segments' container, fmp4 (CMAF) or ts.")
     var segmentFormat: String = "fmp4"
 
-    @Option(help: "HTTP: segments listed in the live playlist.")
+    @Option(help: "HTTP: segments listed in the live playlist (low latency: at least enough for delta updates).")
     var window: Int = 6
+
+    @Flag(help: "HTTP: Low-Latency HLS (parts, blocking reloads, preload hints, delta updates; fmp4).")
+    var lowLatency = false
+
+    @Option(help: ArgumentHelp("HTTP, --low-latency: the longest part (PART-TARGET).", valueName: "seconds"))
+    var partDuration: Double = 0.5
 
     @Option(help: ArgumentHelp("Write the session description to FILE first (rtp://).", valueName: "FILE"))
     var sdp: String?
@@ -94,6 +102,12 @@ struct Stream: AsyncParsableCommand {
             guard segmentDuration > 0, segmentDuration <= 60 else { throw ValidationError("--segment-duration \(segmentDuration): 0 to 60 seconds") }
             guard MediaSegmenter.Format(rawValue: segmentFormat) != nil else { throw ValidationError("--segment-format \(segmentFormat): fmp4 or ts") }
             guard (3...10_000).contains(window) else { throw ValidationError("--window \(window): 3 to 10000 segments") }
+            if lowLatency {
+                guard segmentFormat == "fmp4" else { throw ValidationError("--low-latency: parts are fMP4 fragments; --segment-format fmp4") }
+                guard partDuration >= 0.1, partDuration <= segmentDuration else {
+                    throw ValidationError("--part-duration \(partDuration): 0.1 s up to the segment duration (\(segmentDuration) s)")
+                }
+            }
             _ = try httpDestination()
         } else if LiveSource.isLive(input) {
             throw ValidationError("\(input): a live source is relayed to an http:// origin; receive records it")
@@ -212,7 +226,8 @@ struct Stream: AsyncParsableCommand {
                                                segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000))
         segmenter.transportStream = .init()
         let origin = try HLSOrigin(options: .init(host: host, port: port, path: path, segmenter: segmenter, windowSize: window,
-                                                  servesDASH: segmenter.format == .fragmentedMP4))
+                                                  servesDASH: segmenter.format == .fragmentedMP4,
+                                                  lowLatency: lowLatency ? .init(partDuration: MediaTime(seconds: partDuration, preferredTimescale: 90_000)) : nil))
         var media = MediaSource.Options()
         media.movieLimits = limits.movie
         let (input, loop, paced, verbose) = (input, loop, !noPace, verbose)
@@ -239,10 +254,16 @@ struct Stream: AsyncParsableCommand {
             while !Task.isCancelled {
                 try await Task.sleep(for: .seconds(1))
                 let now = origin.statistics
-                printError("segments \(now.segmentsPublished), requests \(now.requests), \(now.bytesServed) bytes served, \(now.notFound) not found")
+                printError("segments \(now.segmentsPublished), parts \(now.partsPublished), requests \(now.requests) (\(now.requestsHeld) held), \(now.bytesServed) bytes served, \(now.notFound) not found")
             }
         }
-        defer { reporter.cancel() }
+        defer {
+            reporter.cancel()
+            let end = origin.statistics
+            printError("origin: \(end.segmentsPublished) segments, \(end.partsPublished) parts published; \(end.requests) requests (\(end.served) served, \(end.requestsHeld) held, "
+                + "\(end.heldRequestsTimedOut) held past their time, \(end.notFound) not found, \(end.badRequests) bad, \(end.badMethods) bad methods, \(end.badRanges) bad ranges), "
+                + "\(end.bytesServed) bytes served")
+        }
         do { try await publishing.value } catch {
             serving.cancel()
             throw error
