@@ -2,12 +2,12 @@
 # Installs everything H264Kit needs on a fresh Debian 12 machine: the C libraries it builds
 # against (x264, libavcodec/libavutil/libswscale) and the tools its tests and benchmarks compare
 # against (x264, ffmpeg/ffprobe, mediainfo, hyperfine; GStreamer and its RTSP server as RTP/RTSP peers;
-# headless Chromium as the display), and Ray (PyPI `ray`) with the namespace tools
+# headless Chromium as the display; nginx as the caching proxy in front of the HLS origin), and Ray (PyPI `ray`) with the namespace tools
 # its cluster tests run in (unshare, ip). Swift itself is expected on PATH.
 set -euo pipefail
 packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine python3 python3-pip time util-linux iproute2
           gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
-          gstreamer1.0-rtsp gir1.2-gst-rtsp-server-1.0 python3-gi chromium)
+          gstreamer1.0-rtsp gir1.2-gst-rtsp-server-1.0 python3-gi chromium nginx)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

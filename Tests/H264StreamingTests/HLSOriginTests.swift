@@ -25,14 +25,15 @@ struct HLSOriginTests {
         let url: String
         private let tasks: [Task<Void, any Error>]
 
-        init(format: MediaSegmenter.Format = .fragmentedMP4, segmentDuration: Double = 2, window: Int = 6) async throws {
+        init(format: MediaSegmenter.Format = .fragmentedMP4, segmentDuration: Double = 2, window: Int = 6, source: String = HLSOriginTests.source,
+             lowLatency: HLSOrigin.LowLatency? = nil) async throws {
             let port = try freeTCPPort()
             origin = try HLSOrigin(options: .init(port: port, segmenter: .init(format: format, segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000)),
-                                                  windowSize: window, servesDASH: format == .fragmentedMP4))
+                                                  windowSize: window, servesDASH: format == .fragmentedMP4, lowLatency: lowLatency))
             let origin = self.origin
             tasks = [
                 Task { try await origin.run() },
-                Task { try await origin.publish(MediaFileSamples(path: HLSOriginTests.source, loops: true), paced: true) },
+                Task { try await origin.publish(MediaFileSamples(path: source, loops: true), paced: true) },
             ]
             url = origin.url(port: port)
             guard await waitUntilListening(port) else { throw TestFailure("the origin did not listen on \(port)") }

@@ -68,6 +68,14 @@ public enum HLSChecker {
         return result
     }
 
+    /// An `EXT-X-PROGRAM-DATE-TIME` value (ISO 8601 with fractional seconds) as seconds since
+    /// 1970, by Foundation's own reader; nil when it is not one.
+    public static func seconds(since1970 text: String) -> Double? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return (formatter.date(from: text) ?? ISO8601DateFormatter().date(from: text))?.timeIntervalSince1970
+    }
+
     /// Reads a media playlist and checks it.
     public static func media(_ text: String) -> MediaPlaylist {
         var playlist = MediaPlaylist()

@@ -1,3 +1,4 @@
+public import Foundation
 public import Testing
 
 /// A program a test runs as its oracle or peer.
@@ -9,9 +10,15 @@ public enum Tool: String, Sendable, CaseIterable {
     case ray
     /// util-linux `unshare`, which makes the namespaces network tests and Ray clusters run in.
     case unshare
+    /// nginx, the caching reverse proxy (a CDN's edge) in front of the HLS origin.
+    case nginx
 
-    /// Whether the program is on the PATH.
-    public var isInstalled: Bool { which(rawValue) != nil }
+    /// Whether the program is on the PATH (or, for daemons such as nginx, in /usr/sbin, which a
+    /// user's PATH may lack).
+    public var isInstalled: Bool { location != nil }
+
+    /// Where the program is.
+    public var location: URL? { which(rawValue) ?? which("/usr/sbin/" + rawValue) }
 }
 
 extension Trait where Self == ConditionTrait {

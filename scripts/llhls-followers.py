@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Low-Latency HLS followers: N clients that each follow the live edge of a media playlist the
+way an LL-HLS player does (RFC 8216bis §6.2.5.2): a blocking playlist reload for the next part
+(_HLS_msn/_HLS_part), then a GET of that part, again and again, each on its own HTTP/1.1
+keep-alive connection (asyncio, no library beyond Python's own).
+
+For every part a follower gets it records the origin latency: the moment the blocking reload's
+answer arrived, less the part's wall-clock end by the playlist (the segment's
+EXT-X-PROGRAM-DATE-TIME plus the durations of its parts up to and including this one). The
+followers all start within the first second (hundreds joining at once).
+
+Prints one JSON object: followers, seconds, errors (by kind), parts published in the run,
+per-follower parts fetched (min, median), the share of published parts the worst follower got,
+latency percentiles (ms), requests made, bytes fetched.
+
+    llhls-followers.py URL [--followers 300] [--seconds 15] [--gzip]
+
+URL is the media playlist (…/index-video.m3u8). Loopback only: the script refuses another host.
+"""
+import argparse
+import asyncio
+import datetime
+import gzip
+import json
+import re
+import statistics
+import sys
+import time
+import urllib.parse
+
+PART = re.compile(r'#EXT-X-PART:(.*)')
+ATTR = re.compile(r'([A-Z0-9-]+)=("[^"]*"|[^,]*)')
+
+
+def attributes(text):
+    return {k: v.strip('"') for k, v in ATTR.findall(text)}
+
+
+def pdt_seconds(text):
+    value = text.strip().replace('Z', '+00:00')
+    return datetime.datetime.fromisoformat(value).timestamp()
+
+
+class Playlist:
+    """What a follower needs of a media playlist: each part's segment number, index, URI and
+    wall-clock end; the next part to ask for."""
+
+    def __init__(self, text):
+        self.parts = {}  # (msn, index) -> (uri, end)
+        self.media_sequence = 0
+        self.skipped = 0
+        msn = None
+        pdt = None
+        elapsed = 0.0
+        index = 0
+        lines = text.splitlines()
+        for line in lines:
+            if line.startswith('#EXT-X-MEDIA-SEQUENCE:'):
+                self.media_sequence = int(line.split(':', 1)[1])
+                msn = self.media_sequence
+            elif line.startswith('#EXT-X-SKIP:'):
+                self.skipped = int(attributes(line.split(':', 1)[1]).get('SKIPPED-SEGMENTS', '0'))
+                msn += self.skipped
+            elif line.startswith('#EXT-X-PROGRAM-DATE-TIME:'):
+                pdt = pdt_seconds(line.split(':', 1)[1])
+                elapsed = 0.0
+            elif line.startswith('#EXT-X-PART:'):
+                a = attributes(line.split(':', 1)[1])
+                elapsed += float(a['DURATION'])
+                self.parts[(msn, index)] = (a['URI'], None if pdt is None else pdt + elapsed)
+                index += 1
+            elif line and not line.startswith('#'):
+                msn += 1
+                index = 0
+        self.next_msn = msn
+        self.next_part = index
+        # The last part listed.
+        self.last = max(self.parts) if self.parts else None
+
+
+class Stats:
+    def __init__(self):
+        self.errors = {}
+        self.latencies = []
+        self.requests = 0
+        self.bytes = 0
+        self.part_numbers = set()
+
+    def error(self, kind):
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+
+async def request(reader, writer, host, target, stats, accept_gzip):
+    """One GET on the keep-alive connection: (status, headers, body, arrival time)."""
+    head = f'GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: llhls-follower\r\n'
+    if accept_gzip:
+        head += 'Accept-Encoding: gzip\r\n'
+    writer.write((head + '\r\n').encode())
+    await writer.drain()
+    stats.requests += 1
+    status_line = await reader.readline()
+    if not status_line:
+        raise ConnectionError('closed')
+    status = int(status_line.split()[1])
+    headers = {}
+    while True:
+        line = await reader.readline()
+        if line in (b'\r\n', b'\n', b''):
+            break
+        name, _, value = line.decode('latin-1').partition(':')
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get('content-length', '0'))
+    body = await reader.readexactly(length) if length else b''
+    arrived = time.time()
+    stats.bytes += len(body)
+    if headers.get('content-encoding') == 'gzip':
+        body = gzip.decompress(body)
+    return status, headers, body, arrived
+
+
+async def follower(url, deadline, stats, accept_gzip, start_delay):
+    await asyncio.sleep(start_delay)
+    parsed = urllib.parse.urlsplit(url)
+    host = parsed.netloc
+    directory = parsed.path.rsplit('/', 1)[0] + '/'
+    try:
+        reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port or 80)
+    except OSError:
+        stats.error('connect')
+        return 0
+    fetched = 0
+    try:
+        status, _, body, _ = await request(reader, writer, host, parsed.path, stats, accept_gzip)
+        if status != 200:
+            stats.error(f'status {status}')
+            return 0
+        playlist = Playlist(body.decode())
+        msn, part = playlist.next_msn, playlist.next_part
+        while time.time() < deadline:
+            target = f'{parsed.path}?_HLS_msn={msn}&_HLS_part={part}'
+            status, _, body, arrived = await request(reader, writer, host, target, stats, accept_gzip)
+            if status != 200:
+                stats.error(f'status {status}')
+                return fetched
+            playlist = Playlist(body.decode())
+            entry = playlist.parts.get((msn, part))
+            if entry is None:
+                # Past the last part of segment msn: the next segment's first.
+                entry = playlist.parts.get((msn + 1, 0))
+                if entry is None:
+                    stats.error('part not in the answer')
+                    return fetched
+                msn, part = msn + 1, 0
+            uri, end = entry
+            if end is not None:
+                stats.latencies.append(arrived - end)
+            status, _, body, _ = await request(reader, writer, host, directory + uri, stats, False)
+            if status != 200 or not body:
+                stats.error(f'part status {status}')
+                return fetched
+            number = re.search(r'(\d+)\.m4s$', uri)
+            if number:
+                stats.part_numbers.add(int(number.group(1)))
+            fetched += 1
+            part += 1
+    except (ConnectionError, asyncio.IncompleteReadError, ValueError, KeyError) as error:
+        stats.error(type(error).__name__)
+    finally:
+        writer.close()
+    return fetched
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('url')
+    parser.add_argument('--followers', type=int, default=300)
+    parser.add_argument('--seconds', type=float, default=15)
+    parser.add_argument('--gzip', action='store_true')
+    args = parser.parse_args()
+    host = urllib.parse.urlsplit(args.url).hostname
+    if host not in ('127.0.0.1', 'localhost', '::1'):
+        sys.exit(f'{host}: loopback only')
+    stats = Stats()
+    start = time.time()
+    deadline = start + args.seconds
+    tasks = [follower(args.url, deadline, stats, args.gzip, i / args.followers) for i in range(args.followers)]
+    counts = await asyncio.gather(*tasks)
+    numbers = sorted(stats.part_numbers)
+    # Parts published while the followers followed: from the first any follower fetched to the
+    # last; the worst follower joined up to a second late, so its share counts from its own start.
+    published = (numbers[-1] - numbers[0] + 1) if numbers else 0
+    latencies = sorted(stats.latencies)
+
+    def percentile(p):
+        return round(1000 * latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))], 1) if latencies else None
+
+    print(json.dumps({
+        'followers': args.followers,
+        'seconds': args.seconds,
+        'errors': stats.errors,
+        'parts_published': published,
+        'parts_fetched_min': min(counts) if counts else 0,
+        'parts_fetched_median': statistics.median(counts) if counts else 0,
+        'worst_share': round(min(counts) / published, 3) if published else 0,
+        'latency_ms': {'p50': percentile(50), 'p95': percentile(95), 'p99': percentile(99), 'max': percentile(100)},
+        'requests': stats.requests,
+        'bytes': stats.bytes,
+    }))
+
+
+if __name__ == '__main__':
+    asyncio.run(main())
