@@ -566,35 +566,6 @@ final class OriginStore: Sendable {
 
     private static let cors: HTTPFields = [.accessControlAllowOrigin: "*", .accessControlExposeHeaders: "Content-Length, Content-Range, Accept-Ranges"]
 
-    /// A blocking reload's query: `_HLS_msn`, `_HLS_part`, `_HLS_skip`; nil when malformed.
-    struct Directives: Equatable {
-        var mediaSequence: Int?
-        var part: Int?
-        var skip = false
-
-        init?(query: Substring) {
-            for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
-                let fields = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                let key = fields[0], value = fields.count > 1 ? fields[1] : ""
-                switch key {
-                case "_HLS_msn":
-                    guard value.count <= 12, let number = Int(value), number >= 0 else { return nil }
-                    mediaSequence = number
-                case "_HLS_part":
-                    guard value.count <= 12, let number = Int(value), number >= 0 else { return nil }
-                    part = number
-                case "_HLS_skip":
-                    guard value == "YES" || value == "v2" else { return nil }
-                    skip = true
-                default:
-                    continue
-                }
-            }
-            // A part without its segment is malformed (RFC 8216bis §6.2.5.2).
-            if part != nil && mediaSequence == nil { return nil }
-        }
-    }
-
     /// The answer to a request: a published file (whole or a range), a held request's answer
     /// once it can be given, or a 4xx/5xx, counted.
     func respond(to request: Request) async -> Response {
@@ -616,10 +587,10 @@ final class OriginStore: Sendable {
         }
         let path = request.uri.path
         state.withLock { $0.statistics.requests += 1 }
-        var directives: Directives?
+        var directives: HLSDeliveryDirectives?
         var blocking = false
         if options.lowLatency != nil, path == paths.media, let query = request.uri.query, !query.isEmpty {
-            guard let parsed = Directives(query: Substring(query)) else { return badRequest(headers) }
+            guard let parsed = HLSDeliveryDirectives(query: Substring(query)) else { return badRequest(headers) }
             directives = parsed
             if let sequence = parsed.mediaSequence {
                 if state.withLock({ $0.window.isTooFarAhead(mediaSequence: sequence) }) { return badRequest(headers) }

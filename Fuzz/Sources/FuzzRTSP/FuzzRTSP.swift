@@ -2,7 +2,8 @@
 // (the same elements, or an error both ways); messages written back parse to themselves; every
 // Transport header through the transport parser; every request through the server's state
 // machine (with credentials or not: each answer a response that parses, its CSeq echoed) and
-// every response through the client's; authentication headers and URLs through their parsers.
+// every response through the client's; authentication headers and URLs through their parsers;
+// the bytes, and every request URL's query, as a low-latency HLS request's delivery directives.
 import FuzzSupport
 import H264Network
 
@@ -18,6 +19,7 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
         let chunk = Int(choice.byte()) + 1
         let withCredentials = choice.byte() & 1 == 0
         let bytes = [UInt8](choice.rest)
+        checkDirectives(Substring(decoding: bytes.prefix(4096), as: UTF8.self))
         var whole = RTSPMessageParser()
         let all = try? whole.append(bytes)
         var pieces = RTSPMessageParser()
@@ -46,6 +48,7 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
             switch message.startLine {
             case .request(let method, let url):
                 _ = try? RTSPURL(parsing: url)
+                if let query = url.split(separator: "?", maxSplits: 1).dropFirst().first { checkDirectives(query) }
                 let (response, _) = server.respond(to: message) { path in
                     path == "/live" ? .playable(format) : path == "/publish" ? .recordable : nil
                 }
@@ -70,4 +73,11 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
             fuzzCheck(again == [.message(message)], "a message changed across bytes and parse")
         }
     }
+}
+
+/// `_HLS_msn`/`_HLS_part`/`_HLS_skip`: never a part without its segment, never a negative number.
+func checkDirectives(_ query: Substring) {
+    guard let directives = HLSDeliveryDirectives(query: query) else { return }
+    fuzzCheck(directives.part == nil || directives.mediaSequence != nil, "a part without its segment")
+    fuzzCheck((directives.mediaSequence ?? 0) >= 0 && (directives.part ?? 0) >= 0, "a negative directive")
 }
