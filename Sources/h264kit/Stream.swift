@@ -45,8 +45,8 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "HTTP: Low-Latency HLS (parts, blocking reloads, preload hints, delta updates; fmp4).")
     var lowLatency = false
 
-    @Option(help: ArgumentHelp("HTTP, --low-latency: the longest part (PART-TARGET).", valueName: "seconds"))
-    var partDuration: Double = 0.5
+    @Option(help: ArgumentHelp("HTTP, --low-latency: the longest part (PART-TARGET; default 0.5).", valueName: "seconds"))
+    var partDuration: Double?
 
     @Option(help: ArgumentHelp("Write the session description to FILE first (rtp://).", valueName: "FILE"))
     var sdp: String?
@@ -104,9 +104,12 @@ struct Stream: AsyncParsableCommand {
             guard (3...10_000).contains(window) else { throw ValidationError("--window \(window): 3 to 10000 segments") }
             if lowLatency {
                 guard segmentFormat == "fmp4" else { throw ValidationError("--low-latency: parts are fMP4 fragments; --segment-format fmp4") }
-                guard partDuration >= 0.1, partDuration <= segmentDuration else {
-                    throw ValidationError("--part-duration \(partDuration): 0.1 s up to the segment duration (\(segmentDuration) s)")
+                let part = partDuration ?? 0.5
+                guard part >= 0.1, part <= segmentDuration else {
+                    throw ValidationError("--part-duration \(part): 0.1 s up to the segment duration (\(segmentDuration) s)")
                 }
+            } else if partDuration != nil {
+                throw ValidationError("--part-duration is for --low-latency")
             }
             _ = try httpDestination()
         } else if LiveSource.isLive(input) {
@@ -227,7 +230,7 @@ struct Stream: AsyncParsableCommand {
         segmenter.transportStream = .init()
         let origin = try HLSOrigin(options: .init(host: host, port: port, path: path, segmenter: segmenter, windowSize: window,
                                                   servesDASH: segmenter.format == .fragmentedMP4,
-                                                  lowLatency: lowLatency ? .init(partDuration: MediaTime(seconds: partDuration, preferredTimescale: 90_000)) : nil))
+                                                  lowLatency: lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil))
         var media = MediaSource.Options()
         media.movieLimits = limits.movie
         let (input, loop, paced, verbose) = (input, loop, !noPace, verbose)

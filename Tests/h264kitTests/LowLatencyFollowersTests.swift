@@ -139,3 +139,20 @@ struct LowLatencyFollowersTests {
         #expect(parts > 20 && Double(requests) / Double(parts) <= 3, "the origin answered \(requests) requests for \(parts) parts")
     }
 }
+
+/// `stream … http://` refuses option combinations that cannot work, before it listens.
+@Suite("stream to an HTTP origin: options")
+struct HTTPStreamOptionTests {
+    @Test(arguments: [
+        (["--low-latency", "--segment-format", "ts"], "--segment-format fmp4"),
+        (["--low-latency", "--part-duration", "0.05"], "--part-duration 0.05"),
+        (["--low-latency", "--part-duration", "3"], "up to the segment duration"),
+        (["--part-duration", "0.5"], "--part-duration is for --low-latency"),
+        (["--window", "2"], "--window 2"),
+    ])
+    func refused(_ options: [String], _ message: String) throws {
+        let source = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path
+        let result = try h264kit(["stream", source, "http://127.0.0.1:9/live/index.m3u8"] + options)
+        #expect(result.status != 0 && result.stderr.contains(message), "\(result.status): \(result.stderr)")
+    }
+}
