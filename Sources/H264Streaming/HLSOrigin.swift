@@ -17,7 +17,8 @@ import SystemIO
 /// playlists at once, under one lock, so a playlist never names a segment that is not whole.
 ///
 /// For the path `/live/index.m3u8` the origin serves the multivariant playlist there, and
-/// beside it `index-video.m3u8` (the live media playlist: a window of ``Options/windowSize``
+/// beside it, for the rendition `video` (the default; see ``publish(_:paced:rendition:)`` for
+/// several), `index-video.m3u8` (the live media playlist: a window of ``Options/windowSize``
 /// segments, `EXT-X-PROGRAM-DATE-TIME` on each, the media sequence rising), its I-frame
 /// playlist, `index-video-init.mp4` and the segments, and `index.mpd` (a dynamic DASH MPD of the
 /// same CMAF segments). Memory is bounded by the window: a segment that leaves the playlist is
@@ -177,11 +178,26 @@ public final class HLSOrigin: Sendable {
     /// Publishes `samples` (in decoding order) as the live stream until they end (the playlist
     /// then gets `EXT-X-ENDLIST`) or the task is cancelled; `paced`: each sample waits for its
     /// decoding time on the wall clock, as a live source would bring it (a file).
-    public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool) async throws(StreamingError) where Samples.Element == SampleBuffer {
+    ///
+    /// `rendition` names the rendition (1 to 32 of `a-z`, `0-9`, `-`): its files are
+    /// `NAME-RENDITION.m3u8` and so on beside the multivariant playlist, which lists every
+    /// rendition published (the first is the one a player starts with). Several renditions are
+    /// published by calling this once for each, at the same time (a camera's main and sub
+    /// streams, encoders of a ladder); each low-latency media playlist then reports where the
+    /// others stand (`EXT-X-RENDITION-REPORT`). The DASH MPD describes the first rendition only
+    /// (other renditions' segments need not be aligned with it). A rendition is published by
+    /// one call at a time.
+    public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video") async throws(StreamingError)
+    where Samples.Element == SampleBuffer {
+        guard (1...32).contains(rendition.utf8.count), rendition.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }) else {
+            throw .invalidOption("rendition \"\(rendition)\": 1 to 32 of a-z, 0-9 and -")
+        }
+        guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published already") }
+        defer { store.endPublishing(rendition) }
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
         var start: (wall: Double, decode: MediaTime)?
-        var gathering = SegmentGathering(lowLatency: options.lowLatency != nil)
+        var gathering = SegmentGathering(lowLatency: options.lowLatency != nil, rendition: rendition)
         do {
             for try await sample in samples {
                 if Task.isCancelled { break }
@@ -208,7 +224,7 @@ public final class HLSOrigin: Sendable {
         let last: MediaSegmenter.Output
         do { last = try segmenter.finish() } catch { throw .output(error) }
         gathering.take(last, from: segmenter, sampleEntered: WallClock.seconds, into: store)
-        if !Task.isCancelled { store.end() }
+        if !Task.isCancelled { store.end(rendition) }
     }
 
     /// Serves until the task is cancelled; `onListening` gets the multivariant playlist's URL
@@ -260,6 +276,7 @@ public final class HLSOrigin: Sendable {
 /// and segments, each published to the store as it is whole.
 struct SegmentGathering {
     let lowLatency: Bool
+    let rendition: String
     /// The bytes of the segment being made that are in no part yet.
     private var pending = ByteBuffer()
     /// The parts of the segment being made (low latency).
@@ -267,7 +284,10 @@ struct SegmentGathering {
     /// When the segment being made started: its first sample's entry on the wall clock.
     private var segmentStart: Double?
 
-    init(lowLatency: Bool) { self.lowLatency = lowLatency }
+    init(lowLatency: Bool, rendition: String) {
+        self.lowLatency = lowLatency
+        self.rendition = rendition
+    }
 
     mutating func take(_ made: MediaSegmenter.Output, from segmenter: MediaSegmenter, sampleEntered: Double, into store: OriginStore) {
         if segmentStart == nil, !made.chunks.isEmpty { segmentStart = sampleEntered }
@@ -289,7 +309,7 @@ struct SegmentGathering {
                 bytes = pending
             }
             pending = ByteBuffer()
-            store.publish(bytes, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+            store.publish(bytes, rendition: rendition, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
                           timescale: segmenter.timescale, startedAt: segmentStart ?? sampleEntered)
             segmentStart = sampleEntered
         }
@@ -302,12 +322,12 @@ struct SegmentGathering {
         let part = pending
         pending = ByteBuffer()
         parts.append(part)
-        store.publishPart(part, segment: chunk.segment, report: fragment, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+        store.publishPart(part, rendition: rendition, segment: chunk.segment, report: fragment, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
                           timescale: segmenter.timescale, startedAt: segmentStart ?? WallClock.seconds)
     }
 }
 
-/// The origin's files and playlists, shared by the publisher and every request: one lock,
+/// The origin's files and playlists, shared by the publishers and every request: one lock,
 /// updated once per part or segment; a request copies out a reference to the bytes, never the
 /// bytes. Requests held for a part wait on continuations, resumed by the publish that brings
 /// it or by the sweep that gives up on them.
@@ -322,10 +342,11 @@ final class OriginStore: Sendable {
 
     /// What a held request waits for.
     enum Condition {
-        /// A blocking playlist reload: segment `mediaSequence` (part `part`) in the playlist.
-        case playlist(mediaSequence: Int, part: Int?)
-        /// The hinted part, published.
-        case file(String)
+        /// A blocking playlist reload: segment `mediaSequence` (part `part`) in the rendition's
+        /// playlist.
+        case playlist(rendition: String, mediaSequence: Int, part: Int?)
+        /// The hinted part of a rendition, published.
+        case file(rendition: String, path: String)
     }
 
     struct Waiter {
@@ -334,28 +355,55 @@ final class OriginStore: Sendable {
         var continuation: CheckedContinuation<Bool, Never>
     }
 
-    struct State {
-        var files: [String: File] = [:]
+    /// The paths of a rendition's files.
+    struct RenditionPaths {
+        var media: String
+        var iFrames: String
+        var initialization: String
+        /// Segments and parts: this, then `-00012.m4s` or `-part00034.m4s`.
+        var prefix: String
+
+        init(base: String, rendition: String) {
+            prefix = base + "-" + rendition
+            media = prefix + ".m3u8"
+            iFrames = prefix + "-iframes.m3u8"
+            initialization = prefix + "-init.mp4"
+        }
+    }
+
+    /// A rendition's window and what goes with it.
+    struct Rendition {
+        var paths: RenditionPaths
+        var window: HLSLiveWindow
         /// The media playlist's delta update (low latency).
         var delta: File?
-        var window: HLSLiveWindow
-        /// Segments (and their parts) gone from the playlist, with when to drop them (seconds
-        /// on the wall clock).
-        var leaving: [(paths: [String], at: Double)] = []
         /// The parts' paths of each segment in memory, by media sequence number.
         var partPaths: [Int: [String]] = [:]
         /// Parts published so far: the next part's number.
         var partCount = 0
-        var statistics = HLSOrigin.Statistics()
         var streamStart: Double?
         var format: VideoFormatDescription?
         var timescale: Int32?
+        var publishing = false
+    }
+
+    struct State {
+        var files: [String: File] = [:]
+        /// The renditions, in the order they were first published.
+        var renditions: [String: Rendition] = [:]
+        var order: [String] = []
+        /// Media playlist paths to renditions.
+        var mediaPaths: [String: String] = [:]
+        /// Segments (and their parts) gone from a playlist, with when to drop them (seconds on
+        /// the wall clock).
+        var leaving: [(paths: [String], at: Double)] = []
+        var statistics = HLSOrigin.Statistics()
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
     }
 
     let options: HLSOrigin.Options
-    let paths: (multivariant: String, media: String, iFrames: String, initialization: String, dash: String)
+    let paths: (multivariant: String, base: String, dash: String)
     /// The directory the files are in, with its trailing slash.
     let directory: String
     private let state: Locked<State>
@@ -363,14 +411,9 @@ final class OriginStore: Sendable {
     init(options: HLSOrigin.Options) {
         self.options = options
         let base = String(options.path.dropLast(".m3u8".count))
-        paths = (options.path, base + "-video.m3u8", base + "-video-iframes.m3u8", base + "-video-init.mp4", base + ".mpd")
+        paths = (options.path, base, base + ".mpd")
         directory = String(options.path[...(options.path.lastIndex(of: "/") ?? options.path.startIndex)])
-        let map = options.segmenter.format == .fragmentedMP4 ? Self.name(paths.initialization) : nil
-        var window = HLSLiveWindow(size: options.effectiveWindowSize, targetDuration: options.targetDuration, map: map)
-        window.partTarget = options.lowLatency?.partDuration.seconds
-        window.serverControl = options.serverControl
-        state = Locked(State(window: window))
-        if options.lowLatency != nil { state.withLock { $0.window.preloadHint = Self.name(partPath(0)) } }
+        state = Locked(State())
     }
 
     /// The last path component.
@@ -378,89 +421,121 @@ final class OriginStore: Sendable {
 
     var statistics: HLSOrigin.Statistics { state.withLock { $0.statistics } }
 
-    func segmentPath(_ index: Int, _ format: MediaSegmenter.Format) -> String {
-        String(paths.media.dropLast(".m3u8".count)) + "-" + Self.padded(index) + "." + format.fileExtension
-    }
-
-    /// The path of part `number` (counted over the stream, so the next one's name is known
-    /// before it is known which segment it starts or continues).
-    func partPath(_ number: Int) -> String {
-        String(paths.media.dropLast(".m3u8".count)) + "-part" + Self.padded(number) + ".m4s"
-    }
-
     static func padded(_ number: Int) -> String {
         let digits = String(number)
         return String(repeating: "0", count: max(0, 5 - digits.count)) + digits
     }
 
-    /// Takes what the first part or segment tells of the stream.
-    private func noteStream(_ state: inout State, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
-        if state.streamStart == nil { state.streamStart = startedAt }
-        if state.format == nil { state.format = format }
-        if state.timescale == nil { state.timescale = timescale }
-        if let initialization, state.files[paths.initialization] == nil {
-            state.files[paths.initialization] = File(bytes: ByteBuffer(bytes: initialization), contentType: "video/mp4", cacheControl: "public, max-age=86400")
+    /// The path of a segment of the rendition.
+    func segmentPath(_ rendition: Rendition, _ index: Int, _ format: MediaSegmenter.Format) -> String {
+        rendition.paths.prefix + "-" + Self.padded(index) + "." + format.fileExtension
+    }
+
+    /// The path of part `number` of the rendition (counted over the stream, so the next one's
+    /// name is known before it is known which segment it starts or continues).
+    func partPath(_ rendition: Rendition, _ number: Int) -> String {
+        rendition.paths.prefix + "-part" + Self.padded(number) + ".m4s"
+    }
+
+    /// A rendition starts publishing (false: it is already).
+    func beginPublishing(_ name: String) -> Bool {
+        state.withLock { state in
+            if state.renditions[name] == nil {
+                let renditionPaths = RenditionPaths(base: paths.base, rendition: name)
+                var window = HLSLiveWindow(size: options.effectiveWindowSize, targetDuration: options.targetDuration,
+                                           map: options.segmenter.format == .fragmentedMP4 ? Self.name(renditionPaths.initialization) : nil)
+                window.partTarget = options.lowLatency?.partDuration.seconds
+                window.serverControl = options.serverControl
+                var rendition = Rendition(paths: renditionPaths, window: window)
+                if options.lowLatency != nil { rendition.window.preloadHint = Self.name(partPath(rendition, 0)) }
+                state.renditions[name] = rendition
+                state.order.append(name)
+                state.mediaPaths[renditionPaths.media] = name
+            }
+            guard state.renditions[name]?.publishing == false else { return false }
+            state.renditions[name]?.publishing = true
+            return true
         }
     }
 
+    /// A rendition's publisher is done.
+    func endPublishing(_ name: String) {
+        state.withLock { $0.renditions[name]?.publishing = false }
+    }
+
+    /// Takes what the first part or segment tells of the stream.
+    private func noteStream(_ state: inout State, _ name: String, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
+        guard var rendition = state.renditions[name] else { return }
+        if rendition.streamStart == nil { rendition.streamStart = startedAt }
+        if rendition.format == nil { rendition.format = format }
+        if rendition.timescale == nil { rendition.timescale = timescale }
+        if let initialization, state.files[rendition.paths.initialization] == nil {
+            state.files[rendition.paths.initialization] = File(bytes: ByteBuffer(bytes: initialization), contentType: "video/mp4", cacheControl: "public, max-age=86400")
+        }
+        state.renditions[name] = rendition
+    }
+
     /// Puts a whole part in memory and in the playlist, at once (low latency).
-    func publishPart(_ bytes: ByteBuffer, segment: Int, report: MediaSegmenter.FragmentReport, initialization: [UInt8]?, format: VideoFormatDescription?,
-                     timescale: Int32?, startedAt: Double) {
+    func publishPart(_ bytes: ByteBuffer, rendition name: String, segment: Int, report: MediaSegmenter.FragmentReport, initialization: [UInt8]?,
+                     format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
         let now = WallClock.seconds
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            noteStream(&state, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
-            let path = partPath(state.partCount)
-            state.partCount += 1
+            noteStream(&state, name, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
+            guard var rendition = state.renditions[name] else { return [] }
+            let path = partPath(rendition, rendition.partCount)
+            rendition.partCount += 1
             state.files[path] = File(bytes: bytes, contentType: MediaSegmenter.Format.fragmentedMP4.contentType, cacheControl: "public, max-age=86400, immutable")
-            state.partPaths[segment, default: []].append(path)
-            state.window.appendPart(HLSPartialSegment(uri: Self.name(path), duration: report.duration.seconds, independent: report.startsWithSyncSample),
-                                    programDateTime: startedAt)
-            state.window.preloadHint = Self.name(partPath(state.partCount))
+            rendition.partPaths[segment, default: []].append(path)
+            rendition.window.appendPart(HLSPartialSegment(uri: Self.name(path), duration: report.duration.seconds, independent: report.startsWithSyncSample),
+                                        programDateTime: startedAt)
+            rendition.window.preloadHint = Self.name(partPath(rendition, rendition.partCount))
+            state.renditions[name] = rendition
             state.statistics.partsPublished += 1
-            render(&state, now: now)
+            render(&state, changed: name, now: now)
             return takeReady(&state)
         }
         for continuation in ready { continuation.resume(returning: true) }
     }
 
     /// Puts a whole segment in memory and in the playlists, at once.
-    func publish(_ bytes: ByteBuffer, report: MediaSegmenter.SegmentReport, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?,
-                 startedAt: Double) {
-        let path = segmentPath(report.index, report.format)
-        let entry = HLSLiveWindow.Entry(
-            sequence: report.index, uri: Self.name(path), duration: report.duration.seconds, programDateTime: startedAt, independent: report.isIndependent,
-            byteCount: report.byteCount, iFrames: report.syncSamples.map { .init(duration: $0.duration.seconds, byteRange: $0.byteRange) },
-            timeline: timescale.map { (report.earliestPresentationTime.converted(toTimescale: $0).value, report.duration.converted(toTimescale: $0).value) })
+    func publish(_ bytes: ByteBuffer, rendition name: String, report: MediaSegmenter.SegmentReport, initialization: [UInt8]?, format: VideoFormatDescription?,
+                 timescale: Int32?, startedAt: Double) {
         let now = WallClock.seconds
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            noteStream(&state, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
+            noteStream(&state, name, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
+            guard var rendition = state.renditions[name] else { return [] }
+            let path = segmentPath(rendition, report.index, report.format)
+            let entry = HLSLiveWindow.Entry(
+                sequence: report.index, uri: Self.name(path), duration: report.duration.seconds, programDateTime: startedAt, independent: report.isIndependent,
+                byteCount: report.byteCount, iFrames: report.syncSamples.map { .init(duration: $0.duration.seconds, byteRange: $0.byteRange) },
+                timeline: timescale.map { (report.earliestPresentationTime.converted(toTimescale: $0).value, report.duration.converted(toTimescale: $0).value) })
             state.files[path] = File(bytes: bytes, contentType: report.format.contentType, cacheControl: "public, max-age=86400, immutable")
             state.statistics.segmentsPublished += 1
-            let removed = state.window.append(entry)
-            state.statistics.segmentsOverTarget = state.window.segmentsOverTarget
-            let grace = Double(2 * state.window.targetDuration)
+            let removed = rendition.window.append(entry)
+            let grace = Double(2 * rendition.window.targetDuration)
             for gone in removed {
-                state.leaving.append(([directory + gone.uri] + (state.partPaths.removeValue(forKey: gone.sequence) ?? []), now + grace))
+                state.leaving.append(([directory + gone.uri] + (rendition.partPaths.removeValue(forKey: gone.sequence) ?? []), now + grace))
             }
+            state.renditions[name] = rendition
+            state.statistics.segmentsOverTarget = state.renditions.values.map(\.window.segmentsOverTarget).reduce(0, +)
             while let first = state.leaving.first, first.at <= now {
                 for path in first.paths { state.files[path] = nil }
                 state.leaving.removeFirst()
                 state.statistics.segmentsDropped += 1
             }
-            render(&state, now: now)
+            render(&state, changed: name, now: now)
             return takeReady(&state)
         }
         for continuation in ready { continuation.resume(returning: true) }
     }
 
-    /// The stream ended: the playlists say so, and every held request is answered.
-    func end() {
+    /// A rendition's stream ended: its playlists say so, and every request held for it is
+    /// answered.
+    func end(_ name: String) {
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.window.end()
-            render(&state, now: WallClock.seconds)
-            let all = state.waiters.values.map(\.continuation)
-            state.waiters = [:]
-            return all
+            state.renditions[name]?.window.end()
+            render(&state, changed: name, now: WallClock.seconds)
+            return takeReady(&state)
         }
         for continuation in ready { continuation.resume(returning: true) }
     }
@@ -478,8 +553,10 @@ final class OriginStore: Sendable {
 
     private static func holds(_ condition: Condition, in state: State) -> Bool {
         switch condition {
-        case .playlist(let sequence, let part): state.window.contains(mediaSequence: sequence, part: part)
-        case .file(let path): state.files[path] != nil || state.window.ended
+        case .playlist(let name, let sequence, let part):
+            return state.renditions[name]?.window.contains(mediaSequence: sequence, part: part) ?? true
+        case .file(let name, let path):
+            return state.files[path] != nil || (state.renditions[name]?.window.ended ?? true)
         }
     }
 
@@ -505,7 +582,7 @@ final class OriginStore: Sendable {
                 if Self.holds(condition, in: state) { return true }
                 let id = state.nextWaiter
                 state.nextWaiter += 1
-                state.waiters[id] = Waiter(condition: condition, deadline: WallClock.seconds + 3 * Double(state.window.targetDuration), continuation: continuation)
+                state.waiters[id] = Waiter(condition: condition, deadline: WallClock.seconds + 3 * Double(options.targetDuration), continuation: continuation)
                 state.statistics.requestsHeld += 1
                 return false
             }
@@ -522,44 +599,67 @@ final class OriginStore: Sendable {
         return File(bytes: bytes, contentType: contentType, cacheControl: cacheControl, gzipped: gzipped)
     }
 
-    private func render(_ state: inout State, now: Double) {
+    /// Renders the playlists of the rendition that changed (and, for low latency, the others'
+    /// media playlists, whose rendition reports name it), the multivariant playlist and the MPD.
+    private func render(_ state: inout State, changed: String, now: Double) {
         // A playlist changes with each part (low latency) or segment: a cache keeps it a second
         // at most; a blocking reload's answer is the playlist once that part is there, which a
         // later version only extends (it is sent with a longer life, in respond).
         let playlist = "public, max-age=1"
-        state.files[paths.media] = Self.playlistFile(state.window.mediaPlaylist.rendered, cacheControl: playlist)
-        if options.lowLatency != nil {
-            state.delta = Self.playlistFile(state.window.deltaPlaylist.rendered, cacheControl: playlist)
+        let lowLatency = options.lowLatency != nil
+        for name in state.order where name == changed || (lowLatency && state.order.count > 1) {
+            guard var rendition = state.renditions[name] else { continue }
+            let reports: [HLSRenditionReport] = lowLatency ? state.order.filter { $0 != name }.compactMap { other in
+                guard let last = state.renditions[other]?.window.lastPart, let paths = state.renditions[other]?.paths else { return nil }
+                return HLSRenditionReport(uri: Self.name(paths.media), lastMediaSequence: last.mediaSequence, lastPart: last.part)
+            } : []
+            var media = rendition.window.mediaPlaylist
+            media.renditionReports = reports
+            state.files[rendition.paths.media] = Self.playlistFile(media.rendered, cacheControl: playlist)
+            if lowLatency {
+                var delta = rendition.window.deltaPlaylist
+                delta.renditionReports = reports
+                rendition.delta = Self.playlistFile(delta.rendered, cacheControl: playlist)
+            }
+            if name == changed {
+                state.files[rendition.paths.iFrames] = Self.playlistFile(rendition.window.iFramePlaylist.rendered, cacheControl: playlist)
+            }
+            state.renditions[name] = rendition
         }
-        state.files[paths.iFrames] = Self.playlistFile(state.window.iFramePlaylist.rendered, cacheControl: playlist)
-        guard let format = state.format, !state.window.entries.isEmpty else { return }
-        let rates = state.window.bitRates
-        let size = (width: format.width, height: format.height)
-        let rate = format.sps.frameRate
-        let multivariant = HLSMultivariantPlaylist(
-            variants: [.init(uri: Self.name(paths.media), bandwidth: rates.peak, averageBandwidth: rates.average, codecs: [format.codecString], resolution: size,
-                             frameRate: rate?.framesPerSecond)],
-            iFrameVariants: [.init(uri: Self.name(paths.iFrames), bandwidth: max(1, state.window.entries.flatMap { entry in entry.iFrames.map { Int(Double($0.byteRange.count * 8) / max($0.duration, 0.001)) } }.max() ?? 1),
-                                   codecs: [format.codecString], resolution: size)],
-            independentSegments: state.window.allIndependent)
-        let text = multivariant.rendered
+        var variants: [HLSMultivariantPlaylist.Variant] = []
+        var iFrameVariants: [HLSMultivariantPlaylist.Variant] = []
+        var independent = true
+        for name in state.order {
+            guard let rendition = state.renditions[name], let format = rendition.format, !rendition.window.entries.isEmpty else { continue }
+            let rates = rendition.window.bitRates
+            let size = (width: format.width, height: format.height)
+            variants.append(.init(uri: Self.name(rendition.paths.media), bandwidth: rates.peak, averageBandwidth: rates.average, codecs: [format.codecString],
+                                  resolution: size, frameRate: format.sps.frameRate?.framesPerSecond))
+            let iFrameRate = rendition.window.entries.flatMap { entry in entry.iFrames.map { Int(Double($0.byteRange.count * 8) / max($0.duration, 0.001)) } }.max() ?? 1
+            iFrameVariants.append(.init(uri: Self.name(rendition.paths.iFrames), bandwidth: max(1, iFrameRate), codecs: [format.codecString], resolution: size))
+            independent = independent && rendition.window.allIndependent
+        }
+        guard !variants.isEmpty else { return }
+        let text = HLSMultivariantPlaylist(variants: variants, iFrameVariants: iFrameVariants, independentSegments: independent).rendered
         if state.files[paths.multivariant].map({ String(buffer: $0.bytes) }) != text {
             state.files[paths.multivariant] = Self.playlistFile(text, cacheControl: playlist)
         }
-        if options.servesDASH, let timescale = state.timescale, let start = state.streamStart {
-            let representation = DASHManifest.Representation(
-                id: "video", codecs: format.codecString, width: size.width, height: size.height, frameRate: rate.map { "\($0.numerator)/\($0.denominator)" },
-                bandwidth: rates.peak, timescale: Int(timescale), initialization: Self.name(paths.initialization),
-                media: String(Self.name(paths.media).dropLast(".m3u8".count)) + "-$Number%05d$." + options.segmenter.format.fileExtension,
-                startNumber: state.window.mediaSequence, segments: state.window.entries.compactMap(\.timeline))
-            let segmentSeconds = options.segmenter.segmentDuration.seconds
-            let kind: DASHManifest.Kind = state.window.ended
-                ? .static(duration: state.window.entries.map(\.duration).reduce(0, +))
-                : .dynamic(availabilityStartTime: start, minimumUpdatePeriod: segmentSeconds,
-                           timeShiftBufferDepth: state.window.entries.map(\.duration).reduce(0, +), publishTime: now)
-            state.files[paths.dash] = Self.playlistFile(DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation]).rendered,
-                                                        contentType: "application/dash+xml", cacheControl: playlist)
-        }
+        // The MPD: the first rendition (the others' segments need not align with it).
+        guard options.servesDASH, let first = state.order.first, let rendition = state.renditions[first], let format = rendition.format,
+              let timescale = rendition.timescale, let start = rendition.streamStart, !rendition.window.entries.isEmpty else { return }
+        let rate = format.sps.frameRate
+        let representation = DASHManifest.Representation(
+            id: first, codecs: format.codecString, width: format.width, height: format.height, frameRate: rate.map { "\($0.numerator)/\($0.denominator)" },
+            bandwidth: rendition.window.bitRates.peak, timescale: Int(timescale), initialization: Self.name(rendition.paths.initialization),
+            media: Self.name(rendition.paths.prefix) + "-$Number%05d$." + options.segmenter.format.fileExtension,
+            startNumber: rendition.window.mediaSequence, segments: rendition.window.entries.compactMap(\.timeline))
+        let segmentSeconds = options.segmenter.segmentDuration.seconds
+        let seconds = rendition.window.entries.map(\.duration).reduce(0, +)
+        let kind: DASHManifest.Kind = rendition.window.ended
+            ? .static(duration: seconds)
+            : .dynamic(availabilityStartTime: start, minimumUpdatePeriod: segmentSeconds, timeShiftBufferDepth: seconds, publishTime: now)
+        state.files[paths.dash] = Self.playlistFile(DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation]).rendered,
+                                                    contentType: "application/dash+xml", cacheControl: playlist)
     }
 
     // MARK: HTTP
@@ -589,27 +689,32 @@ final class OriginStore: Sendable {
         state.withLock { $0.statistics.requests += 1 }
         var directives: HLSDeliveryDirectives?
         var blocking = false
-        if options.lowLatency != nil, path == paths.media, let query = request.uri.query, !query.isEmpty {
+        let mediaOf = options.lowLatency == nil ? nil : state.withLock { $0.mediaPaths[path] }
+        if let rendition = mediaOf, let query = request.uri.query, !query.isEmpty {
             guard let parsed = HLSDeliveryDirectives(query: Substring(query)) else { return badRequest(headers) }
             directives = parsed
             if let sequence = parsed.mediaSequence {
-                if state.withLock({ $0.window.isTooFarAhead(mediaSequence: sequence) }) { return badRequest(headers) }
+                if state.withLock({ $0.renditions[rendition]?.window.isTooFarAhead(mediaSequence: sequence) ?? true }) { return badRequest(headers) }
                 blocking = true
-                guard await wait(for: .playlist(mediaSequence: sequence, part: parsed.part)) else {
+                guard await wait(for: .playlist(rendition: rendition, mediaSequence: sequence, part: parsed.part)) else {
                     return Response(status: .serviceUnavailable, headers: headers)
                 }
             }
         } else if options.lowLatency != nil, path.hasSuffix(".m4s"), path.contains("-part") {
-            // The hinted part: held until it is whole.
-            let hinted = state.withLock { state in state.files[path] == nil && state.window.preloadHint.map { directory + $0 } == path }
-            if hinted, await !wait(for: .file(path)) {
+            // A rendition's hinted part: held until it is whole.
+            let hinted = state.withLock { state -> String? in
+                guard state.files[path] == nil else { return nil }
+                return state.order.first { name in state.renditions[name]?.window.preloadHint.map { directory + $0 } == path }
+            }
+            if let hinted, await !wait(for: .file(rendition: hinted, path: path)) {
                 state.withLock { $0.statistics.notFound += 1 }
                 return Response(status: .notFound, headers: headers)
             }
         }
         let accepting = request.headers[.acceptEncoding].map { $0.lowercased().contains("gzip") } ?? false
         let file = state.withLock { state -> File? in
-            directives?.skip == true ? state.delta : state.files[path]
+            if directives?.skip == true, let rendition = mediaOf { return state.renditions[rendition]?.delta }
+            return state.files[path]
         }
         guard var file else {
             state.withLock { $0.statistics.notFound += 1 }

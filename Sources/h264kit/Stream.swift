@@ -21,7 +21,8 @@ struct Stream: AsyncParsableCommand {
             --segment-duration (2 s) at keyframes, fMP4 (CMAF) or TS, a window of --window segments (6) in the \
             playlist with EXT-X-PROGRAM-DATE-TIME, the multivariant playlist at PATH.m3u8, a DASH MPD at PATH.mpd \
             (fMP4); segments in memory, dropped two target durations after they leave the window. Until SIGINT \
-            (or the input's end: the playlist then gets EXT-X-ENDLIST). --low-latency adds Low-Latency HLS: parts \
+            (or the input's end: the playlist then gets EXT-X-ENDLIST). --rendition SOURCE adds a rendition (a \
+            camera's sub stream, another encoder's output) beside INPUT's. --low-latency adds Low-Latency HLS: parts \
             of --part-duration (0.5 s), blocking playlist reloads, preload hints and delta updates (fMP4). At the \
             end the origin's counts are printed.
             """
@@ -44,6 +45,9 @@ struct Stream: AsyncParsableCommand {
 
     @Flag(help: "HTTP: Low-Latency HLS (parts, blocking reloads, preload hints, delta updates; fmp4).")
     var lowLatency = false
+
+    @Option(name: .customLong("rendition"), help: ArgumentHelp("HTTP: another rendition of the same stream from SOURCE (a file, paced like INPUT, or rtsp://, rtp://, .sdp): video2, video3, … beside INPUT's video; repeat for more.", valueName: "SOURCE"))
+    var renditions: [String] = []
 
     @Option(help: ArgumentHelp("HTTP, --low-latency: the longest part (PART-TARGET; default 0.5).", valueName: "seconds"))
     var partDuration: Double?
@@ -110,6 +114,10 @@ struct Stream: AsyncParsableCommand {
                 }
             } else if partDuration != nil {
                 throw ValidationError("--part-duration is for --low-latency")
+            }
+            guard renditions.count <= 8 else { throw ValidationError("--rendition: at most 8 more renditions") }
+            for other in renditions where other.lowercased().hasSuffix(".y4m") || other.lowercased().hasSuffix(".yuv") {
+                throw ValidationError("--rendition \(other): pictures are encoded live for INPUT only; give an encoded stream or a live source")
             }
             _ = try httpDestination()
         } else if LiveSource.isLive(input) {
@@ -231,23 +239,32 @@ struct Stream: AsyncParsableCommand {
         let origin = try HLSOrigin(options: .init(host: host, port: port, path: path, segmenter: segmenter, windowSize: window,
                                                   servesDASH: segmenter.format == .fragmentedMP4,
                                                   lowLatency: lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil))
-        var media = MediaSource.Options()
-        media.movieLimits = limits.movie
-        let (input, loop, paced, verbose) = (input, loop, !noPace, verbose)
+        var mediaOptions = MediaSource.Options()
+        mediaOptions.movieLimits = limits.movie
+        let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, mediaOptions)
         let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
-        let publishing = Task {
-            if let live {
-                try await origin.publish(live, paced: false)
-            } else if LiveSource.isLive(input) {
+        // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
+        @Sendable func publish(_ input: String, as rendition: String) async throws {
+            if LiveSource.isLive(input) {
                 let source = try LiveSource(parsing: input)
                 let (stream, continuation) = AsyncStream<SampleBuffer>.makeStream(bufferingPolicy: .bufferingNewest(1024))
                 async let received: RTPReceiver.Report = source.receive { continuation.yield($0) }
-                let relay = Task { try await origin.publish(stream, paced: false) }
+                let relay = Task { try await origin.publish(stream, paced: false, rendition: rendition) }
                 _ = try? await received
                 continuation.finish()
                 try await relay.value
             } else {
-                try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop), paced: paced)
+                try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop), paced: paced, rendition: rendition)
+            }
+        }
+        let others = renditions
+        let publishing = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    if let live { try await origin.publish(live, paced: false) } else { try await publish(input, as: "video") }
+                }
+                for (index, other) in others.enumerated() { group.addTask { try await publish(other, as: "video\(index + 2)") } }
+                try await group.waitForAll()
             }
         }
         let token = Interruption.shared.onInterrupt { publishing.cancel(); serving.cancel() }

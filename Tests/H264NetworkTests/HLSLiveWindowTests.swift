@@ -64,6 +64,16 @@ struct HLSLiveWindowTests {
         #expect(delta.segments.first?.uri == "seg3.m4s" && delta.rendered.contains("#EXT-X-SKIP:SKIPPED-SEGMENTS=3\n"))
     }
 
+    @Test("the last part, for another rendition's EXT-X-RENDITION-REPORT, and the report's line")
+    func renditionReport() {
+        let window = Self.window(segments: 2, pendingParts: 3)
+        #expect(window.lastPart?.mediaSequence == 2 && window.lastPart?.part == 2)
+        #expect(Self.window(segments: 2, pendingParts: 0).lastPart.map { [$0.mediaSequence, $0.part ?? -1] } == [1, 3])
+        var playlist = window.mediaPlaylist
+        playlist.renditionReports = [HLSRenditionReport(uri: "low.m3u8", lastMediaSequence: 2, lastPart: 2)]
+        #expect(playlist.rendered.hasSuffix("#EXT-X-RENDITION-REPORT:URI=\"low.m3u8\",LAST-MSN=2,LAST-PART=2\n"))
+    }
+
     @Test("without low latency nothing of it is rendered")
     func ordinaryWindow() {
         var window = HLSLiveWindow(size: 3, targetDuration: 2)

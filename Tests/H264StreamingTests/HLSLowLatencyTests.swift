@@ -237,6 +237,45 @@ struct HLSLowLatencyTests {
         #expect(running.origin.statistics.heldRequestsTimedOut == 0)
     }
 
+    @Test("two renditions: both in the multivariant playlist, each low-latency playlist reporting where the other stands (EXT-X-RENDITION-REPORT), blocking reloads on each; a rendition published twice at once or badly named is refused")
+    func renditionReports() async throws {
+        let small = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-llhls-small-\(UUID().uuidString).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: small) }
+        let made = try run("ffmpeg", ["-v", "error", "-y", "-i", Self.source, "-vf", "scale=320:180", "-c:v", "libx264", "-preset", "veryfast",
+                                      "-x264-params", "keyint=60:min-keyint=60:scenecut=0", "-bf", "2", small])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let port = try freeTCPPort()
+        let origin = try HLSOrigin(options: .init(port: port, lowLatency: .init()))
+        let tasks = [
+            Task { try await origin.run() },
+            Task { try await origin.publish(MediaFileSamples(path: Self.source, loops: true), paced: true) },
+            Task { try await origin.publish(MediaFileSamples(path: small, loops: true), paced: true, rendition: "small") },
+        ]
+        defer { for task in tasks { task.cancel() } }
+        #expect(await waitUntilListening(port))
+        while origin.statistics.segmentsPublished < 4 { try await Task.sleep(for: .milliseconds(100)) }
+        await #expect(throws: StreamingError.self) { try await origin.publish(MediaFileSamples(path: small), paced: true, rendition: "small") }
+        await #expect(throws: StreamingError.self) { try await origin.publish(MediaFileSamples(path: small), paced: true, rendition: "../x") }
+
+        let base = origin.url(port: port).replacingOccurrences(of: "index.m3u8", with: "")
+        let multivariant = HLSChecker.multivariant(String(decoding: await Self.get(base + "index.m3u8").body, as: UTF8.self))
+        #expect(multivariant.problems.isEmpty, "\(multivariant.problems)")
+        #expect(Set(multivariant.variants.filter { !$0.isIFrame }.compactMap { $0.attributes["RESOLUTION"] }) == ["640x360", "320x180"])
+        for (this, other) in [("index-video.m3u8", "index-small.m3u8"), ("index-small.m3u8", "index-video.m3u8")] {
+            let (playlist, _) = try await Self.playlist(base + this)
+            let line = try #require(playlist.text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-RENDITION-REPORT:") }, "\(this) reports \(other)")
+            let report = HLSChecker.attributes(line.dropFirst("#EXT-X-RENDITION-REPORT:".count))
+            #expect(report["URI"] == other)
+            let reported = (Int(report["LAST-MSN"] ?? "") ?? -1, Int(report["LAST-PART"] ?? "") ?? -1)
+            // The other's playlist, read after, has that part (or later): a player switching asks
+            // for the next one and is answered when it comes.
+            let (theirs, _) = try await Self.playlist(base + other)
+            #expect(theirs.part(reported.0, reported.1) != nil || theirs.next.0 > reported.0, "\(this) reports \(reported) of \(other): \(theirs.next)")
+            let (answer, _) = try await Self.playlist(base + other, query: "?_HLS_msn=\(reported.0)&_HLS_part=\(reported.1 + 1)")
+            #expect(answer.part(reported.0, reported.1 + 1) != nil, "a blocking reload on \(other) from the report")
+        }
+    }
+
     @Test("a blocking reload for a part that does not come is given up after three target durations: 503")
     func aHeldReloadIsGivenUp() async throws {
         let port = try freeTCPPort()

@@ -149,6 +149,7 @@ struct HTTPStreamOptionTests {
         (["--low-latency", "--part-duration", "3"], "up to the segment duration"),
         (["--part-duration", "0.5"], "--part-duration is for --low-latency"),
         (["--window", "2"], "--window 2"),
+        (["--rendition", "pictures.y4m"], "--rendition pictures.y4m"),
     ])
     func refused(_ options: [String], _ message: String) throws {
         let source = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path

@@ -169,6 +169,15 @@ public struct HLSLiveWindow: Sendable {
         return mediaSequence == nextSequence && part < pendingParts.count
     }
 
+    /// The last part in the playlist (of the segment being made, or of the last whole one),
+    /// for another rendition's `EXT-X-RENDITION-REPORT`; the last whole segment when it has
+    /// no parts; nil before anything.
+    public var lastPart: (mediaSequence: Int, part: Int?)? {
+        if !pendingParts.isEmpty { return (nextSequence, pendingParts.count - 1) }
+        guard let last = entries.last else { return nil }
+        return (last.sequence, last.parts.isEmpty ? nil : last.parts.count - 1)
+    }
+
     /// Whether a blocking reload asks for a segment more than two past the last whole one: the
     /// server answers 400 at once (RFC 8216bis §6.2.5.2).
     public func isTooFarAhead(mediaSequence: Int) -> Bool { mediaSequence > nextSequence + 1 }

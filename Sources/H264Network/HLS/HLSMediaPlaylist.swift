@@ -79,6 +79,8 @@ public struct HLSMediaPlaylist: Sendable, Hashable {
     /// `EXT-X-PRELOAD-HINT:TYPE=PART`: the URI of the next part, which the server holds a
     /// request for until it is whole.
     public var preloadHint: String?
+    /// `EXT-X-RENDITION-REPORT`s: where the stream's other renditions stand.
+    public var renditionReports: [HLSRenditionReport]
 
     /// A playlist of `segments`.
     public init(targetDuration: Int, mediaSequence: Int = 0, discontinuitySequence: Int = 0, playlistType: PlaylistType? = nil,
@@ -99,6 +101,7 @@ public struct HLSMediaPlaylist: Sendable, Hashable {
         pendingParts = []
         pendingProgramDateTime = nil
         preloadHint = nil
+        renditionReports = []
     }
 
     /// Equal in every tag and segment.
@@ -151,6 +154,7 @@ public struct HLSMediaPlaylist: Sendable, Hashable {
         }
         for part in pendingParts { lines.append(part.rendered) }
         if let preloadHint { lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"\(preloadHint)\"") }
+        for report in renditionReports { lines.append(report.rendered) }
         if endList { lines.append("#EXT-X-ENDLIST") }
         return lines.joined(separator: "\n") + "\n"
     }
