@@ -179,20 +179,21 @@ public final class HLSOrigin: Sendable {
     /// then gets `EXT-X-ENDLIST`) or the task is cancelled; `paced`: each sample waits for its
     /// decoding time on the wall clock, as a live source would bring it (a file).
     ///
-    /// `rendition` names the rendition (1 to 32 of `a-z`, `0-9`, `-`): its files are
+    /// `rendition` names the rendition (1 to 32 of `a-z` and `0-9`): its files are
     /// `NAME-RENDITION.m3u8` and so on beside the multivariant playlist, which lists every
     /// rendition published (the first is the one a player starts with). Several renditions are
     /// published by calling this once for each, at the same time (a camera's main and sub
     /// streams, encoders of a ladder); each low-latency media playlist then reports where the
     /// others stand (`EXT-X-RENDITION-REPORT`). The DASH MPD describes the first rendition only
     /// (other renditions' segments need not be aligned with it). A rendition is published by
-    /// one call at a time.
+    /// one call at a time, and once: after its end (`EXT-X-ENDLIST`) its name is not taken
+    /// again (its media sequence would go back).
     public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video") async throws(StreamingError)
     where Samples.Element == SampleBuffer {
-        guard (1...32).contains(rendition.utf8.count), rendition.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }) else {
-            throw .invalidOption("rendition \"\(rendition)\": 1 to 32 of a-z, 0-9 and -")
+        guard (1...32).contains(rendition.utf8.count), rendition.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) }) else {
+            throw .invalidOption("rendition \"\(rendition)\": 1 to 32 of a-z and 0-9")
         }
-        guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published already") }
+        guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
         defer { store.endPublishing(rendition) }
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
@@ -452,7 +453,7 @@ final class OriginStore: Sendable {
                 state.order.append(name)
                 state.mediaPaths[renditionPaths.media] = name
             }
-            guard state.renditions[name]?.publishing == false else { return false }
+            guard let rendition = state.renditions[name], !rendition.publishing, !rendition.window.ended else { return false }
             state.renditions[name]?.publishing = true
             return true
         }
@@ -582,7 +583,12 @@ final class OriginStore: Sendable {
                 if Self.holds(condition, in: state) { return true }
                 let id = state.nextWaiter
                 state.nextWaiter += 1
-                state.waiters[id] = Waiter(condition: condition, deadline: WallClock.seconds + 3 * Double(options.targetDuration), continuation: continuation)
+                let name: String
+                switch condition {
+                case .playlist(let rendition, _, _), .file(let rendition, _): name = rendition
+                }
+                let target = state.renditions[name]?.window.targetDuration ?? options.targetDuration
+                state.waiters[id] = Waiter(condition: condition, deadline: WallClock.seconds + 3 * Double(target), continuation: continuation)
                 state.statistics.requestsHeld += 1
                 return false
             }
@@ -635,8 +641,12 @@ final class OriginStore: Sendable {
             let size = (width: format.width, height: format.height)
             variants.append(.init(uri: Self.name(rendition.paths.media), bandwidth: rates.peak, averageBandwidth: rates.average, codecs: [format.codecString],
                                   resolution: size, frameRate: format.sps.frameRate?.framesPerSecond))
-            let iFrameRate = rendition.window.entries.flatMap { entry in entry.iFrames.map { Int(Double($0.byteRange.count * 8) / max($0.duration, 0.001)) } }.max() ?? 1
-            iFrameVariants.append(.init(uri: Self.name(rendition.paths.iFrames), bandwidth: max(1, iFrameRate), codecs: [format.codecString], resolution: size))
+            // Low latency: no I-frame variant (its playlist has no parts and no server control,
+            // which every media playlist beside low-latency ones must have, RFC 8216bis §6.2.4).
+            if !lowLatency {
+                let iFrameRate = rendition.window.entries.flatMap { entry in entry.iFrames.map { Int(Double($0.byteRange.count * 8) / max($0.duration, 0.001)) } }.max() ?? 1
+                iFrameVariants.append(.init(uri: Self.name(rendition.paths.iFrames), bandwidth: max(1, iFrameRate), codecs: [format.codecString], resolution: size))
+            }
             independent = independent && rendition.window.allIndependent
         }
         guard !variants.isEmpty else { return }
@@ -694,7 +704,7 @@ final class OriginStore: Sendable {
             guard let parsed = HLSDeliveryDirectives(query: Substring(query)) else { return badRequest(headers) }
             directives = parsed
             if let sequence = parsed.mediaSequence {
-                if state.withLock({ $0.renditions[rendition]?.window.isTooFarAhead(mediaSequence: sequence) ?? true }) { return badRequest(headers) }
+                if state.withLock({ $0.renditions[rendition]?.window.isTooFarAhead(mediaSequence: sequence, part: parsed.part) ?? true }) { return badRequest(headers) }
                 blocking = true
                 guard await wait(for: .playlist(rendition: rendition, mediaSequence: sequence, part: parsed.part)) else {
                     return Response(status: .serviceUnavailable, headers: headers)

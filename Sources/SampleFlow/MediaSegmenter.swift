@@ -310,6 +310,9 @@ public struct MediaSegmenter {
         if !fragment.data.isEmpty, !output.chunks.isEmpty { output.chunks[output.chunks.count - 1].completedFragment = report }
         if fragment.startsWithSyncSample {
             current!.syncSamples.append(SyncSampleReport(presentationTime: earliest, duration: fragment.duration, byteRange: start..<(start + fragment.firstSampleEnd)))
+        } else if let last = current!.syncSamples.indices.last {
+            // A part after the sync sample's: the I-frame lasts until the next sync sample.
+            current!.syncSamples[last].duration = current!.syncSamples[last].duration + fragment.duration
         }
     }
 

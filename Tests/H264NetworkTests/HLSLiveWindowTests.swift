@@ -39,9 +39,13 @@ struct HLSLiveWindowTests {
         #expect(window.contains(mediaSequence: 2, part: 4), "part 4 of segment 2 is segment 3's part 0, which is there")
         #expect(!window.contains(mediaSequence: 4, part: 0))
         #expect(!window.isTooFarAhead(mediaSequence: 4) && window.isTooFarAhead(mediaSequence: 5), "more than two past the last whole segment (2): 400")
+        // The Advance Part Limit: 3 ÷ 0.5 = 6 parts past the last (part 1 of segment 3).
+        #expect(!window.isTooFarAhead(mediaSequence: 3, part: 7) && window.isTooFarAhead(mediaSequence: 3, part: 8))
+        #expect(!window.isTooFarAhead(mediaSequence: 4, part: 5) && window.isTooFarAhead(mediaSequence: 4, part: 6))
         var ended = window
         ended.end()
         #expect(ended.contains(mediaSequence: 4, part: 0), "after the end every request is answered")
+        #expect(!ended.isTooFarAhead(mediaSequence: 99, part: 99), "after the end the directives are ignored")
         #expect(ended.mediaPlaylist.preloadHint == nil)
     }
 
@@ -62,6 +66,14 @@ struct HLSLiveWindowTests {
         // Segment ends before the playlist's end: 16.5, 14.5, 12.5, 10.5, …: three are past 12 s.
         #expect(delta.skippedSegments == 3 && delta.version == 9)
         #expect(delta.segments.first?.uri == "seg3.m4s" && delta.rendered.contains("#EXT-X-SKIP:SKIPPED-SEGMENTS=3\n"))
+        var ended = window
+        ended.end()
+        #expect(ended.deltaPlaylist.skippedSegments == 0, "after the end _HLS_skip is ignored")
+        // A segment past the target raises it, and the server control's distances with it.
+        var raised = window
+        _ = raised.append(.init(sequence: 9, uri: "seg9.m4s", duration: 3.4))
+        #expect(raised.targetDuration == 3 && raised.serverControl?.holdBack == 9 && raised.serverControl?.canSkipUntil == 18)
+        #expect(raised.iFramePlaylist.targetDuration == 3)
     }
 
     @Test("the last part, for another rendition's EXT-X-RENDITION-REPORT, and the report's line")

@@ -274,6 +274,12 @@ struct HLSLowLatencyTests {
             let (answer, _) = try await Self.playlist(base + other, query: "?_HLS_msn=\(reported.0)&_HLS_part=\(reported.1 + 1)")
             #expect(answer.part(reported.0, reported.1 + 1) != nil, "a blocking reload on \(other) from the report")
         }
+        // No I-frame variant beside low-latency playlists (it would need parts and server control).
+        #expect(multivariant.variants.allSatisfy { !$0.isIFrame })
+        // A name that could meet another rendition's files, and a rendition published again after its end, are refused.
+        await #expect(throws: StreamingError.self) { try await origin.publish(MediaFileSamples(path: small), paced: true, rendition: "video-iframes") }
+        try await origin.publish(MediaFileSamples(path: small), paced: false, rendition: "once")
+        await #expect(throws: StreamingError.self) { try await origin.publish(MediaFileSamples(path: small), paced: false, rendition: "once") }
     }
 
     @Test("a blocking reload for a part that does not come is given up after three target durations: 503")

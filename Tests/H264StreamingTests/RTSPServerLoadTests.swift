@@ -73,7 +73,7 @@ final class RawRTSPConnection: @unchecked Sendable {
 }
 
 /// The RTSP server under hostile and heavy use, over real sockets on loopback.
-@Suite("RTSP server under load and abuse", .serialized, .timely)
+@Suite("RTSP server under load and abuse", .serialized, .timely, .exclusive)
 struct RTSPServerLoadTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
@@ -136,7 +136,7 @@ struct RTSPServerLoadTests {
             let closing = connection.closing()
             return (closing, Double((ContinuousClock.now - start).components.seconds))
         }
-        #expect(silent.0 == nil, "a connection that never sends a request is closed after the idle timeout (10 s): \(silent.0 ?? "") after \(silent.1) s")
+        #expect(silent.0 == nil, "a connection that never sends a request is closed after the idle timeout (10 s): \(silent.0 ?? "") after \(silent.1) s; the server: \(server.statistics)")
 
         let report = try await played
         #expect(report.samples == 60 && report.depacketizer.packetsLost == 0, "\(report)")

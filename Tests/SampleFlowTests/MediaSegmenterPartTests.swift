@@ -37,6 +37,9 @@ struct MediaSegmenterPartTests {
                     #expect(fragment.duration + frame > part, "segment \(report.index) part \(index): \(fragment.duration.seconds) s, a frame short of \(part.seconds) s at most")
                 }
             }
+            // Each I-frame lasts until the next sync sample (or the segment's end), whatever the parts.
+            let iFrames = report.syncSamples.map(\.duration).reduce(MediaTime.zero, +)
+            #expect(iFrames == report.fragments.map(\.duration).reduce(MediaTime.zero, +), "segment \(report.index): the I-frames cover it")
             let total = report.fragments.map(\.duration).reduce(MediaTime.zero, +)
             #expect(total == report.duration || report.index == reports.count - 1, "segment \(report.index): its parts add up to it")
         }

@@ -124,6 +124,13 @@ public struct HLSLiveWindow: Sendable {
         if Int(entry.duration.rounded()) > targetDuration {
             segmentsOverTarget += 1
             targetDuration = Int(entry.duration.rounded())
+            // The distances the server control declares follow the target they are made of.
+            if var control = serverControl {
+                let target = Double(targetDuration)
+                if let holdBack = control.holdBack { control.holdBack = max(holdBack, 3 * target) }
+                if let skip = control.canSkipUntil { control.canSkipUntil = max(skip, 6 * target) }
+                serverControl = control
+            }
         }
         if !entry.independent { allIndependent = false }
         var entry = entry
@@ -178,9 +185,19 @@ public struct HLSLiveWindow: Sendable {
         return (last.sequence, last.parts.isEmpty ? nil : last.parts.count - 1)
     }
 
-    /// Whether a blocking reload asks for a segment more than two past the last whole one: the
-    /// server answers 400 at once (RFC 8216bis §6.2.5.2).
-    public func isTooFarAhead(mediaSequence: Int) -> Bool { mediaSequence > nextSequence + 1 }
+    /// Whether a blocking reload asks for a segment more than two past the last whole one, or
+    /// a part past the Advance Part Limit (3 ÷ `PART-TARGET` parts past the last, for a target
+    /// under a second; else 3): the server answers 400 at once (RFC 8216bis §6.2.5.2). After
+    /// the end nothing is (the directives are ignored then).
+    public func isTooFarAhead(mediaSequence: Int, part: Int? = nil) -> Bool {
+        if ended { return false }
+        if mediaSequence > nextSequence + 1 { return true }
+        guard let part, let partTarget, partTarget > 0 else { return false }
+        let limit = partTarget < 1 ? Int((3 / partTarget).rounded(.down)) : 3
+        if mediaSequence == nextSequence { return part > pendingParts.count - 1 + limit }
+        if mediaSequence == nextSequence + 1 { return part >= limit }
+        return false
+    }
 
     /// The media playlist.
     public var mediaPlaylist: HLSMediaPlaylist { playlist(skipping: false) }
@@ -199,7 +216,8 @@ public struct HLSLiveWindow: Sendable {
             running += entries[index].duration
         }
         var skipped = 0
-        if skipping, let boundary = serverControl?.canSkipUntil {
+        // After the end a delta update is not made (RFC 8216bis §6.2.5.1: `_HLS_skip` ignored).
+        if skipping, !ended, let boundary = serverControl?.canSkipUntil {
             while skipped < entries.count - 1, after[skipped] >= boundary { skipped += 1 }
         }
         let partWindow = 3 * Double(targetDuration)
@@ -229,7 +247,8 @@ public struct HLSLiveWindow: Sendable {
                 frames.append(.init(uri: entry.uri, duration: frame.duration, byteRange: frame.byteRange, discontinuity: index == 0 && entry.discontinuity))
             }
         }
-        return HLSMediaPlaylist(targetDuration: HLSMediaPlaylist.targetDuration(for: frames.map(\.duration)), mediaSequence: mediaSequence,
+        // The live target, fixed (an I-frame lasts no longer than its segment).
+        return HLSMediaPlaylist(targetDuration: max(targetDuration, HLSMediaPlaylist.targetDuration(for: frames.map(\.duration))), mediaSequence: mediaSequence,
                                 discontinuitySequence: discontinuitySequence, independentSegments: true, iFramesOnly: true,
                                 map: map.map { (uri: $0, byteRange: nil) }, segments: frames, endList: ended)
     }
