@@ -152,6 +152,23 @@ struct SystemIOTests {
         #expect(ProcessEnvironment.executable(named: "no-such-program-\(UUID().uuidString)") == nil)
     }
 
+    /// A child gets no descriptor of ours beyond 0-2, even one opened without O_CLOEXEC (as
+    /// SwiftNIO accepts connections): else a connection we close stays open to its peer while
+    /// the child lives (found in CI: an RTSP client never saw the server's idle close, and UDP
+    /// ports stayed bound, while a test's nginx ran).
+    @Test func childrenInheritNoDescriptors() throws {
+        let shell = try #require(ProcessEnvironment.executable(named: "sh"))
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)  // no O_CLOEXEC
+        defer { close(ends[0]); close(ends[1]) }
+        let listing = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-fds-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: listing) }
+        #expect(try ChildProcess.run([shell, "-c", "exec ls -1 /proc/self/fd"], standardOutput: listing) == 0)
+        let descriptors = Set(try String(contentsOfFile: listing, encoding: .utf8).split(separator: "\n").compactMap { Int32($0) })
+        #expect(descriptors.isSuperset(of: [0, 1, 2]), "\(descriptors)")
+        #expect(!descriptors.contains(ends[0]) && !descriptors.contains(ends[1]), "the child held our pipe: \(descriptors.sorted()), ours \(ends)")
+    }
+
     @Test func aTemporaryDirectoryGoesWithItsFiles() throws {
         var path = ""
         do {

@@ -34,6 +34,7 @@ public func runProcess(_ executable: URL, _ arguments: [String], stdin: Data? = 
     posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    SystemIO.ChildProcess.closeInheritedDescriptors(&actions)
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     var pid: pid_t = 0
@@ -134,6 +135,7 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        SystemIO.ChildProcess.closeInheritedDescriptors(&actions)
         var argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0

@@ -45,4 +45,11 @@ static inline int csystem_insert_range(int fd, off_t offset, off_t length) {
     return -1;
 }
 #endif
+
+/// Makes a `posix_spawn` close every descriptor from `from` up in the child (`actions`: a
+/// `posix_spawn_file_actions_t`; `posix_spawn_file_actions_addclosefrom_np`, glibc 2.34):
+/// sockets and files the parent opened without `O_CLOEXEC` (SwiftNIO's accepted connections
+/// among them) are not inherited, so a connection the parent closes is closed. Returns 0, or an
+/// error number (ENOSYS where the C library lacks it).
+int csystem_spawn_close_from(void *actions, int from);
 #endif
