@@ -307,9 +307,16 @@ struct SegmentGathering {
                 bytes.writeBuffer(&pending)
                 parts = []
             } else {
-                bytes = pending
+                // An exact-size copy: the gathering buffer grew by doubling, and a window of such
+                // buffers would keep up to twice the segments' bytes (measured: an origin of a
+                // 40 Mbit/s stream drifting from 110 to 190 MB over ten minutes).
+                bytes = ByteBuffer()
+                bytes.reserveCapacity(pending.readableBytes)
+                bytes.writeBuffer(&pending)
             }
+            let size = bytes.readableBytes
             pending = ByteBuffer()
+            if !lowLatency { pending.reserveCapacity(size + size / 4) }
             store.publish(bytes, rendition: rendition, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
                           timescale: segmenter.timescale, startedAt: segmentStart ?? sampleEntered)
             segmentStart = sampleEntered
