@@ -79,6 +79,11 @@ public struct RTPReceivingSession: Sendable {
     public private(set) var pictureLossIndications = 0
     /// Receiver reports sent.
     public private(set) var receiverReports = 0
+    /// Whether the stream's sender said goodbye (an RTCP BYE naming its source, or any BYE
+    /// before a source is known).
+    public private(set) var senderSaidGoodbye = false
+    /// The sender's packet count in its last sender report (RFC 3550 §6.4.1).
+    public private(set) var reportedPacketCount: UInt32?
     private var lastSenderReport: (middle: UInt32, arrival: Double)?
     private var lastReport: Double?
     private var lastPictureLoss: Double?
@@ -154,14 +159,38 @@ public struct RTPReceivingSession: Sendable {
         controlPackets += 1
         for packet in packets {
             switch packet {
-            case .goodbye: events.goodbye = true
+            case .goodbye(let goodbye):
+                guard reception.map({ goodbye.sources.contains($0.ssrc) }) ?? true else { continue }
+                events.goodbye = true
+                senderSaidGoodbye = true
             case .senderReport(let report):
+                guard reception.map({ $0.ssrc == report.ssrc }) ?? true else { continue }
                 events.senderReport = true
                 lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), arrival)
+                reportedPacketCount = report.packetCount
             default: break
             }
         }
         return events
+    }
+
+    /// Whether every packet the sender's last report counted has arrived or been counted lost
+    /// (true when no report came or no packet did).
+    public var hasEveryReportedPacket: Bool {
+        guard let reported = reportedPacketCount, let reception else { return true }
+        // The report's count is 32 bits and wraps: the difference, read signed.
+        return Int32(bitPattern: reported &- UInt32(truncatingIfNeeded: reception.packetsExpected)) <= 0
+    }
+
+    /// Whether the stream is over, `quiet` seconds after the last datagram arrived: the sender
+    /// said goodbye, and every packet its last report counted came (or was counted lost) with
+    /// `settle` seconds of quiet since; or, when some did not, `linger` seconds of quiet. RTP
+    /// and RTCP come on two sockets, and the last packets may still wait in the RTP one when
+    /// the BYE is read; a receiver that joined late, or whose tail was lost on the way, never
+    /// accounts for them all and ends after the linger.
+    public func isOver(quiet: Double, settle: Double = 0.1, linger: Double = 1) -> Bool {
+        guard senderSaidGoodbye else { return false }
+        return quiet > (hasEveryReportedPacket ? settle : max(settle, linger))
     }
 
     /// The RTCP to send at `now` (seconds, the clock of the arrivals), or nil when nothing is

@@ -192,7 +192,9 @@ public struct RTPReceiver: Sendable {
         }
         let rtcp: any Channel
         do {
-            rtcp = try await Self.bind(host: host, port: endpoint.port + 1, receiveBufferSize: 1 << 20) {
+            // RTCP read on the RTP socket's event loop: a BYE is not read while that loop is
+            // too busy to read the packets sent before it.
+            rtcp = try await Self.bind(host: host, port: endpoint.port + 1, receiveBufferSize: 1 << 20, on: rtp.eventLoop) {
                 for datagram in $0 where budget.take(datagram.bytes.count) {
                     if case .dropped = input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) { budget.give(datagram.bytes.count) }
                 }
@@ -217,7 +219,6 @@ public struct RTPReceiver: Sendable {
         var delivered = 0
         var ending = Ending.cancelled
         var lastArrival = ContinuousClock.now
-        var goodbye = false
         var senderControl: SocketAddress?
         receiving: for await event in inputs {
             let now = monotonicSeconds()
@@ -235,11 +236,10 @@ public struct RTPReceiver: Sendable {
                 let events = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: now) }
                 // Reports go back to where the sender's reports come from.
                 if events.senderReport { senderControl = from }
-                if events.goodbye { goodbye = true }
             case .tick:
                 samples = session.expire(now: now)
                 let idle = ContinuousClock.now - lastArrival
-                if goodbye, idle > .milliseconds(100) {
+                if session.isOver(quiet: idle.inSeconds) {
                     ending = .goodbye
                     break receiving
                 }
@@ -263,9 +263,10 @@ public struct RTPReceiver: Sendable {
     }
 
     /// A UDP channel on `host:port` handing each datagram to `forward`.
-    static func bind(host: String, port: Int, receiveBufferSize: Int, _ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(StreamingError) -> any Channel {
+    static func bind(host: String, port: Int, receiveBufferSize: Int, on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                     _ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(StreamingError) -> any Channel {
         do {
-            return try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            return try await DatagramBootstrap(group: group)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .readingWholeDatagrams(16)
                 .channelOption(.maxMessagesPerRead, value: 8)

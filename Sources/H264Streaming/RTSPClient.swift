@@ -261,7 +261,6 @@ public struct RTSPClient: Sendable {
                 var ending = RTPReceiver.Ending.cancelled
                 var lastArrival = ContinuousClock.now
                 var anyRTP = false
-                var goodbye = false
                 var lastKeepAlive = ContinuousClock.now
                 let started = ContinuousClock.now
                 let rtpChannel = setup.transport.interleaved.map { UInt8($0.lowerBound) }
@@ -290,10 +289,10 @@ public struct RTSPClient: Sendable {
                         samples = session.receiveRTP(payload, arrival: monotonicSeconds())
                     case .interleaved(let channel, let payload) where channel == rtcpChannel:
                         lastArrival = .now
-                        if payload.withUnsafeBytes({ session.receiveRTCP($0, arrival: monotonicSeconds()) }).goodbye { goodbye = true }
+                        _ = payload.withUnsafeBytes { session.receiveRTCP($0, arrival: monotonicSeconds()) }
                     case .rtcp(let bytes, _):
                         lastArrival = .now
-                        if bytes.withUnsafeBytes({ session.receiveRTCP($0, arrival: monotonicSeconds()) }).goodbye { goodbye = true }
+                        _ = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: monotonicSeconds()) }
                     case .interleaved, .response:
                         continue
                     case .closed:
@@ -306,7 +305,7 @@ public struct RTSPClient: Sendable {
                         }
                         samples = session.expire(now: monotonicSeconds())
                         let now = ContinuousClock.now
-                        if goodbye, now - lastArrival > .milliseconds(100) {
+                        if session.isOver(quiet: (now - lastArrival).inSeconds) {
                             ending = .goodbye
                             break playing
                         }
@@ -343,10 +342,11 @@ public struct RTSPClient: Sendable {
     /// them goes to `rtp` and `rtcp` (on an event loop).
     static func bindPortPair(host: String, rtp: @escaping @Sendable ([ReceivedDatagram]) -> Void,
                              rtcp: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(StreamingError) -> (rtp: any Channel, rtcp: any Channel) {
-        func bootstrap(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) -> DatagramBootstrap {
+        func bootstrap(_ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void,
+                       on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) -> DatagramBootstrap {
             // No SO_REUSEADDR: with it, Linux may give a port another such socket holds (and
             // the next port's bind succeeds over it), and one client's packets reach the other.
-            DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            DatagramBootstrap(group: group)
                 .readingWholeDatagrams(16)
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                 .channelInitializer { channel in
@@ -359,7 +359,11 @@ public struct RTSPClient: Sendable {
                 try? await rtpChannel.close()
                 continue
             }
-            if let rtcpChannel = try? await bootstrap(rtcp).bind(host: host, port: port + 1).get() { return (rtpChannel, rtcpChannel) }
+            // RTCP on the RTP socket's event loop: a BYE is not read while that loop is too busy
+            // to read the packets sent before it.
+            if let rtcpChannel = try? await bootstrap(rtcp, on: rtpChannel.eventLoop).bind(host: host, port: port + 1).get() {
+                return (rtpChannel, rtcpChannel)
+            }
             try? await rtpChannel.close()
         }
         throw .socket("no free UDP port pair for RTP and RTCP on \(host)", underlying: nil)

@@ -101,7 +101,6 @@ public struct RTSPIngest: Sendable {
             var sessionID: String?
             var receiving: RTPReceivingSession?
             var lastArrival: Double?
-            var goodbyeAt: Double?
             var tornDownAt: Double?
             var ended = false
             /// Why it ended, kept beside the event (which a full buffer drops).
@@ -184,8 +183,7 @@ public struct RTSPIngest: Sendable {
             state.withLock { state in
                 guard state.sessionID == id, !state.ended else { return }
                 state.lastArrival = monotonicSeconds()
-                let events = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
-                if events?.goodbye == true, state.goodbyeAt == nil { state.goodbyeAt = monotonicSeconds() }
+                _ = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
             }
         }
 
@@ -199,16 +197,15 @@ public struct RTSPIngest: Sendable {
             }
         }
 
-        /// Ends on a BYE (once its last packets had 100 ms) or `idleTimeout` without a packet.
+        /// Ends on a BYE (once its last packets came, ``RTPReceivingSession/isOver(quiet:settle:linger:)``) or `idleTimeout` without a packet.
         func tick(idleTimeout: Duration) {
             let now = monotonicSeconds()
             let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
                 guard !state.ended, let last = state.lastArrival else { return (nil, []) }
                 let samples = state.receiving?.expire(now: now) ?? []
                 if let tornDown = state.tornDownAt, now - tornDown > 0.25 { state.ended = true; return (.teardown, samples) }
-                if state.goodbyeAt != nil, now - last > 0.1 { state.ended = true; return (.goodbye, samples) }
-                let limit = Double(idleTimeout.components.seconds) + Double(idleTimeout.components.attoseconds) / 1e18
-                if now - last > limit { state.ended = true; return (.idleTimeout, samples) }
+                if state.receiving?.isOver(quiet: now - last) == true { state.ended = true; return (.goodbye, samples) }
+                if now - last > idleTimeout.inSeconds { state.ended = true; return (.idleTimeout, samples) }
                 return (nil, samples)
             }
             if !samples.isEmpty { yield(.samples(samples)) }

@@ -278,6 +278,31 @@ struct RTSPSessionTests {
         samples += session.finish()
         #expect(samples.map { $0.presentationTime.converted(toTimescale: 25, rounding: .halfAwayFromZero).value } == [0, 1, 4])
     }
+
+    @Test("a BYE read before the last packets (they come on the other socket) does not end the stream until the sender's reported packets are in, or the linger passes")
+    func goodbyeBeforeTheLastPackets() throws {
+        var packetizer = try H264Packetizer(configuration: .init(ssrc: 0x1234))
+        var session = RTPReceivingSession(configuration: .init(ssrc: 0xABCD))
+        let idr: [UInt8] = [0x65, 0x88] + [UInt8](repeating: 0x11, count: 3000)
+        let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x58, 0xBA, 0x80]
+        let pps: [UInt8] = [0x68, 0xCE, 0x0F, 0x2C, 0x80]
+        let frames = try (0..<4).map { try packetizer.packets(nalUnits: [sps, pps, idr], timestamp: UInt32($0 * 3600)) }
+        for packet in frames[0] + frames[1] { _ = session.receiveRTP(packet.bytes, arrival: 0) }
+        func goodbye(from ssrc: UInt32, packets: Int) -> [UInt8] {
+            RTCPPacket.serialize([.senderReport(.init(ssrc: ssrc, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: UInt32(packets), octetCount: 0)),
+                                  .goodbye(.init(sources: [ssrc]))])
+        }
+        // Another source's BYE is not the stream's.
+        _ = goodbye(from: 0x9999, packets: 1).withUnsafeBytes { session.receiveRTCP($0, arrival: 0.1) }
+        #expect(!session.senderSaidGoodbye && !session.isOver(quiet: 10))
+        // The sender's: it counted every packet of four frames; two have come.
+        let events = goodbye(from: 0x1234, packets: frames.joined().count).withUnsafeBytes { session.receiveRTCP($0, arrival: 0.1) }
+        #expect(events.goodbye && session.senderSaidGoodbye && !session.hasEveryReportedPacket)
+        #expect(!session.isOver(quiet: 0.5))
+        #expect(session.isOver(quiet: 1.01))  // the linger: a tail lost on the way never comes
+        for packet in frames[2] + frames[3] { _ = session.receiveRTP(packet.bytes, arrival: 0.6) }
+        #expect(session.hasEveryReportedPacket && !session.isOver(quiet: 0.05) && session.isOver(quiet: 0.11))
+    }
 }
 
 struct RTSPRefusal: Sendable, CustomTestStringConvertible {

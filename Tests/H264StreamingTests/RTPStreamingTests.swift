@@ -276,6 +276,30 @@ struct RTPStreamingTests {
         #expect(try ffprobePresentationTimes(received) == ffprobePresentationTimes(encoded))
     }
 
+    @Test("a BYE read before the stream's last packets (they wait on the RTP socket) does not end the receiver: every packet the sender reported is taken")
+    func goodbyeOvertakingTheLastPackets() async throws {
+        let port = try freeUDPPortPair()
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(5)))
+        async let report = receiver.receive { _ in }
+        try await Self.waitUntilBound(port)
+        var packetizer = try H264Packetizer(configuration: .init(ssrc: 0x1234))
+        var frames: [[RTPPacket]] = []
+        let source = try MediaSource(path: Self.source)
+        while frames.count < 10, let sample = try source.next() { frames.append(try packetizer.packets(for: sample)) }
+        let socket = try LoopbackUDPSocket()
+        for packet in frames[..<5].joined() { try socket.send(packet.bytes, toPort: UInt16(port)) }
+        try await Task.sleep(for: .milliseconds(100))
+        // The BYE, with the sender report counting all ten frames' packets, before the last five.
+        let bye = RTCPPacket.serialize([.senderReport(.init(ssrc: 0x1234, ntpTimestamp: 0, rtpTimestamp: 0,
+                                                            packetCount: UInt32(frames.joined().count), octetCount: 0)),
+                                        .goodbye(.init(sources: [0x1234]))])
+        try socket.send(bye, toPort: UInt16(port + 1))
+        try await Task.sleep(for: .milliseconds(400))
+        for packet in frames[5...].joined() { try socket.send(packet.bytes, toPort: UInt16(port)) }
+        let received = try await report
+        #expect(received.ending == .goodbye && received.samples == 10, "\(received)")
+    }
+
     @Test("a receiver with nothing to receive ends at its idle timeout with a clear error for the empty output")
     func nothingArrives() async throws {
         let port = try freeUDPPortPair()
