@@ -123,6 +123,13 @@ public struct H264Encoder: ~Copyable {
     /// Whether x264 takes pictures in `format` as they are (others need converting).
     public static func takes(_ format: PixelFormat) -> Bool { colourSpace(format) != nil }
 
+    /// The format to encode pictures of `format` in: `format` itself when x264 takes it,
+    /// else 4:2:0 at 10 bits for deeper pictures and at 8 bits for the rest (gray, RGB, NV21…),
+    /// which the pictures are converted to.
+    public static func encodingFormat(for format: PixelFormat) -> PixelFormat {
+        takes(format) ? format : (format.bitDepth > 8 ? .yuv(.yuv420, bitDepth: 10) : .yuv420p)
+    }
+
     static func colourSpace(_ format: PixelFormat) -> (Int32, Int)? {
         let high = format.bitDepth > 8 ? X264_CSP_HIGH_DEPTH : 0
         guard format.bitDepth == 8 || format.bitDepth == 10 else { return nil }

@@ -49,7 +49,8 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
     private let keyframeRequests = KeyframeRequests()
 
     /// Live samples of the pictures `openReader` gives, encoded with `settings` (whose size,
-    /// pixel format and frame rate are taken from the reader). Fails when the pictures cannot
+    /// pixel format and frame rate are taken from the reader; pictures x264 does not take are
+    /// converted, ``H264Encoder/encodingFormat(for:)``). Fails when the pictures cannot
     /// be opened or the settings are impossible.
     public init(settings: EncoderSettings, options: Options = Options(), openReader: @escaping @Sendable () throws(MediaIOError) -> any PictureReader) throws(SessionError) {
         let reader: any PictureReader
@@ -57,7 +58,7 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
         var settings = settings
         settings.width = reader.width
         settings.height = reader.height
-        settings.pixelFormat = reader.format
+        settings.pixelFormat = H264Encoder.encodingFormat(for: reader.format)
         settings.frameRate = reader.frameRate
         if settings.tune == nil { settings.tune = "zerolatency" }
         if settings.sampleAspectRatio == nil { settings.sampleAspectRatio = reader.sampleAspectRatio }
@@ -110,7 +111,8 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
         var failure: SessionError? { error.withLock { $0 } }
 
         func start() throws(SessionError) -> CompressionSession.Frames {
-            let session = try CompressionSession(configuration: .init(settings: samples.settings, isAsynchronous: true, maximumFramesInFlight: 4))
+            let session = try CompressionSession(configuration: .init(settings: samples.settings, isAsynchronous: true, maximumFramesInFlight: 4,
+                                                                      convertsPictures: true))
             let frames = try session.frames
             let samples = self.samples
             let started = Task { [weak self] in

@@ -50,7 +50,8 @@ public struct PictureEncoder: Sendable {
         }
         let sink = try CompressedFrameSink(output, annexB: settings.annexB)
         defer { sink.cancel() }  // after a commit, nothing to cancel
-        let session = try CompressionSession(configuration: .init(settings: settings, passes: passes), outputHandler: { sink.take($0) })
+        // Pictures in another format than the settings' (gray given to 4:2:0 settings) are converted.
+        let session = try CompressionSession(configuration: .init(settings: settings, passes: passes, convertsPictures: true), outputHandler: { sink.take($0) })
         var encoded = 0
         var interrupted = false
         var frameDuration = settings.frameRate.frameDuration

@@ -110,9 +110,7 @@ struct Encode: InterruptibleCommand {
     func work() throws {
         let probe: any PictureReader
         do { probe = try openReader() } catch { throw ToolError(error) }
-        // What x264 is given: the input's format when x264 takes it, else 4:2:0 (converted).
-        let format = H264Encoder.takes(probe.format) ? probe.format : (probe.format.bitDepth > 8 ? .yuv(.yuv420, bitDepth: 10) : .yuv420p)
-        var settings = encoder.settings(width: probe.width, height: probe.height, format: format, frameRate: probe.frameRate)
+        var settings = encoder.settings(width: probe.width, height: probe.height, format: H264Encoder.encodingFormat(for: probe.format), frameRate: probe.frameRate)
         settings.sampleAspectRatio = probe.sampleAspectRatio
         var first: (any PictureReader)? = probe
         let job = PictureEncoder(settings: settings, passes: encoder.passes, frameLimit: frames)

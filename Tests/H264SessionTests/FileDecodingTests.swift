@@ -78,6 +78,29 @@ struct FileDecodingTests {
         #expect(reader.majorBrand == "qt  " && reader.tracks.first?.samples.count == 30)
         #expect(try ffmpegFrameHashes(output).count == 30)
     }
+
+    /// Gray pictures (which x264 does not take here) are converted to 4:2:0, in a file encode
+    /// and live; before, both failed ("the session encodes yuv420p pictures; this one is gray",
+    /// "x264 does not take gray").
+    @Test func picturesX264DoesNotTakeAreConverted() async throws {
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-gray-\(UUID().uuidString).y4m").path
+        let output = temporaryMovieFile(".mp4")
+        defer { for path in [source, output] { try? FileManager.default.removeItem(atPath: path) } }
+        let made = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25", "-frames:v", "20", "-pix_fmt", "gray", "-y", source])
+        #expect(made.status == 0, "\(made.stderrText)")
+        #expect(H264Encoder.encodingFormat(for: .gray) == .yuv420p && H264Encoder.encodingFormat(for: .yuv422p) == .yuv422p
+                && H264Encoder.encodingFormat(for: .rgb24) == .yuv420p)
+        let probe = try Y4MReader(path: source)
+        #expect(probe.format == .gray)
+        let settings = EncoderSettings(width: 320, height: 240, pixelFormat: H264Encoder.encodingFormat(for: probe.format), frameRate: FrameRate(25, 1), preset: "ultrafast")
+        let summary = try PictureEncoder(settings: settings).run(reading: { () throws(MediaIOError) in try Y4MReader(path: source) }, into: SampleOutput(path: output))
+        let decoded = try ffmpegFrameHashes(output)
+        #expect(summary.frames == 20 && decoded.count == 20)
+        let live = try LivePictureSamples(settings: settings, options: .init(paced: false, frameLimit: 20)) { () throws(MediaIOError) in try Y4MReader(path: source) }
+        var samples = 0
+        for try await _ in live { samples += 1 }
+        #expect(samples == 20 && live.settings.pixelFormat == .yuv420p)
+    }
 }
 
 func temporaryMovieFile(_ suffix: String = ".mp4") -> String {
