@@ -58,6 +58,12 @@ struct LimitOptions: ParsableArguments {
     var maxSamples = MovieReader.Limits().maximumSamples
     var pictures: PictureLimits { PictureLimits(maximumPixels: maxPixels) }
     var movie: MovieReader.Limits { MovieReader.Limits(maximumSamples: maxSamples) }
+    /// A media source's options (for sending as it is, not decoding) with these limits.
+    var mediaSource: MediaSource.Options {
+        var options = MediaSource.Options()
+        options.movieLimits = movie
+        return options
+    }
     /// These limits as command-line arguments.
     var arguments: [String] { ["--max-pixels", String(maxPixels), "--max-samples", String(maxSamples)] }
 }

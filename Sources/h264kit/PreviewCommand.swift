@@ -77,9 +77,7 @@ struct PreviewCommand: AsyncParsableCommand {
                 let rtsp = source.lowercased().hasPrefix("rtsp://")
                 previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600))))
             } else {
-                var options = MediaSource.Options()
-                options.movieLimits = limits.movie
-                previewSource = .file(FilePreview(path: source, options: options, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }, rate: rate))
+                previewSource = .file(FilePreview(path: source, options: limits.mediaSource, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }, rate: rate))
             }
         } catch { throw ToolError("\(source): \(error)") }
         if let captureDir { try FileManager.default.createDirectory(atPath: captureDir, withIntermediateDirectories: true) }

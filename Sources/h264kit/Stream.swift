@@ -119,7 +119,7 @@ struct Stream: AsyncParsableCommand {
             for other in renditions where other.lowercased().hasSuffix(".y4m") || other.lowercased().hasSuffix(".yuv") {
                 throw ValidationError("--rendition \(other): pictures are encoded live for INPUT only; give an encoded stream or a live source")
             }
-            _ = try httpDestination()
+            do { _ = try HLSOrigin.Options(url: destination) } catch { throw ValidationError("\(error)") }
         } else if LiveSource.isLive(input) {
             throw ValidationError("\(input): a live source is relayed to an http:// origin; receive records it")
         }
@@ -157,8 +157,7 @@ struct Stream: AsyncParsableCommand {
     }
 
     func sendRTP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
-        var options = MediaSource.Options()
-        options.movieLimits = limits.movie
+        let options = limits.mediaSource
         let target = try RTPDestination(parsing: destination)
         let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
         if let sdp {
@@ -183,8 +182,7 @@ struct Stream: AsyncParsableCommand {
 
     func serveRTSP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
         let url = try RTSPURL(parsing: destination)
-        var media = MediaSource.Options()
-        media.movieLimits = limits.movie
+        let media = limits.mediaSource
         let server = try RTSPServer(options: .init(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
                                                    packetizer: packetizer, paced: !noPace, rate: rate))
         let verbose = verbose
@@ -214,45 +212,22 @@ struct Stream: AsyncParsableCommand {
         try await serving.value
     }
 
-    /// The host, port and path of an http:// destination.
-    func httpDestination() throws -> (host: String, port: Int, path: String) {
-        let rest = destination.dropFirst("http://".count)
-        guard let slash = rest.firstIndex(of: "/") else { throw ValidationError("\(destination): give the playlist's path, http://HOST:PORT/PATH.m3u8") }
-        let authority = rest[..<slash], path = String(rest[slash...])
-        var host = String(authority), port = 80
-        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
-            host = String(authority[..<colon])
-            guard let number = Int(authority[authority.index(after: colon)...]), (0...65535).contains(number) else { throw ValidationError("\(destination): a port of 0-65535") }
-            port = number
-        }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard path.lowercased().hasSuffix(".m3u8") else { throw ValidationError("\(destination): the path is the playlist's, PATH.m3u8") }
-        return (host, port, path)
-    }
-
     /// A live HLS/DASH origin of INPUT, until SIGINT or the input's end.
     func serveHLS(live: LivePictureSamples?) async throws {
-        let (host, port, path) = try httpDestination()
-        var segmenter = MediaSegmenter.Options(format: MediaSegmenter.Format(rawValue: segmentFormat)!,
-                                               segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000))
-        segmenter.transportStream = .init()
-        let origin = try HLSOrigin(options: .init(host: host, port: port, path: path, segmenter: segmenter, windowSize: window,
-                                                  servesDASH: segmenter.format == .fragmentedMP4,
-                                                  lowLatency: lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil))
-        var mediaOptions = MediaSource.Options()
-        mediaOptions.movieLimits = limits.movie
-        let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, mediaOptions)
+        var options = try HLSOrigin.Options(url: destination)
+        options.segmenter = MediaSegmenter.Options(format: MediaSegmenter.Format(rawValue: segmentFormat)!,
+                                                   segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000))
+        options.segmenter.transportStream = .init()
+        options.windowSize = window
+        options.servesDASH = options.segmenter.format == .fragmentedMP4
+        options.lowLatency = lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil
+        let origin = try HLSOrigin(options: options)
+        let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, limits.mediaSource)
         let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
         @Sendable func publish(_ input: String, as rendition: String) async throws {
             if LiveSource.isLive(input) {
-                let source = try LiveSource(parsing: input)
-                let (stream, continuation) = AsyncStream<SampleBuffer>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-                async let received: RTPReceiver.Report = source.receive { continuation.yield($0) }
-                let relay = Task { try await origin.publish(stream, paced: false, rendition: rendition) }
-                _ = try? await received
-                continuation.finish()
-                try await relay.value
+                _ = try await origin.publish(try LiveSource(parsing: input), rendition: rendition)
             } else {
                 try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop), paced: paced, rendition: rendition)
             }
