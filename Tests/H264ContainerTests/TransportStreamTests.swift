@@ -342,6 +342,40 @@ struct TransportStreamTests {
         #expect(reader.warnings.contains { $0.contains("ends") })
     }
 
+    /// A stream cut inside a video packet (a capture or a pipe ended): the picture it cut is
+    /// left out and counted, never handed over short (ffmpeg's reader keeps it, and its decoder
+    /// conceals the missing macroblocks); cut inside another PID's packet, the last picture is
+    /// whole and kept. CI saw the first as a damaged last frame after SIGINT on a piped mux.
+    @Test func aPictureCutByTheEndOfTheStreamIsLeftOut() throws {
+        var bytes = try Self.muxed()
+        let video = Self.videoPackets(bytes)
+        // Video PES packets of unbounded length (PES_packet_length 0), as ffmpeg writes them:
+        // only the next packet start, or the end, ends one.
+        for offset in video where bytes[offset + 1] & 0x40 != 0 {
+            let payload = offset + 4 + (bytes[offset + 3] & 0x20 != 0 ? 1 + Int(bytes[offset + 4]) : 0)
+            #expect(bytes[payload..<(payload + 4)] == [0, 0, 1, 0xE0])
+            bytes[payload + 4] = 0
+            bytes[payload + 5] = 0
+        }
+        // A packet inside a picture: not the first of its PES packet (payload_unit_start_indicator 0).
+        let inside = try #require(video.dropFirst(video.count / 2).first { bytes[$0 + 1] & 0x40 == 0 })
+        var reader = TransportStreamReader(bytes: Array(bytes[..<(inside + 100)]), options: Self.readDamaged)
+        var back = try reader.readAll()
+        #expect(reader.statistics.truncatedBytes == 100 && reader.statistics.demuxer.damagedPESPackets == 1)
+        let before = Self.videoPackets(Array(bytes[..<inside])).filter { bytes[$0 + 1] & 0x40 != 0 }.count
+        #expect(back.count == before - 1, "the pictures whole before the cut, the cut one left out")
+        Self.expectUndamagedKept(back, lost: Self.samples.count, "cut inside a picture")
+        // Cut inside a table packet (PID 0) between two pictures: the picture before is kept.
+        let table = try #require(stride(from: 188 * 10, to: bytes.count, by: 188).first { offset in
+            bytes[offset + 1] & 0x1F == 0 && bytes[offset + 2] == 0 && video.first { $0 > offset }.map { bytes[$0 + 1] & 0x40 != 0 } == true
+        })
+        reader = TransportStreamReader(bytes: Array(bytes[..<(table + 50)]), options: Self.readDamaged)
+        back = try reader.readAll()
+        #expect(reader.statistics.truncatedBytes == 50 && reader.statistics.demuxer.damagedPESPackets == 0)
+        #expect(back.count == Self.videoPackets(Array(bytes[..<table])).filter { bytes[$0 + 1] & 0x40 != 0 }.count)
+        Self.expectUndamagedKept(back, lost: Self.samples.count, "cut inside a table")
+    }
+
     @Test func flippedBytesNeverCrashOrHang() throws {
         let bytes = try Self.muxed()
         var random = SystemRandomNumberGenerator()

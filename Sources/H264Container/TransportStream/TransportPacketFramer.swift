@@ -18,6 +18,9 @@ public struct TransportPacketFramer: Sendable {
     public private(set) var packetCount = 0
     /// Bytes taken in.
     public private(set) var bytesConsumed = 0
+    /// The PID of a last packet the end of the stream cut off, when its header came whole
+    /// enough to tell (set by ``finish(_:)``).
+    public private(set) var cutOffPID: UInt16?
 
     /// Bytes of a unit in progress (a packet split across chunks), or of the hunt window.
     private var carry: [UInt8] = []
@@ -92,6 +95,10 @@ public struct TransportPacketFramer: Sendable {
     public mutating func finish<E: Error>(_ body: Handler<E>) throws(E) -> Int {
         while hunting && carry.count >= layout.stride { try hunt(final: true, body) }
         let left = carry.count
+        let sync = layout.prefixSize
+        if !hunting, left > sync + 2, carry[sync] == TransportPacketHeader.syncByte {
+            cutOffPID = UInt16(carry[sync + 1] & 0x1F) << 8 | UInt16(carry[sync + 2])
+        }
         carry.removeAll()
         return left
     }

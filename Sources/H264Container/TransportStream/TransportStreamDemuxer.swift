@@ -286,9 +286,15 @@ public struct TransportStreamDemuxer: Sendable {
         }
     }
 
-    /// Ends the input: the PES packet being gathered is handed over (a stream cut off after
-    /// `cutOff` bytes of a partial packet counts it as truncated when it had a length).
-    public mutating func finish() {
+    /// Ends the input: the PES packet being gathered is handed over. `cutOff`: the input ended
+    /// inside a transport packet, of this PID when its header came (nil: it did not); when that
+    /// packet was the gathered PES packet's, or may have been, the PES packet lost its last bytes
+    /// and is handed over damaged (``PESPacket/Damage/truncated(missing:)``, at least the rest of
+    /// that packet), whatever its `PES_packet_length` says (0 for video: unbounded).
+    public mutating func finish(cutOff: (bytesMissing: Int, pid: UInt16?)? = nil) {
+        if let cutOff, let pid = gathering?.pid, cutOff.pid == nil || cutOff.pid == pid {
+            markDamaged(.truncated(missing: cutOff.bytesMissing))
+        }
         completeGathering()
     }
 

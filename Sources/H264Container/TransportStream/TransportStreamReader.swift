@@ -333,7 +333,8 @@ public final class TransportStreamReader {
             try startFraming()
         }
         truncated = framer!.finish { packet, offset, _ in demuxer.consume(packet: packet, at: offset) }
-        demuxer.finish()
+        // A last packet cut off: the PES packet it belonged to ends short (its picture damaged).
+        demuxer.finish(cutOff: truncated > 0 ? (framer!.layout.stride - truncated, framer!.cutOffPID) : nil)
         try drainEvents()
         guard demuxer.selected != nil else {
             let programs = demuxer.programMaps.values.sorted { $0.programNumber < $1.programNumber }
