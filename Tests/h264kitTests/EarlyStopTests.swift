@@ -179,14 +179,39 @@ struct EarlyStopTests {
         process.write(stream.prefix(20 << 20))
         kill(process.pid, SIGINT)
         Thread.sleep(forTimeInterval: 0.2)
-        process.write(stream.dropFirst(20 << 20).prefix(1 << 20))
+        // The rest of the input: 1 MB more. Under load the SIGINT may be handled only after
+        // the reader took all of it, so its end must not cut a picture that cannot be known
+        // cut: an Annex-B stream ends at a piece's end (a cut NAL unit looks whole; ffmpeg's
+        // reader keeps it too), while a transport stream ends mid-packet, which its reader
+        // tells (the cut picture is left out).
+        var end = (20 << 20) + (1 << 20)
+        if input == 0 {
+            let piece = try Data(contentsOf: URL(fileURLWithPath: LargeStream.piece)).count
+            end = (end + piece - 1) / piece * piece
+        }
+        process.write(stream.prefix(end).dropFirst(20 << 20))
         process.closeInput()
         let status = process.wait(seconds: 60)
         #expect(status == 130, "\(process.stderrText)")
         let hashes = try ffmpegFrameHashes(work + "/piped.mp4")
         let piece = try Self.expectedHashes(LargeStream.framesPerPiece)
         #expect(hashes.count > LargeStream.framesPerPiece)
-        #expect(hashes.enumerated().allSatisfy { $0.element == piece[$0.offset % piece.count] }, "the frames of the movie are the stream's first")
+        #expect(Self.isDecodeOrderPrefix(hashes, of: piece), "the frames of the movie are the stream's first: \(hashes.suffix(8)) against \(piece)")
         #expect(Self.partialFiles(in: work).isEmpty)
+    }
+
+    /// Whether `hashes` (a movie's frames in presentation order) are what a prefix of the
+    /// repeated `piece` in decoding order gives: the piece's frames in order, where only the
+    /// last few may skip frames (the B-frames of the last group, not read when the stop came
+    /// between their reference and them, as ffmpeg's `-c copy` stopped by `q` leaves them),
+    /// at most `reorder` in all.
+    static func isDecodeOrderPrefix(_ hashes: [String], of piece: [String], reorder: Int = 3) -> Bool {
+        var position = -1  // in the repeated piece
+        for (index, hash) in hashes.enumerated() {
+            guard let found = (1...(reorder + 1)).first(where: { piece[(position + $0) % piece.count] == hash }) else { return false }
+            position += found
+            if position != index, index < hashes.count - reorder { return false }
+        }
+        return position - (hashes.count - 1) <= reorder
     }
 }
