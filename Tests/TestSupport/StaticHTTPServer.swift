@@ -11,11 +11,23 @@ public final class StaticHTTPServer: @unchecked Sendable {
     public let process: ChildProcess
 
     /// Serves `directory` on 127.0.0.1.
+    /// A port taken between the pick and python's bind is tried again, with another.
     public init(directory: String) async throws {
-        port = try freeTCPPort()
         guard let python = which("python3") else { throw TestFailure("python3 is not on the PATH") }
-        process = try ChildProcess(python, ["-u", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", directory])
-        guard await waitUntilListening(port) else { throw TestFailure("python3 -m http.server did not listen on \(port)") }
+        var failures: [String] = []
+        for _ in 0..<3 {
+            let port = try freeTCPPort()
+            let process = try ChildProcess(python, ["-u", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", directory])
+            if await waitUntilListening(port) {
+                self.port = port
+                self.process = process
+                return
+            }
+            kill(process.pid, SIGKILL)
+            _ = process.wait()
+            failures.append("port \(port): \(process.stderrText)")
+        }
+        throw TestFailure("python3 -m http.server did not listen: \(failures)")
     }
 
     /// The server's address, `http://127.0.0.1:PORT/`.

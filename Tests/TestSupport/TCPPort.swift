@@ -20,10 +20,20 @@ public func tcpPortIsListening(_ port: UInt16) -> Bool {
     return false
 }
 
-/// A TCP port that nothing listens on now (for a server a test starts), above 20000.
+/// Ports a test may pick for a server: from 20000 up to below the kernel's ephemeral range
+/// (`ip_local_port_range`, 32768 by default), where the outgoing connections of other tests
+/// take their local ports: a port picked there could be taken by one between the pick and the
+/// server's bind (CI saw a test's HTTP server fail to bind that way).
+public let serverPortRange: ClosedRange<UInt16> = {
+    let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+    let low = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { UInt16($0) } ?? 32_768
+    return 20_000...max(21_000, low - 1)
+}()
+
+/// A TCP port that nothing listens on now (for a server a test starts), in ``serverPortRange``.
 public func freeTCPPort() throws -> Int {
     for _ in 0..<100 {
-        let port = UInt16.random(in: 20_000...40_000)
+        let port = UInt16.random(in: serverPortRange)
         if !tcpPortIsListening(port), !udpPortIsBound(port) { return Int(port) }
     }
     throw TestFailure("no free TCP port found")

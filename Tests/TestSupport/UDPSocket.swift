@@ -87,7 +87,7 @@ extension String {
 /// A port P with P and P + 1 free on this host (RTP and RTCP), P even as RFC 3550 asks.
 public func freeUDPPortPair() throws -> Int {
     for _ in 0..<100 {
-        let port = UInt16.random(in: 20_000...40_000) & ~1
+        let port = UInt16.random(in: serverPortRange) & ~1
         if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return Int(port) }
     }
     throw TestFailure("no free UDP port pair on 127.0.0.1")
