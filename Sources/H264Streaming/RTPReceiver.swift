@@ -266,8 +266,10 @@ public struct RTPReceiver: Sendable {
     static func bind(host: String, port: Int, receiveBufferSize: Int, on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
                      _ forward: @escaping @Sendable ([ReceivedDatagram]) -> Void) async throws(StreamingError) -> any Channel {
         do {
+            // No SO_REUSEADDR (ffmpeg sets it for multicast only): with it, a second receiver on
+            // the port binds too and one of the two silently gets nothing; without it, the
+            // second fails with "address in use".
             return try await DatagramBootstrap(group: group)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .readingWholeDatagrams(16)
                 .channelOption(.maxMessagesPerRead, value: 8)
                 .channelOption(.socketOption(.so_rcvbuf), value: .init(receiveBufferSize))
