@@ -195,7 +195,9 @@ struct RTPStreamingTests {
         let port = try freeUDPPortPair()
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { try? FileManager.default.removeItem(atPath: movie) }
-        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(depacketizer: .init(reorderDepth: 8), idleTimeout: .seconds(1)))
+        // The receiver ends at the BYE the test sends once the relay is done (the relay passes
+        // RTP only); the idle timeout is for a relay that never delivers.
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(depacketizer: .init(reorderDepth: 8), idleTimeout: .seconds(20)))
         async let report = receiver.record(to: .init(path: movie))
         try await Self.waitUntilBound(port)
         // The relay: a fixed pseudo-random sequence drops one packet in 100, holds one in 20
@@ -206,7 +208,16 @@ struct RTPStreamingTests {
                 var held: [UInt8]?
                 func random() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return state >> 33 }
                 continuation.resume(with: Result {
-                    while let datagram = relay.receive() {
+                    // Up to 10 s for the first packet (the sender may start late on a loaded
+                    // machine: CI saw the relay give up after 1 s), then 1 s of quiet ends it.
+                    var quietSeconds = 0, started = false
+                    while quietSeconds < (started ? 1 : 10) {
+                        guard let datagram = relay.receive() else {
+                            quietSeconds += 1
+                            continue
+                        }
+                        quietSeconds = 0
+                        started = true
                         let roll = random() % 100
                         if roll < 1 { dropped += 1; continue }
                         if roll < 6, held == nil { held = datagram; continue }
@@ -223,6 +234,7 @@ struct RTPStreamingTests {
                                    options: .init(paced: false))
         let summary = try await sender.send(MediaFileSamples(path: Self.source))
         let counts = try await relayed
+        try relay.send(RTCPPacket.serialize([.goodbye(.init(sources: [summary.ssrc]))]), toPort: UInt16(port + 1))
         #expect(summary.samples == 90)
         let received = try await report
         let statistics = received.depacketizer
@@ -298,6 +310,20 @@ struct RTPStreamingTests {
         for packet in frames[5...].joined() { try socket.send(packet.bytes, toPort: UInt16(port)) }
         let received = try await report
         #expect(received.ending == .goodbye && received.samples == 10, "\(received)")
+    }
+
+    @Test("a second receiver on a port in use fails with a clear error, and never takes the first one's packets")
+    func aPortInUseIsRefused() async throws {
+        let port = try freeUDPPortPair()
+        let first = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(20)))
+        let receiving = Task { try await first.receive { _ in } }
+        defer { receiving.cancel() }
+        try await Self.waitUntilBound(port)
+        let second = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(1)))
+        await #expect { _ = try await second.receive { _ in } } throws: { error in
+            guard case .socket(let what, _) = error as? StreamingError else { return false }
+            return what.contains("\(port)")
+        }
     }
 
     @Test("a receiver with nothing to receive ends at its idle timeout with a clear error for the empty output")
