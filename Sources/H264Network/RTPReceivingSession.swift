@@ -35,6 +35,13 @@ public struct RTPReceivingSession: Sendable {
         /// Which packets are the stream's (RFC 3550 A.1); its payload type is the
         /// depacketizer's when it names none.
         public var sourceValidation: RTPSourceValidation.Configuration = .init()
+        /// Seconds of quiet after a BYE, once every packet the sender reported has come, before
+        /// the stream is over (late packets still in flight).
+        public var goodbyeSettle: Double = 0.1
+        /// Seconds of quiet after a BYE before the stream is over when packets the sender
+        /// reported have not come (they may wait behind the BYE in the other socket; a late
+        /// joiner or a lost tail never gets them).
+        public var goodbyeLinger: Double = 1
 
         /// A configuration: a report a second, a PLI at most every 200 ms, 20 ms for a late packet.
         public init(depacketizer: H264Depacketizer.Configuration = .init(), ssrc: UInt32 = .random(in: 1...UInt32.max), reportInterval: Double = 1,
@@ -184,13 +191,15 @@ public struct RTPReceivingSession: Sendable {
 
     /// Whether the stream is over, `quiet` seconds after the last datagram arrived: the sender
     /// said goodbye, and every packet its last report counted came (or was counted lost) with
-    /// `settle` seconds of quiet since; or, when some did not, `linger` seconds of quiet. RTP
-    /// and RTCP come on two sockets, and the last packets may still wait in the RTP one when
-    /// the BYE is read; a receiver that joined late, or whose tail was lost on the way, never
-    /// accounts for them all and ends after the linger.
-    public func isOver(quiet: Double, settle: Double = 0.1, linger: Double = 1) -> Bool {
+    /// ``Configuration/goodbyeSettle`` seconds of quiet since; or, when some did not,
+    /// ``Configuration/goodbyeLinger`` seconds of quiet. RTP and RTCP come on two sockets, and
+    /// the last packets may still wait in the RTP one when the BYE is read; a receiver that
+    /// joined late, or whose tail was lost on the way, never accounts for them all and ends
+    /// after the linger.
+    public func isOver(quiet: Double) -> Bool {
         guard senderSaidGoodbye else { return false }
-        return quiet > (hasEveryReportedPacket ? settle : max(settle, linger))
+        let settle = configuration.goodbyeSettle
+        return quiet > (hasEveryReportedPacket ? settle : max(settle, configuration.goodbyeLinger))
     }
 
     /// The RTCP to send at `now` (seconds, the clock of the arrivals), or nil when nothing is

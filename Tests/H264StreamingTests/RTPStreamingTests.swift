@@ -291,7 +291,11 @@ struct RTPStreamingTests {
     @Test("a BYE read before the stream's last packets (they wait on the RTP socket) does not end the receiver: every packet the sender reported is taken")
     func goodbyeOvertakingTheLastPackets() async throws {
         let port = try freeUDPPortPair()
-        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(5)))
+        // A long linger: the test's own sleeps may overshoot on a loaded machine (the default
+        // second passed once in CI before the last frames were sent).
+        var options = RTPReceiver.Options(idleTimeout: .seconds(20))
+        options.session.goodbyeLinger = 15
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: options)
         async let report = receiver.receive { _ in }
         try await Self.waitUntilBound(port)
         var packetizer = try H264Packetizer(configuration: .init(ssrc: 0x1234))
