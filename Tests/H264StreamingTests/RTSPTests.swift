@@ -100,7 +100,21 @@ struct RTSPTests {
             let rtspsrc = lines.suffix(100).map { $0.prefix(240) }.joined(separator: "\n")
             return "server before the end: \(beforeEnd)\nserver after: \(server.statistics)\nrtspsrc's log:\n\(rtspsrc)"
         }
-        if status != 0 { Issue.record("GStreamer exit \(status): \(gstreamer.stderrText)\n\(told())") }
+        if status != 0 {
+            // rtspsrc's own race: at the BYE it ends the stream, gst-launch takes the pipeline
+            // down, and rtspsrc's CLOSE flushes the connection while its PAUSE is in flight, which
+            // then fails as "end-of-file" (the PAUSE never reaches the server; its TEARDOWN
+            // does). Seen once in CI with every picture right. Said as a known issue, and only
+            // when its log shows exactly that.
+            let log = (try? String(contentsOfFile: gstreamerLog, encoding: .utf8)) ?? ""
+            let ownRace = log.contains("connection flush busy PAUSE") && gstreamer.stderrText.contains("gst_rtspsrc_pause")
+                && server.statistics.errorsAnswered == 0
+            if ownRace {
+                withKnownIssue("rtspsrc's CLOSE raced its own PAUSE") { Issue.record("GStreamer exit \(status): \(gstreamer.stderrText)") }
+            } else {
+                Issue.record("GStreamer exit \(status): \(gstreamer.stderrText)\n\(told())")
+            }
+        }
         let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pictures)))
         let difference = differingPictures(decoded, source, pictureSize: pictureSize)
         #expect(difference == nil, "\(difference ?? "")\n\(difference == nil ? "" : told())")
