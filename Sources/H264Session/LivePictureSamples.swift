@@ -50,7 +50,7 @@ public struct LivePictureSamples: AsyncSequence, Sendable {
 
     /// Live samples of the pictures `openReader` gives, encoded with `settings` (whose size,
     /// pixel format and frame rate are taken from the reader; pictures x264 does not take are
-    /// converted, ``H264Encoder/encodingFormat(for:)``). Fails when the pictures cannot
+    /// converted, `H264Encoder.encodingFormat(for:)`). Fails when the pictures cannot
     /// be opened or the settings are impossible.
     public init(settings: EncoderSettings, options: Options = Options(), openReader: @escaping @Sendable () throws(MediaIOError) -> any PictureReader) throws(SessionError) {
         let reader: any PictureReader

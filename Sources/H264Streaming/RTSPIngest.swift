@@ -197,7 +197,7 @@ public struct RTSPIngest: Sendable {
             }
         }
 
-        /// Ends on a BYE (once its last packets came, ``RTPReceivingSession/isOver(quiet:)``) or `idleTimeout` without a packet.
+        /// Ends on a BYE (once its last packets came, `RTPReceivingSession.isOver(quiet:)`) or `idleTimeout` without a packet.
         func tick(idleTimeout: Duration) {
             let now = monotonicSeconds()
             let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
