@@ -22,8 +22,11 @@ import SystemIO
 /// `MovieConcatenator`: the result is the same bytes.
 ///
 /// The first chunk that fails stops the others (their transcodes are cancelled, their
-/// processes terminated) and is the error; cancelling the task that calls ``run(path:into:movieOptions:workDirectory:progress:)``
-/// stops them all the same and throws ``SessionError/cancelled``.
+/// processes terminated) and is the error. Cancelling the task that calls
+/// ``run(path:into:movieOptions:workDirectory:progress:)`` stops it in whatever phase it is
+/// (measuring, splitting, transcoding, joining: ``Progress/phase``) and throws
+/// ``SessionError/cancelled``, never an error of the cut-short phase; the output is not
+/// written and the chunk files it made in the work directory are removed.
 public struct ChunkedTranscoder: Sendable {
     /// The transcode of each chunk (its decoder threading is set to one thread, its movie data
     /// carried over once, by the join).
@@ -57,8 +60,22 @@ public struct ChunkedTranscoder: Sendable {
     public struct Progress: Sendable, Hashable {
         /// Chunks done.
         public var finishedChunks: Int
-        /// Chunks in all.
+        /// Chunks in all (0 until the split is done).
         public var chunks: Int
+        /// The phase the transcode is in.
+        public var phase: Phase = .transcoding
+
+        /// A chunked transcode's phases, in order.
+        public enum Phase: Sendable, Hashable {
+            /// Reading the input's samples to divide its span into chunks (with a chunk count).
+            case measuring
+            /// Cutting the input into chunk movies; `chunks` have been written so far.
+            case splitting(chunks: Int)
+            /// Transcoding the chunks.
+            case transcoding
+            /// Joining the transcoded chunks into the output.
+            case joining
+        }
     }
 
     /// Chunked transcodes of `chunks` chunks, `parallelism` at once (by default as many as the
@@ -108,7 +125,8 @@ public struct ChunkedTranscoder: Sendable {
 
     /// Transcodes the input at `path` into the movie at `output`, keeping its pieces in
     /// `workDirectory` (which must exist; the caller removes it). `progress` is called on the
-    /// calling thread as chunks finish.
+    /// calling thread as each phase starts, as the split writes each chunk and as chunks finish.
+    /// A cancelled task throws ``SessionError/cancelled`` whatever the phase.
     public func run(path: String, into output: String, movieOptions: MovieWriter.Options = MovieWriter.Options(),
                     workDirectory: String, progress: (Progress) -> Void = { _ in }) throws(SessionError) -> Summary {
         guard chunks >= 1 else { throw .invalidOption("\(chunks) chunks: at least 1") }
@@ -116,16 +134,48 @@ public struct ChunkedTranscoder: Sendable {
         if let chunkDuration, !(chunkDuration.isNumeric && chunkDuration > .zero) {
             throw .invalidOption("the chunk duration \(chunkDuration) is not a positive time")
         }
+        // A phase cut short by the cancellation fails in its own terms (a split that read no
+        // sample, a join that lost its inputs): the caller asked to stop, and that is the answer.
+        var chunkFiles: [String] = []
+        do throws(SessionError) {
+            return try run(path: path, into: output, movieOptions: movieOptions, workDirectory: workDirectory, chunkFiles: &chunkFiles, progress: progress)
+        } catch {
+            if Task.isCancelled {
+                for file in chunkFiles { removeFile(file) }
+                throw .cancelled
+            }
+            throw error
+        }
+    }
+
+    private func run(path: String, into output: String, movieOptions: MovieWriter.Options, workDirectory: String, chunkFiles: inout [String],
+                     progress: (Progress) -> Void) throws(SessionError) -> Summary {
+        func checkCancellation() throws(SessionError) { if Task.isCancelled { throw .cancelled } }
+        try checkCancellation()
         let duration: MediaTime
-        if let chunkDuration { duration = chunkDuration } else { duration = try Self.chunkDuration(path: path, chunks: chunks, options: options.source) }
-        let splitter = MovieSplitter(segmentDuration: duration, fileType: .mp4, namePrefix: "chunk-")
-        let index = try flowing { () throws(SampleFlowError) in try splitter.split(path: path, into: workDirectory, sourceOptions: options.source) }
-        if Task.isCancelled { throw .cancelled }
+        if let chunkDuration {
+            duration = chunkDuration
+        } else {
+            progress(Progress(finishedChunks: 0, chunks: 0, phase: .measuring))
+            duration = try Self.chunkDuration(path: path, chunks: chunks, options: options.source)
+        }
+        try checkCancellation()
+        progress(Progress(finishedChunks: 0, chunks: 0, phase: .splitting(chunks: 0)))
+        var splitter = MovieSplitter(segmentDuration: duration, fileType: .mp4, namePrefix: "chunk-")
+        splitter.keepsSegmentsWhenCancelled = false
+        let index = try flowing { () throws(SampleFlowError) in
+            try splitter.split(path: path, into: workDirectory, sourceOptions: options.source) { segment in
+                progress(Progress(finishedChunks: 0, chunks: 0, phase: .splitting(chunks: segment + 1)))
+            }
+        }
+        let inputs = index.segments.map { workDirectory + "/" + $0.file }
+        let outputs = inputs.indices.map { workDirectory + "/encoded-" + index.segments[$0].file }
+        chunkFiles = inputs + outputs
+        try checkCancellation()
+        progress(Progress(finishedChunks: 0, chunks: inputs.count, phase: .transcoding))
         var perChunk = options
         perChunk.decoderThreading = .init(count: 1)
         perChunk.carriesOverMovieData = false
-        let inputs = index.segments.map { workDirectory + "/" + $0.file }
-        let outputs = inputs.indices.map { workDirectory + "/encoded-" + index.segments[$0].file }
         let results = Self.transcode(inputs: inputs, outputs: outputs, options: perChunk, execution: execution,
                                      lanes: max(1, min(parallelism, inputs.count)), progress: progress)
         var summaries: [Transcoder.Summary] = []
@@ -139,8 +189,9 @@ public struct ChunkedTranscoder: Sendable {
             case nil: if failure == nil { failure = .cancelled }
             }
         }
-        if Task.isCancelled { throw .cancelled }
+        try checkCancellation()
         if let failure { throw failure }
+        progress(Progress(finishedChunks: inputs.count, chunks: inputs.count, phase: .joining))
         var joinOptions = movieOptions
         joinOptions.keepsStartTime = true
         let movieData: MovieConcatenator.MovieDataSource = options.carriesOverMovieData && MovieReader.looksLikeMovie(path: path) ? .movie(path: path) : .none
@@ -175,11 +226,12 @@ public struct ChunkedTranscoder: Sendable {
             }
         }
         var reported = 0
+        // Every chunk's end is reported, one call each, even when several ended between looks.
         func report() {
             let done = state.finished.load(ordering: .relaxed)
-            if done != reported {
-                reported = done
-                progress(Progress(finishedChunks: done, chunks: inputs.count))
+            while reported < done {
+                reported += 1
+                progress(Progress(finishedChunks: reported, chunks: inputs.count))
             }
         }
         while group.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
@@ -275,6 +327,7 @@ public struct ChunkedTranscoder: Sendable {
         var first: MediaTime?
         var end: MediaTime?
         while let sample = try flowing({ () throws(SampleFlowError) in try source.next() }) {
+            if Task.isCancelled { throw .cancelled }
             if first.map({ sample.presentationTime < $0 }) ?? true { first = sample.presentationTime }
             let sampleEnd = sample.presentationTime + sample.duration
             if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }

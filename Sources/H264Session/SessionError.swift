@@ -152,7 +152,11 @@ public struct PictureGeometry: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// SampleFlow's work (reading an input, writing an output) as a session's, its error kept whole
-/// in ``SessionError/source(_:)``.
+/// in ``SessionError/source(_:)``; a SampleFlow job stopped by the task's cancellation is the
+/// session's ``SessionError/cancelled``.
 func flowing<T>(_ body: () throws(SampleFlowError) -> T) throws(SessionError) -> T {
-    do { return try body() } catch { throw .source(error) }
+    do { return try body() } catch {
+        if case .cancelled = error { throw .cancelled }
+        throw .source(error)
+    }
 }

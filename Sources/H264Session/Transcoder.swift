@@ -149,6 +149,15 @@ public struct Transcoder: Sendable {
     /// The transcode, stopped with ``SessionError/cancelled`` when the task is cancelled or
     /// `stopping` says so (a ``ChunkedTranscoder`` lane, which runs outside any task).
     func run(path: String, into output: SampleOutput, progress: (Progress) -> Void, stopping: () -> Bool) throws(SessionError) -> Summary {
+        // Whatever failed after the stop was asked for failed because of it.
+        do { return try transcode(path: path, into: output, progress: progress, stopping: stopping) } catch {
+            if Task.isCancelled || stopping() { throw .cancelled }
+            throw error
+        }
+    }
+
+    private func transcode(path: String, into output: SampleOutput, progress: (Progress) -> Void, stopping: () -> Bool) throws(SessionError) -> Summary {
+        if Task.isCancelled || stopping() { throw .cancelled }
         guard (1...2).contains(options.passes) else { throw .invalidOption("\(options.passes) passes: 1 or 2") }
         if let start = options.start, !start.isNumeric { throw .invalidOption("the start time \(start) is not a time") }
         if let duration = options.duration, !(duration.isNumeric && duration > .zero) {

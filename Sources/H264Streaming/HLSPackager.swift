@@ -80,8 +80,8 @@ public struct HLSPackager: Sendable {
     public init(options: Options = Options()) { self.options = options }
 
     /// Packages the input at `path` ("-": standard input) as the rendition `name`, with the
-    /// multivariant playlist at `output` (`.m3u8`). Cancelling the calling task stops it and
-    /// removes what it wrote.
+    /// multivariant playlist at `output` (`.m3u8`). Cancelling the calling task stops it,
+    /// removes what it wrote and throws `StreamingError.source(.cancelled)`, whenever it comes.
     public func run(path: String, to output: String, name: String = "video",
                     progress: (_ read: Int, _ total: Int?) -> Void = { _, _ in }) throws(StreamingError) -> Summary {
         try Self.checkOutput(output, dash: options.dashManifest, format: options.segmenter.format)
@@ -93,9 +93,11 @@ public struct HLSPackager: Sendable {
             let rendition = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files) {
                 progress(source.progress.read, source.progress.total)
             }
+            if Task.isCancelled { throw .source(.cancelled) }
             return try Self.finish([rendition], playlist: output, dash: options.dashManifest, warnings: source.warnings, files: files)
         } catch {
             files.removeAll()
+            if Task.isCancelled { throw .source(.cancelled) }
             throw error
         }
     }

@@ -52,6 +52,8 @@ public struct LadderPackager: Sendable {
     public init(options: Options) { self.options = options }
 
     /// Encodes and packages the input at `path` with the multivariant playlist at `output`.
+    /// Cancelling the calling task stops it, whichever rendition it is at, removes what it wrote
+    /// and throws `StreamingError.source(.cancelled)`.
     public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in }) throws(StreamingError) -> HLSPackager.Summary {
         let packaging = options.packaging
         try HLSPackager.checkOutput(output, dash: packaging.dashManifest, format: packaging.segmenter.format)
@@ -96,9 +98,12 @@ public struct LadderPackager: Sendable {
                 do { source = try MediaSource(path: encoded, options: .init(editList: .shift)) } catch { throw .source(error) }
                 renditions.append(try HLSPackager.package(source, as: name, beside: output, options: packaging.segmenter, files: files))
             }
+            if Task.isCancelled { throw .source(.cancelled) }
             return try HLSPackager.finish(renditions, playlist: output, dash: packaging.dashManifest, warnings: [], files: files)
         } catch {
             files.removeAll()
+            // Stopped by the caller, in whichever rendition's encode or packaging.
+            if Task.isCancelled { throw .source(.cancelled) }
             throw error
         }
     }

@@ -65,9 +65,12 @@ public struct MovieConcatenator: Sendable {
     }
 
     /// Joins the movies at `paths`, in that order, into `output`. Nothing is left at `output`
-    /// when it fails, or when the calling task is cancelled (``SampleFlowError/cancelled``).
-    public func concatenate(_ paths: [String], into output: String) throws(SampleFlowError) -> Summary {
+    /// when it fails, or when the calling task is cancelled (``SampleFlowError/cancelled``,
+    /// whenever the cancellation comes). `progress` is called with the number of inputs joined
+    /// so far after each one.
+    public func concatenate(_ paths: [String], into output: String, progress: (_ joined: Int) -> Void = { _ in }) throws(SampleFlowError) -> Summary {
         guard !paths.isEmpty else { throw .invalidOption("no movies to join") }
+        if Task.isCancelled { throw .cancelled }
         var options = self.options
         var warnings: [String] = []
         if case .movie(let path) = movieData, (try? filePrefix(path, count: 8)) != nil, !MovieReader.looksLikeMovie(path: path) {
@@ -90,6 +93,7 @@ public struct MovieConcatenator: Sendable {
             if number == 0, movieData == .firstInput { warnings = options.carryOver(from: movie, videoTrack: track) }
             do { inputs.append((path, try movie.sampleBuffers(track: track, editList: .trim))) } catch { throw .container(error) }
         }
+        if Task.isCancelled { throw .cancelled }
         let writer: MovieWriter
         do { writer = try MovieWriter(path: output, options: options) } catch { throw .container(error) }
         var shifts: [MediaTime] = []
@@ -117,20 +121,29 @@ public struct MovieConcatenator: Sendable {
                                                      duration: sample.duration)
                     }
                     do { try writer.append(sample) } catch {
-                        throw ContainerError(error.code, "joining \(input.path): \(error.reason)", path: output)
+                        // The writer's error whole (its system error, box and byte), said of the input.
+                        var failure = ContainerError(error.code, "joining \(input.path)", path: output, cause: error)
+                        failure.systemError = error.systemError
+                        throw failure
                     }
                     decodeEnd = sample.decodeTime + sample.duration
                 }
                 presentationEnd = shown.end + shift
+                if Task.isCancelled { break }
+                progress(shifts.count)
             }
-            // A join cut short is not the join asked for: nothing is left.
-            if Task.isCancelled { writer.cancel() }
-            let summary = try writer.finish()
-            return Summary(movie: summary, shifts: shifts, warnings: warnings)
         } catch {
             writer.cancel()
             if Task.isCancelled { throw .cancelled }
             throw .container(error)
         }
+        // A join cut short is not the join asked for: nothing is left.
+        if Task.isCancelled {
+            writer.cancel()
+            throw .cancelled
+        }
+        let summary: MovieWriter.Summary
+        do { summary = try writer.finish() } catch { throw .container(error) }
+        return Summary(movie: summary, shifts: shifts, warnings: warnings)
     }
 }

@@ -106,6 +106,13 @@ public struct MovieSplitter: Sendable {
     /// Give every segment a movie input's metadata, display transform and timecode track (each
     /// segment's timecode starting at its first frame's).
     public var carriesOverMovieData: Bool
+    /// What a cancelled split does: finish the segment being written and return the index of
+    /// the segments so far (true, the default: `h264kit split` stopped by Ctrl-C keeps them, as
+    /// a stopped mux keeps its movie), or remove every segment it wrote and throw
+    /// ``SampleFlowError/cancelled`` (false: a job that needs the whole split, as a chunked
+    /// transcode does). Either way a split cancelled before its first segment throws
+    /// ``SampleFlowError/cancelled``.
+    public var keepsSegmentsWhenCancelled = true
 
     /// A splitter into segments of about `segmentDuration`.
     public init(segmentDuration: MediaTime, fileType: MovieFileType = .mp4, namePrefix: String = "seg-", carriesOverMovieData: Bool = true) {
@@ -123,13 +130,30 @@ public struct MovieSplitter: Sendable {
 
     /// Splits the input at `path` into `directory` (which must exist); returns the index.
     /// Every segment is complete when it is named; a failure leaves the complete segments.
-    /// Cancelling the calling task stops the reading: the segment being written is finished
-    /// with the samples read, and the index covers the segments so far.
-    public func split(path: String, into directory: String, sourceOptions: MediaSource.Options = .decoding) throws(SampleFlowError) -> SegmentIndex {
+    /// Cancelling the calling task stops the reading: see ``keepsSegmentsWhenCancelled``.
+    /// `progress` is called with each segment's number (from 0) once it is complete.
+    public func split(path: String, into directory: String, sourceOptions: MediaSource.Options = .decoding,
+                      progress: (_ segment: Int) -> Void = { _ in }) throws(SampleFlowError) -> SegmentIndex {
         guard segmentDuration.isNumeric, segmentDuration > .zero else { throw .invalidOption("the segment duration \(segmentDuration) is not a positive time") }
+        if Task.isCancelled { throw .cancelled }
         let source = try MediaSource(path: path, options: sourceOptions)
         var segments: [SegmentIndex.Segment] = []
         var writer: SegmentWriter?
+        do throws(SampleFlowError) {
+            return try split(source, path: path, into: directory, segments: &segments, writer: &writer, progress: progress)
+        } catch {
+            // Cut short: what is not to be kept goes (the segment being written was never named).
+            writer?.cancel()
+            if Task.isCancelled && !keepsSegmentsWhenCancelled {
+                for segment in segments { removeFile(directory + "/" + segment.file) }
+                throw .cancelled
+            }
+            throw error
+        }
+    }
+
+    private func split(_ source: MediaSource, path: String, into directory: String, segments: inout [SegmentIndex.Segment], writer: inout SegmentWriter?,
+                       progress: (Int) -> Void) throws(SampleFlowError) -> SegmentIndex {
         var origin: MediaTime?
         // Samples after a candidate sync sample, held until a sample decoded at or after its
         // presentation time shows it is a clean cut (or is not).
@@ -141,7 +165,10 @@ public struct MovieSplitter: Sendable {
 
         func emit(_ sample: SampleBuffer) throws(SampleFlowError) {
             if writer == nil || (sample.isSync && isDue(sample, origin: origin, count: segments.count + 1) && isClean(sample, held)) {
-                if let finished = try writer?.finish() { segments.append(finished) }
+                if let finished = try writer?.finish() {
+                    segments.append(finished)
+                    progress(segments.count - 1)
+                }
                 var options = base
                 // A clean cut is the segment's first shown frame.
                 if let origin, writer != nil { options.timecode = base.timecode?.starting(at: sample.presentationTime - origin) }
@@ -151,7 +178,10 @@ public struct MovieSplitter: Sendable {
         }
 
         while let sample = try source.next() {
-            if Task.isCancelled { break }
+            if Task.isCancelled {
+                if !keepsSegmentsWhenCancelled || writer == nil { throw .cancelled }
+                break
+            }
             // Counted from the first frame shown (a pre-roll the edit list hides is not).
             if !sample.attachments.doNotDisplay, origin.map({ sample.presentationTime < $0 }) ?? true { origin = sample.presentationTime }
             held.append(sample)
@@ -165,7 +195,12 @@ public struct MovieSplitter: Sendable {
             }
         }
         while !held.isEmpty { try emit(held.removeFirst()) }
-        if let finished = try writer?.finish() { segments.append(finished) }
+        if let finished = try writer?.finish() {
+            writer = nil
+            segments.append(finished)
+            progress(segments.count - 1)
+        }
+        if Task.isCancelled && (!keepsSegmentsWhenCancelled || segments.isEmpty) { throw .cancelled }
         guard !segments.isEmpty else {
             throw .noSamples(input: source.name, reason: "no samples; nothing written")
         }
@@ -212,4 +247,7 @@ private struct SegmentWriter {
         do { _ = try writer.finish() } catch { throw .container(error) }
         return SegmentIndex.Segment(file: fileName, firstPresentationTime: first ?? .zero, lastPresentationTime: last ?? .zero, frameCount: count)
     }
+
+    /// Drops the segment being written: nothing is left of it.
+    func cancel() { writer.cancel() }
 }

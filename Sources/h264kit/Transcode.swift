@@ -96,8 +96,14 @@ struct Transcode: AsyncParsableCommand {
                     summary = try chunked.run(path: input, into: output, movieOptions: MovieWriter.Options(fileType: MovieFileType(path: output)),
                                               workDirectory: work.path) { state in
                         let seconds = (clock.currentTime - begin).seconds
-                        let eta = state.finishedChunks > 0 ? ", ETA \(Int(seconds / Double(state.finishedChunks) * Double(state.chunks - state.finishedChunks))) s" : ""
-                        progress.update(line: "\(state.finishedChunks) of \(state.chunks) chunks\(eta)")
+                        switch state.phase {
+                        case .measuring: progress.update(line: "measuring")
+                        case .splitting(let chunks): progress.update(line: "splitting: \(chunks) chunks")
+                        case .joining: progress.update(line: "joining \(state.chunks) chunks")
+                        case .transcoding:
+                            let eta = state.finishedChunks > 0 ? ", ETA \(Int(seconds / Double(state.finishedChunks) * Double(state.chunks - state.finishedChunks))) s" : ""
+                            progress.update(line: "\(state.finishedChunks) of \(state.chunks) chunks\(eta)")
+                        }
                     }
                 } catch {
                     throw ToolError("\(input): \(error)")

@@ -216,4 +216,41 @@ struct HLSPackagingTests {
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/ladder-360p.encoding.mp4"), "the encoded rendition is removed")
     }
+
+    /// A package cancelled before it starts, while it packages, or (a ladder) while it encodes
+    /// its second rendition is cancelled and leaves nothing; the cancel comes from the progress
+    /// callback, so nothing depends on timing.
+    @Test(.requires(.x264), arguments: ["before", "packaging", "ladder"])
+    func aCancelledPackageIsCancelledAndLeavesNothing(at point: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-cancel-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let short = directory + "/short.mp4"
+        _ = try run("ffmpeg", ["-v", "error", "-i", "\(Self.sources)/closed.mp4", "-t", "4", "-c", "copy", short])
+        let playlist = directory + "/out/index.m3u8"
+        let segmenter = MediaSegmenter.Options(segmentDuration: MediaTime(value: 2, timescale: 1))
+        let task = Task { () -> Result<HLSPackager.Summary, any Error> in
+            if point == "before" { withUnsafeCurrentTask { $0?.cancel() } }
+            return Result {
+                if point == "ladder" {
+                    let options = LadderPackager.Options(packaging: .init(segmenter: segmenter), heights: [360, 240], preset: "ultrafast")
+                    return try LadderPackager(options: options).run(path: short, to: playlist) { progress in
+                        if progress.rendition == "240p" && progress.frames == 5 { withUnsafeCurrentTask { $0?.cancel() } }
+                    }
+                }
+                var samples = 0
+                return try HLSPackager(options: .init(segmenter: segmenter)).run(path: short, to: playlist) { _, _ in
+                    samples += 1
+                    if samples == 80 { withUnsafeCurrentTask { $0?.cancel() } }  // past the first segment's 60
+                }
+            }
+        }
+        let result = await task.value
+        guard case .failure(let error) = result, case .source(.cancelled)? = error as? StreamingError else {
+            Issue.record("expected StreamingError.source(.cancelled), got \(result)")
+            return
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/out"), "the output directory it made is gone")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["short.mp4"])
+    }
 }
