@@ -12,16 +12,24 @@ public struct MediaFileSamples: AsyncSequence, Sendable {
     public let options: MediaSource.Options
     /// Start again at the first sample after the last.
     public let loops: Bool
+    /// Called with the reader's warnings (damage kept or left out, corrected times) when the
+    /// first pass ends, if it had any: a streaming sender has no summary to put them in.
+    public let onWarnings: (@Sendable ([String]) -> Void)?
 
-    /// The samples of the file at `path`.
-    public init(path: String, options: MediaSource.Options = .init(), loops: Bool = false) {
+    /// The samples of the file at `path`; `onWarnings` hears what the first pass warned of.
+    public init(path: String, options: MediaSource.Options = .init(), loops: Bool = false, onWarnings: (@Sendable ([String]) -> Void)? = nil) {
         self.path = path
         self.options = options
         self.loops = loops
+        self.onWarnings = onWarnings
     }
 
     /// An iterator that opens the file on its first call.
-    public func makeAsyncIterator() -> Iterator { Iterator(path: path, options: options, loops: loops) }
+    public func makeAsyncIterator() -> Iterator {
+        var iterator = Iterator(path: path, options: options, loops: loops)
+        iterator.reader.onWarnings = onWarnings
+        return iterator
+    }
 
     /// Reads the file pass after pass.
     public struct Iterator: AsyncIteratorProtocol {
@@ -47,6 +55,9 @@ package struct LoopingSampleReader {
     var samplesInPass = 0
     var finished = false
     var start: MediaTime?
+    /// Hears the first pass's warnings at its end.
+    package var onWarnings: (@Sendable ([String]) -> Void)?
+    private var passes = 0
 
     package init(path: String, options: MediaSource.Options, loops: Bool) {
         self.path = path
@@ -81,6 +92,8 @@ package struct LoopingSampleReader {
             guard var sample = read else {
                 // The end of a pass: another one, following this one, when looping (and when
                 // the pass held anything).
+                if passes == 0, let onWarnings, let warnings = source?.warnings, !warnings.isEmpty { onWarnings(warnings) }
+                passes += 1
                 source = nil
                 guard loops, samplesInPass > 0 else { finished = true; return nil }
                 samplesInPass = 0

@@ -35,6 +35,11 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
     public var source: String
     /// The segments, in order (their file names sort in the same order).
     public var segments: [Segment]
+    /// What the reader warned of while splitting (damage it kept or left out, corrected
+    /// times); not written to `index.json`.
+    public var warnings: [String] = []
+
+    private enum CodingKeys: String, CodingKey { case source, segments }
 
     /// An index of `segments` cut from `source`.
     public init(source: String, segments: [Segment]) {
@@ -204,7 +209,9 @@ public struct MovieSplitter: Sendable {
         guard !segments.isEmpty else {
             throw .noSamples(input: source.name, reason: "no samples; nothing written")
         }
-        return SegmentIndex(source: path, segments: segments)
+        var index = SegmentIndex(source: path, segments: segments)
+        index.warnings = source.warnings
+        return index
     }
 
     /// Samples held while deciding whether a sync sample is a clean cut.

@@ -68,6 +68,19 @@ struct LimitOptions: ParsableArguments {
     var arguments: [String] { ["--max-pixels", String(maxPixels), "--max-samples", String(maxSamples)] }
 }
 
+/// What a remux does with pictures of damaged transport stream packets (as ffmpeg -c copy, it
+/// keeps them for a decoder to conceal, and says so).
+struct DamageOptions: ParsableArguments {
+    @Flag(help: "For a transport stream input: leave out the pictures of damaged PES packets (lost or flagged transport packets), counted, instead of keeping them for a decoder to conceal.")
+    var dropDamaged = false
+    /// `options` with this choice.
+    func applied(to options: MediaSource.Options) -> MediaSource.Options {
+        var options = options
+        options.transportStream.keepsDamagedPESPackets = !dropDamaged
+        return options
+    }
+}
+
 /// A one-line progress report on a terminal's standard error, at most four times a second;
 /// silent in a pipe.
 final class Progress {

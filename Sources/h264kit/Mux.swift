@@ -11,7 +11,8 @@ struct Mux: InterruptibleCommand {
             SPS and PPS move into the avc1 sample entry (a new entry at each change; --avc3 keeps them in band). An \
             Annex-B stream is timed by its VUI timing; --fps overrides it (with a warning when they differ, as \
             ffmpeg -r does) or times a stream that has none. A transport stream is timed by its PES timestamps, \
-            unwrapped past the 33-bit wrap; damaged PES packets (lost packets) are left out and counted. B-frames get \
+            unwrapped past the 33-bit wrap; the pictures of damaged PES packets (lost packets) are kept for a decoder to \
+            conceal and listed (--drop-damaged leaves them out). B-frames get \
             composition offsets and an edit list so the first frame shows at 0. Damaged NAL units are copied as they \
             are, with a warning and exit 0 (as ffmpeg -c copy does): a decoder conceals them. An output named .ts \
             (or .m2ts/.mts: 192-byte packets) is a transport stream: PAT and PMT every 100 ms and before every \
@@ -29,6 +30,8 @@ struct Mux: InterruptibleCommand {
 
     @Option(help: ArgumentHelp("For a transport stream input: the program to read (its number), not the first with H.264.", valueName: "number"))
     var program: UInt16?
+
+    @OptionGroup var damage: DamageOptions
 
     @Option(help: ArgumentHelp("Frame rate, as an exact fraction (30000/1001, 25): overrides the stream's VUI timing.", valueName: "rate"))
     var fps: String?
@@ -115,6 +118,7 @@ struct Mux: InterruptibleCommand {
         let name = input == "-" ? "stdin" : input
         var options = StreamMuxer.Options(reader: .init(builder: .init(keepsParameterSetsInBand: avc3, codec: avc3 ? "avc3" : "avc1"), frameRate: try parseRate(fps, "--fps")))
         if let program { options.transportStream.selection = .program(program) }
+        options.transportStream.keepsDamagedPESPackets = !damage.dropDamaged
         if let layout = transportStreamLayout { options.output = .transportStream(.init(muxer: .init(layout: layout), flushesEverySample: output == "-")) }
         options.movie = MovieWriter.Options(fileType: format.flatMap(MovieFileType.init(rawValue:)) ?? MovieFileType(path: output),
                                             negativeCompositionOffsets: negativeCts, parameterSets: avc3 ? .inBand : .sampleEntries)

@@ -61,22 +61,25 @@ struct PackageCommand: InterruptibleCommand {
         }
     }
 
+    @OptionGroup var damage: DamageOptions
+
     func work() throws {
         var segmenter = MediaSegmenter.Options(format: MediaSegmenter.Format(rawValue: segmentFormat)!,
                                                segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000),
                                                cutsOnlyAtCleanSyncSamples: cleanCuts)
         segmenter.transportStream = .init()
+        let source = damage.applied(to: HLSPackager.Options().source)
         let name = input == "-" ? "stdin" : input
         let progress = Progress()
         let summary: HLSPackager.Summary
         do {
             if let ladder {
-                summary = try LadderPackager(options: .init(packaging: .init(segmenter: segmenter, dashManifest: dash), heights: try Self.heights(ladder),
+                summary = try LadderPackager(options: .init(packaging: .init(segmenter: segmenter, dashManifest: dash, source: source), heights: try Self.heights(ladder),
                                                             preset: preset)).run(path: input, to: output) { state in
                     progress.update(done: state.frames, total: nil, unit: "frames", note: state.rendition)
                 }
             } else {
-                summary = try HLSPackager(options: .init(segmenter: segmenter, dashManifest: dash)).run(path: input, to: output) { read, total in
+                summary = try HLSPackager(options: .init(segmenter: segmenter, dashManifest: dash, source: source)).run(path: input, to: output) { read, total in
                     progress.update(done: read, total: total, unit: "MB", note: "")
                 }
             }

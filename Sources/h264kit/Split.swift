@@ -29,6 +29,7 @@ struct Split: InterruptibleCommand {
     var mov = false
 
     @OptionGroup var limits: LimitOptions
+    @OptionGroup var damage: DamageOptions
 
     func validate() throws {
         if (segmentDuration == nil) == (chunks == nil) { throw ValidationError("give --segment-duration or --chunks") }
@@ -47,7 +48,7 @@ struct Split: InterruptibleCommand {
                 try? FileManager.default.removeItem(atPath: directory)
             }
         }
-        var sourceOptions = MediaSource.Options.decoding
+        var sourceOptions = damage.applied(to: .decoding)
         sourceOptions.movieLimits = limits.movie
         let index: SegmentIndex
         do {
@@ -58,6 +59,7 @@ struct Split: InterruptibleCommand {
             throw ToolError("\(input): \(error)")
         }
         wrote = true
+        for warning in index.warnings { printError("\(input): warning: \(warning)") }
         do { try index.write(into: directory) } catch { throw ToolError(error) }
         printError("\(directory): \(index.segments.count) segments, \(index.segments.reduce(0) { $0 + $1.frameCount }) frames; index.json lists them")
     }

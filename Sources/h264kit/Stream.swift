@@ -85,6 +85,7 @@ struct Stream: AsyncParsableCommand {
     @OptionGroup var pictureInput: PictureInputOptions
     @OptionGroup var encoder: Encode.EncoderOptions
     @OptionGroup var limits: LimitOptions
+    @OptionGroup var damage: DamageOptions
 
     var isRTSP: Bool { destination.lowercased().hasPrefix("rtsp://") }
     var isHTTP: Bool { destination.lowercased().hasPrefix("http://") }
@@ -157,7 +158,7 @@ struct Stream: AsyncParsableCommand {
     }
 
     func sendRTP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
-        let options = limits.mediaSource
+        let options = damage.applied(to: limits.mediaSource)
         let target = try RTPDestination(parsing: destination)
         let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
         if let sdp {
@@ -168,7 +169,7 @@ struct Stream: AsyncParsableCommand {
         // SIGINT and SIGTERM stop the stream the way its end does: with an RTCP BYE.
         let task = Task {
             if let live { return try await sender.send(live, onPictureLoss: { live.requestKeyframe() }) }
-            return try await sender.send(MediaFileSamples(path: input, options: options, loops: loop))
+            return try await sender.send(MediaFileSamples(path: input, options: options, loops: loop, onWarnings: Self.printWarnings(of: input)))
         }
         let token = Interruption.shared.onInterrupt { task.cancel() }
         defer { Interruption.shared.remove(token) }
@@ -182,7 +183,7 @@ struct Stream: AsyncParsableCommand {
 
     func serveRTSP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
         let url = try RTSPURL(parsing: destination)
-        let media = limits.mediaSource
+        let media = damage.applied(to: limits.mediaSource)
         let server = try RTSPServer(options: .init(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
                                                    packetizer: packetizer, paced: !noPace, rate: rate))
         let verbose = verbose
@@ -222,14 +223,14 @@ struct Stream: AsyncParsableCommand {
         options.servesDASH = options.segmenter.format == .fragmentedMP4
         options.lowLatency = lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil
         let origin = try HLSOrigin(options: options)
-        let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, limits.mediaSource)
+        let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource))
         let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
         @Sendable func publish(_ input: String, as rendition: String) async throws {
             if LiveSource.isLive(input) {
                 _ = try await origin.publish(try LiveSource(parsing: input), rendition: rendition)
             } else {
-                try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop), paced: paced, rendition: rendition)
+                try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop, onWarnings: Self.printWarnings(of: input)), paced: paced, rendition: rendition)
             }
         }
         let others = renditions
@@ -265,5 +266,10 @@ struct Stream: AsyncParsableCommand {
         }
         // The input ended: its playlist says so; clients finish fetching until SIGINT.
         try await serving.value
+    }
+
+    /// Prints what reading `input` warned of (the first pass of a loop).
+    static func printWarnings(of input: String) -> @Sendable ([String]) -> Void {
+        { warnings in for warning in warnings { printError("\(input): warning: \(warning)") } }
     }
 }

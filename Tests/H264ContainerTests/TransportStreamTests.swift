@@ -251,7 +251,7 @@ struct TransportStreamTests {
     /// Reading options for damaged streams: the stream's own times (the first picture may be
     /// the one lost), the muxer's delimiters out.
     static var readDamaged: TransportStreamReader.Options {
-        TransportStreamReader.Options(assembler: .init(dropsAccessUnitDelimiters: true), timeOrigin: .stream)
+        TransportStreamReader.Options(assembler: .init(dropsAccessUnitDelimiters: true), keepsDamagedPESPackets: false, timeOrigin: .stream)
     }
 
     /// Every sample read (with the stream's times) equals the source sample of its time, and
@@ -278,6 +278,27 @@ struct TransportStreamTests {
         #expect(back.count == Self.samples.count - 1)
         Self.expectUndamagedKept(back, lost: 1, "one packet lost")
         #expect(reader.warnings.contains { $0.contains("continuity") } && reader.warnings.contains { $0.contains("left out") })
+    }
+
+    /// By default the damaged picture is kept (as ffmpeg -c copy keeps it) and listed: which
+    /// sample, where its PES packet began, why.
+    @Test func aLostPacketsPictureIsKeptAndListedByDefault() throws {
+        let bytes = try Self.muxed()
+        let video = Self.videoPackets(bytes)
+        let victim = video[video.count / 2]
+        let damaged = Array(bytes[..<victim] + bytes[(victim + 188)...])
+        var options = Self.readDamaged
+        options.keepsDamagedPESPackets = true
+        #expect(TransportStreamReader.Options().keepsDamagedPESPackets, "kept by default")
+        let reader = TransportStreamReader(bytes: damaged, options: options)
+        let back = try reader.readAll()
+        #expect(back.count == Self.samples.count, "every picture kept")
+        #expect(reader.statistics.damagedSamples == 1 && reader.damagedPictures.count == 1)
+        let listed = try #require(reader.damagedPictures.first)
+        #expect(listed.damage == .packetsLost && listed.byteOffset < victim && listed.byteOffset >= video[0])
+        let changed = zip(back, Self.samples).enumerated().filter { Self.nalUnits($0.element.0) != Self.nalUnits($0.element.1) }.map(\.offset)
+        #expect(changed == [listed.sampleIndex], "the listed picture is the one that changed: \(changed)")
+        #expect(reader.warnings.contains { $0.contains("1 damaged picture(s) kept") && $0.contains("picture \(listed.sampleIndex)") }, "\(reader.warnings)")
     }
 
     @Test func oneIn37PacketsLost() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import H264Container
 import H264Network
 import H264Streaming
 import MediaCore
@@ -252,5 +253,24 @@ struct HLSPackagingTests {
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/out"), "the output directory it made is gone")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["short.mp4"])
+    }
+
+    /// A lossy capture packages with every picture ffmpeg's copy keeps (the same frames decode
+    /// through the playlist), said in the warnings; none when asked to drop them.
+    @Test(arguments: [MediaSegmenter.Format.fragmentedMP4, .transportStream])
+    func aLossyTransportStreamPackagesEveryPicture(format: MediaSegmenter.Format) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-lossy-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lossy = directory + "/lossy.ts"
+        try LossyTransportStream.make(at: lossy)
+        let expected = try LossyTransportStream.ffmpegCopyFrames(lossy)
+        let options = HLSPackager.Options(segmenter: .init(format: format, segmentDuration: MediaTime(value: 2, timescale: 1)))
+        let summary = try HLSPackager(options: options).run(path: lossy, to: directory + "/out/index.m3u8")
+        #expect(summary.warnings.contains { $0.contains("damaged picture(s) kept") }, "\(summary.warnings)")
+        #expect(try ffmpegFrameHashes(directory + "/out/index.m3u8") == expected)
+        var dropping = options
+        dropping.source.transportStream.keepsDamagedPESPackets = false
+        #expect(throws: StreamingError.self) { try HLSPackager(options: dropping).run(path: lossy, to: directory + "/dropped/index.m3u8") }
     }
 }

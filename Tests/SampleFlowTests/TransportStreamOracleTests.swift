@@ -76,6 +76,30 @@ struct TransportStreamOracleTests {
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
     }
 
+    /// A lossy capture (1 packet in 37 lost, 1% flipped bytes, cut mid-packet): the reader and
+    /// the mux keep every picture by default, as `ffmpeg -c copy` does (the same frames decode),
+    /// list the damaged ones, and leave them out only when asked.
+    @Test func aLossyTransportStreamKeepsItsPicturesUnlessAsked() throws {
+        let path = Self.inputs + "/lossy.ts"
+        try LossyTransportStream.make(at: path)
+        let expected = try LossyTransportStream.ffmpegCopyFrames(path)
+        #expect(expected.count >= 85, "ffmpeg keeps \(expected.count)")
+        let reader = try TransportStreamReader(path: path)
+        let samples = try reader.readAll()
+        #expect(samples.count == expected.count, "the reader keeps \(samples.count), ffmpeg \(expected.count)")
+        #expect(reader.statistics.damagedSamples > 0 && reader.damagedPictures.count == reader.statistics.damagedSamples)
+        let output = Self.inputs + "/lossy.mp4"
+        let summary = try StreamMuxer().run(path: path, to: output)
+        #expect(summary.movie?.sampleCount == expected.count)
+        #expect(summary.inputWarnings.contains { $0.contains("damaged picture(s) kept") }, "said: \(summary.inputWarnings)")
+        #expect(try ffmpegFrameHashes(output) == expected, "the same frames as ffmpeg's copy")
+        var dropping = StreamMuxer.Options()
+        dropping.transportStream.keepsDamagedPESPackets = false
+        #expect(throws: SampleFlowError.self, "every PES packet of this capture is damaged: nothing is left to mux") {
+            try StreamMuxer(options: dropping).run(path: path, to: Self.inputs + "/lossy-dropped.mp4")
+        }
+    }
+
     @Test func aTransportStreamThroughAPipeReadsTheSame() throws {
         let path = Self.inputs + "/wrap.ts"
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))

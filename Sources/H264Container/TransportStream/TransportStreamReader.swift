@@ -17,10 +17,12 @@ public import SystemPackage
 /// indicator, or a jump of more than ``Options/discontinuityThreshold``, starts the new time
 /// base one frame after the old one. A sample lasts until the next one's decoding time.
 ///
-/// Damage is counted, said (``warnings``) and kept apart: a PES packet that lost transport
-/// packets (a continuity counter jump), had the transport error indicator or ended short is
-/// left out, with the access unit it belonged to, unless ``Options/keepsDamagedPESPackets``;
-/// sync lost is found again at the next run of sync bytes. Memory: the chunk being read, the
+/// Damage is counted and said (``warnings``, ``damagedPictures``): the pictures of a PES packet
+/// that lost transport packets (a continuity counter jump), had the transport error indicator or
+/// ended short are kept as they arrived, for a decoder to conceal, as `ffmpeg -c copy` keeps
+/// them and as ``MediaSource/Options/decoding`` reads them; with
+/// ``Options/keepsDamagedPESPackets`` false they are left out instead (the access unit the
+/// packet belonged to). Sync lost is found again at the next run of sync bytes. Memory: the chunk being read, the
 /// PES packet being gathered and the few access units waiting for their successor.
 public final class TransportStreamReader {
     /// How to read the stream.
@@ -31,8 +33,9 @@ public final class TransportStreamReader {
         public var assembler: AccessUnitAssembler.Options
         /// Leave out the samples before the first sync sample (they cannot be decoded).
         public var startsAtSyncSample: Bool
-        /// Keep the access units of damaged PES packets (what `ffmpeg -c copy` does: a decoder
-        /// conceals them) instead of leaving them out.
+        /// Keep the access units of damaged PES packets (the default, what `ffmpeg -c copy`
+        /// does: a decoder conceals them), each listed in ``TransportStreamReader/damagedPictures``;
+        /// false leaves them out, counted.
         public var keepsDamagedPESPackets: Bool
         /// Where the samples' times start.
         public var timeOrigin: TimeOrigin
@@ -45,10 +48,10 @@ public final class TransportStreamReader {
         public var chunkSize: Int
 
         /// Options: the first H.264 program, 4-byte lengths and parameter sets out of band,
-        /// starting at the first sync sample, damaged units left out, times from the first
+        /// starting at the first sync sample, damaged pictures kept, times from the first
         /// sample's presentation time.
         public init(selection: TransportStreamDemuxer.Selection = .firstH264, assembler: AccessUnitAssembler.Options = .init(),
-                    startsAtSyncSample: Bool = true, keepsDamagedPESPackets: Bool = false, timeOrigin: TimeOrigin = .firstPresentation,
+                    startsAtSyncSample: Bool = true, keepsDamagedPESPackets: Bool = true, timeOrigin: TimeOrigin = .firstPresentation,
                     discontinuityThreshold: MediaTime = MediaTime(value: 10, timescale: 1), limits: TransportStreamDemuxer.Limits = .init(),
                     chunkSize: Int = 1 << 20) {
             self.selection = selection
@@ -84,6 +87,9 @@ public final class TransportStreamReader {
         /// Access units left out because their PES packet was damaged (or the one they
         /// continued in).
         public var droppedAccessUnits: Int
+        /// Samples handed out with bytes from a damaged PES packet (kept by
+        /// ``Options/keepsDamagedPESPackets``).
+        public var damagedSamples: Int
         /// Access units whose PES packet gave them no timestamp (timed one frame after the one
         /// before).
         public var accessUnitsWithoutTimestamps: Int
@@ -115,6 +121,30 @@ public final class TransportStreamReader {
     /// Samples returned so far.
     public private(set) var sampleCount = 0
 
+    /// A sample handed out with bytes of a damaged PES packet: which, and why.
+    public struct DamagedPicture: Sendable, Hashable, CustomStringConvertible {
+        /// The sample's number in decoding order, from 0 (among the samples handed out).
+        public var sampleIndex: Int
+        /// Its presentation time.
+        public var presentationTime: MediaTime
+        /// The offset in the input of the transport packet the damaged PES packet started in.
+        public var byteOffset: Int
+        /// What was wrong with the PES packet.
+        public var damage: PESPacket.Damage
+
+        /// "picture 12 (shown at 0.4 s): PES packet at byte 123456, transport packets lost inside it".
+        public var description: String {
+            "picture \(sampleIndex) (shown at \(presentationTime.seconds) s): PES packet at byte \(byteOffset), \(damage)"
+        }
+    }
+
+    /// The damaged samples handed out so far, the first ``maximumDamagedPicturesListed``
+    /// (``Statistics/damagedSamples`` counts them all).
+    public private(set) var damagedPictures: [DamagedPicture] = []
+
+    /// How many damaged samples ``damagedPictures`` lists at most.
+    public static let maximumDamagedPicturesListed = 1000
+
     private var input: Input
     private var framer: TransportPacketFramer?
     private var demuxer: TransportStreamDemuxer
@@ -144,6 +174,12 @@ public final class TransportStreamReader {
     private var largestClockGap: UInt64?
     private var clockCount = 0
     private var fallbackDuration: Int64 = 3600
+    /// The elementary stream bytes of damaged PES packets kept, not yet behind every sample
+    /// handed out: where, from which packet, why.
+    private var damagedPayloads: [(range: Range<Int>, byteOffset: Int, damage: PESPacket.Damage)] = []
+    private var damagedSamples = 0
+    /// Samples made (handed out or waiting in ``ready``).
+    private var samplesMade = 0
 
     private struct Stamp {
         var offset: Int
@@ -354,7 +390,7 @@ public final class TransportStreamReader {
         let last: AccessUnitAssembler.AccessUnit?
         do { last = try assembler.finish() } catch { throw bitstreamError(error) }
         if let last { take(last) }
-        if let waiting { release(waiting.unit, pts: waiting.pts, dts: waiting.dts, duration: fallbackDuration) }
+        if let waiting { release(waiting.unit, pts: waiting.pts, dts: waiting.dts, duration: fallbackDuration, end: elementaryOffset) }
         waiting = nil
         ended = true
     }
@@ -402,6 +438,9 @@ public final class TransportStreamReader {
             stamps.append(Stamp(offset: elementaryOffset, pts: nil, dts: nil))
         }
         let payload = BlockBuffer(packet.bytes)[packet.payloadRange]
+        if let damage = packet.damage {
+            damagedPayloads.append((elementaryOffset..<(elementaryOffset + payload.count), packet.byteOffset, damage))
+        }
         try split(payload)
         elementaryOffset += payload.count
     }
@@ -527,7 +566,7 @@ public final class TransportStreamReader {
                 corrected += 1
             }
             let duration = dts - waiting.dts
-            release(waiting.unit, pts: waiting.pts, dts: waiting.dts, duration: duration)
+            release(waiting.unit, pts: waiting.pts, dts: waiting.dts, duration: duration, end: unit.firstByteOffset)
             if duration > 0 && duration < 90_000 * 10 { fallbackDuration = duration }
         }
         if pts < dts {
@@ -537,9 +576,22 @@ public final class TransportStreamReader {
         waiting = (unit, pts, dts)
     }
 
-    private func release(_ unit: AccessUnitAssembler.AccessUnit, pts: Int64, dts: Int64, duration: Int64) {
+    /// Hands out `unit`, whose bytes run from its first byte's offset to `end` in the
+    /// elementary stream.
+    private func release(_ unit: AccessUnitAssembler.AccessUnit, pts: Int64, dts: Int64, duration: Int64, end: Int) {
         if origin == nil { origin = options.timeOrigin == .firstPresentation ? pts : 0 }
         let base = origin ?? 0
+        // Damage behind this unit concerns no later one; damage inside it marks it.
+        let bytes = unit.firstByteOffset..<max(unit.firstByteOffset + 1, end)
+        if let hit = damagedPayloads.first(where: { $0.range.overlaps(bytes) }) {
+            damagedSamples += 1
+            if damagedPictures.count < Self.maximumDamagedPicturesListed {
+                damagedPictures.append(DamagedPicture(sampleIndex: samplesMade, presentationTime: MediaTime(value: pts - base, timescale: Self.timescale),
+                                                      byteOffset: hit.byteOffset, damage: hit.damage))
+            }
+        }
+        damagedPayloads.removeAll { $0.range.upperBound <= bytes.upperBound }
+        samplesMade += 1
         let picture = unit.picture
         let intraOnly = picture.sliceTypes.allSatisfy { $0 == .i || $0 == .si }
         ready.append(SampleBuffer(
@@ -565,7 +617,7 @@ public final class TransportStreamReader {
     /// The counts of what was read, damaged, dropped and corrected.
     public var statistics: Statistics {
         Statistics(demuxer: demuxer.statistics, syncLosses: framer?.syncLosses ?? 0, skippedBytes: framer?.skippedBytes ?? 0, truncatedBytes: truncated,
-                   droppedAccessUnits: droppedUnits, accessUnitsWithoutTimestamps: withoutTimestamps, timestampDiscontinuities: discontinuities,
+                   droppedAccessUnits: droppedUnits, damagedSamples: damagedSamples, accessUnitsWithoutTimestamps: withoutTimestamps, timestampDiscontinuities: discontinuities,
                    timestampsCorrected: corrected, skippedLeadingSamples: skippedLeading, bytesBeforeStartCode: orphanBytes,
                    largestClockReferenceInterval: largestClockGap.map { MediaTime(value: Int64($0), timescale: 27_000_000) }, clockReferences: clockCount)
     }
@@ -598,8 +650,12 @@ public final class TransportStreamReader {
         else if stats.skippedBytes > 0 { lines.append("\(stats.skippedBytes) byte(s) before the first packet skipped") }
         if stats.truncatedBytes > 0 { lines.append("the input ends \(stats.truncatedBytes) byte(s) into a packet") }
         if demux.damagedPESPackets > 0 {
-            lines.append(options.keepsDamagedPESPackets ? "\(demux.damagedPESPackets) damaged PES packet(s) kept as they were"
-                         : "\(demux.damagedPESPackets) damaged PES packet(s): \(stats.droppedAccessUnits) picture(s) left out")
+            if options.keepsDamagedPESPackets {
+                let first = damagedPictures.first.map { "; the first: \($0)" } ?? ""
+                lines.append("\(demux.damagedPESPackets) damaged PES packet(s): \(stats.damagedSamples) damaged picture(s) kept as they arrived, for a decoder to conceal\(first)")
+            } else {
+                lines.append("\(demux.damagedPESPackets) damaged PES packet(s): \(stats.droppedAccessUnits) picture(s) left out")
+            }
         } else if stats.droppedAccessUnits > 0 {
             lines.append("\(stats.droppedAccessUnits) picture(s) left out (no timestamp to place them)")
         }
