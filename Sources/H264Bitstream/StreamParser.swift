@@ -243,7 +243,9 @@ public struct H264StreamParser: Sendable {
     private mutating func beginPicture(_ slice: SliceHeader, sps: SequenceParameterSet, location: AnnexBNALUnit) {
         for timing in pendingPicTimings {
             do { _ = try PicTiming(payload: timing.payload, activeSequenceParameterSet: sps) } catch {
-                report(.warning, BitstreamError(error.code, "SEI pic timing: \(error.reason)", byteOffset: timing.nalStart))
+                var placed = error  // its bit offset is the payload's; the byte is the SEI's NAL unit
+                placed.byteOffset = timing.nalStart
+                report(.warning, placed.prefixed("SEI pic timing"))
             }
         }
         pendingPicTimings.removeAll()
@@ -362,7 +364,9 @@ public struct H264StreamParser: Sendable {
                 default: break
                 }
             } catch {
-                report(.warning, locate(BitstreamError(error.code, error.reason)).prefixed("SEI \(message.typeName)"))
+                var inPayload = error  // placed at the NAL unit; its bit offset is the payload's
+                inPayload.byteOffset = nil
+                report(.warning, locate(inPayload).prefixed("SEI \(message.typeName)"))
             }
         }
     }

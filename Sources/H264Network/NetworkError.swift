@@ -3,7 +3,7 @@
 public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of problem was found.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported, socket, source, output }
+        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported, socket, source, output, transportRefused }
         let base: Base
         init(_ base: Base) { self.base = base }
 
@@ -25,6 +25,9 @@ public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let source = Code(.source)
         /// What was received could not be written out (the writer's own error follows).
         public static let output = Code(.output)
+        /// An RTSP server refused the transport the client asked for in its SETUP (461
+        /// Unsupported Transport): a client with another lower transport tries it next.
+        public static let transportRefused = Code(.transportRefused)
 
         /// The code's name.
         public var description: String { "\(base)" }

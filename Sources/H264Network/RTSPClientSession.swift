@@ -85,7 +85,10 @@ public struct RTSPClientSession: Sendable {
             guard case .request(let method, let target) = pending.startLine else { throw NetworkError(.unsupported, "401 to no request") }
             return .send(request(method, target, headers: pending.headers.filter { !["cseq", "authorization"].contains($0.name.lowercased()) }, body: pending.body))
         }
-        if status == 461, state == .setup, transportIndex + 1 < transports.count {
+        if status == 461, state == .setup {
+            guard transportIndex + 1 < transports.count else {
+                throw NetworkError(.transportRefused, "\(url): the server refused \(transports[transportIndex].lower) (\(status) \(reason))")
+            }
             transportIndex += 1
             return .send(setupRequest())
         }

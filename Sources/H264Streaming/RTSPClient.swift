@@ -82,10 +82,10 @@ public struct RTSPClient: Sendable {
             let outcome: Outcome
             do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, handle) } catch let error as StreamingError {
                 // The server refuses UDP (461): TCP next.
-                if index + 1 < attempts.count, case .network(let network) = error, network.reason.contains("461") { continue }
+                if index + 1 < attempts.count, case .network(let network) = error, network.code == .transportRefused { continue }
                 throw error
             } catch let error as NetworkError {
-                if index + 1 < attempts.count, error.reason.contains("461") { continue }
+                if index + 1 < attempts.count, error.code == .transportRefused { continue }
                 throw .network(error)
             } catch let error as RTPReceiver.HandlerError {
                 throw .handler(error.underlying)

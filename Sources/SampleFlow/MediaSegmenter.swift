@@ -186,7 +186,7 @@ public struct MediaSegmenter {
             cmaf = CMAFWriter()
         case .transportStream:
             do { muxer = try TransportStreamMuxer(options: options.transportStream) } catch {
-                throw .container(ContainerError(.invalidInput, error.reason, cause: error))
+                throw .container(ContainerError(error, while: "setting up the transport stream muxer"))
             }
         }
     }
@@ -287,7 +287,7 @@ public struct MediaSegmenter {
     private mutating func appendToTransportStream(_ sample: SampleBuffer, time: MediaTime) throws(SampleFlowError) {
         let before = muxer!.pendingByteCount
         do { try muxer!.write(sample) } catch {
-            throw .sample(index: current!.samples - 1, decodeTime: sample.decodeTime, underlying: .container(ContainerError(.invalidInput, error.reason, cause: error)))
+            throw .sample(index: current!.samples - 1, decodeTime: sample.decodeTime, underlying: .container(ContainerError(error, while: "muxing")))
         }
         if sample.isSync {
             closeSyncSample(time: time)

@@ -186,7 +186,7 @@ public struct StreamMuxer: Sendable {
                                                            sampleFormat: timecode.sampleFormat, sourceReference: timecode.reel.map { .init(name: $0) })
                 movieOptions.timecode = try MovieWriter.TimecodeTrack(format: format, start: timecode.start)
             } catch {
-                throw .invalidOption("the timecode \(timecode.start) at \(rate) fps: \(error.description)")
+                throw .container(ContainerError(.invalidInput, "the timecode \(timecode.start) at \(rate) fps", cause: error))
             }
         }
         return movieOptions

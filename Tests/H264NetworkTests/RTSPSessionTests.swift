@@ -198,6 +198,16 @@ struct RTSPSessionTests {
         let playing = try #require(setup)
         #expect(playing.transport.lower == .tcp && playing.transport.interleaved == 0...1 && playing.format == Self.format)
         #expect(playing.controlURL == "rtsp://127.0.0.1:8554/live/trackID=0" && playing.firstSequenceNumber != nil && playing.timeout == 60)
+        // UDP alone, refused: a typed outcome (the RTSP client's cue to try TCP), not words to match.
+        var udpOnly = RTSPClientSession(url: try RTSPURL(parsing: "rtsp://127.0.0.1:8554/live"), transports: [RTSPTransport(lower: .udp, clientPorts: 5000...5001)])
+        var tcpServer = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971, transports: [.tcp]), seed: 5)
+        var step = udpOnly.start()
+        #expect {
+            for _ in 0..<5 {
+                guard case .send(let request) = try udpOnly.receive(tcpServer.respond(to: step, resource: Self.resource).response) else { return }
+                step = request
+            }
+        } throws: { ($0 as? NetworkError)?.code == .transportRefused }
         // Wrong credentials: a second 401 is an error.
         var wrong = RTSPClientSession(url: try RTSPURL(parsing: "rtsp://u:x@h/live"), transports: [RTSPTransport(lower: .tcp, interleaved: 0...1)])
         var strict = RTSPServerConnection(configuration: .init(authenticator: RTSPAuthenticator(credentials: .init(user: "u", password: "p")), serverPorts: 6970...6971))

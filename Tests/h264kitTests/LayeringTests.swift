@@ -76,6 +76,15 @@ struct LayeringTests {
         // Errors keep their cause: none rebuilt from its words outside the tool.
         let rebuilt = files.filter { $0.module != "h264kit" && $0.text.contains("\"\\(error)\"") }.map(\.path)
         #expect(rebuilt.isEmpty, "errors rebuilt from a string: \(rebuilt)")
+        // Nor rewrapped by its words: a new error made with a caught error's reason or
+        // description (copied beside the cause, the message says it twice; without the cause,
+        // the system error, box and byte are lost).
+        let rewrapping = #"(Error\(|throw \.)[^\n]*(\berror\.(reason|description)\b|\\\(error[.)])"#
+        let rewrapped = files.filter { $0.module != "h264kit" }.flatMap { file in
+            file.text.split(separator: "\n").enumerated().filter { !$0.element.trimmingCharacters(in: .whitespaces).hasPrefix("//") && $0.element.range(of: rewrapping, options: .regularExpression) != nil }
+                .map { "\(file.path):\($0.offset + 1)" }
+        }
+        #expect(rewrapped.isEmpty, "errors rewrapped from their words: \(rewrapped)")
         // One MD5.
         let digests = files.filter { $0.text.range(of: #"(struct|class|enum) MD5"#, options: .regularExpression) != nil }.map(\.path)
         #expect(digests.count == 1, "MD5 types: \(digests)")

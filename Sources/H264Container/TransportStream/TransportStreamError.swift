@@ -30,13 +30,30 @@ public struct TransportStreamError: Error, Hashable, Sendable, CustomStringConve
     public var byteOffset: Int?
     /// The packet's PID, when known.
     public var pid: UInt16?
+    /// The error of the layer underneath that made this one (a sample's `BitstreamError`),
+    /// whole; not compared by `==`.
+    public var cause: (any Error)?
 
-    /// An error of `code` at the given place.
-    public init(_ code: Code, _ reason: String, byteOffset: Int? = nil, pid: UInt16? = nil) {
+    /// An error of `code` at the given place, and the error underneath when there is one.
+    public init(_ code: Code, _ reason: String, byteOffset: Int? = nil, pid: UInt16? = nil, cause: (any Error)? = nil) {
         self.code = code
         self.reason = reason
         self.byteOffset = byteOffset
         self.pid = pid
+        self.cause = cause
+    }
+
+    /// Equal in code, reason and place (the cause is not compared).
+    public static func == (a: TransportStreamError, b: TransportStreamError) -> Bool {
+        a.code == b.code && a.reason == b.reason && a.byteOffset == b.byteOffset && a.pid == b.pid
+    }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+        hasher.combine(byteOffset)
+        hasher.combine(pid)
     }
 
     /// The place (byte, PID) when known, then the code and the reason.
@@ -44,7 +61,7 @@ public struct TransportStreamError: Error, Hashable, Sendable, CustomStringConve
         var place: [String] = []
         if let byteOffset { place.append("byte \(byteOffset)") }
         if let pid { place.append("PID \(pid) (0x\(String(pid, radix: 16)))") }
-        return (place.isEmpty ? "" : place.joined(separator: ", ") + ": ") + "\(code): \(reason)"
+        return (place.isEmpty ? "" : place.joined(separator: ", ") + ": ") + "\(code): \(reason)" + (cause.map { ": " + String(describing: $0) } ?? "")
     }
 
     /// The same error, placed at `byteOffset` and `pid` where it had no place yet.

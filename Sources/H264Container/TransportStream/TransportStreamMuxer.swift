@@ -181,7 +181,7 @@ public struct TransportStreamMuxer: Sendable {
         buffer.append(contentsOf: repeatElement(0, count: Self.maximumPESHeaderSize))
         if !Self.startsWithDelimiter(sample) { buffer += [0, 0, 0, 1, 0x09, 0xF0] }
         do { try annexB.append(sample, to: &buffer) } catch {
-            throw TransportStreamError(.invalidInput, "sample \(sampleCount): \(error.description)")
+            throw TransportStreamError(.invalidInput, "sample \(sampleCount)", cause: error)
         }
         var header = PESPacketHeader(presentationTimestamp: UInt64(truncatingIfNeeded: pts90 + offset),
                                      decodingTimestamp: UInt64(truncatingIfNeeded: dts90 + offset))

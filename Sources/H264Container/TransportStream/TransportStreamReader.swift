@@ -522,7 +522,7 @@ public final class TransportStreamReader {
     }
 
     private func bitstreamError(_ error: BitstreamError) -> ContainerError {
-        ContainerError(.invalidInput, "the H.264 stream: \(error.description)", path: name, cause: error)
+        ContainerError(.invalidInput, "the H.264 stream", path: name, cause: error)
     }
 
     // MARK: Access units to samples
@@ -668,9 +668,7 @@ public final class TransportStreamReader {
     }
 
     private static func ioError(_ error: SystemError, _ name: String) -> ContainerError {
-        var failure = ContainerError(.io, error.description, path: name, cause: error)
-        failure.systemError = error
-        return failure
+        ContainerError(error, while: "reading", path: name)
     }
 }
 

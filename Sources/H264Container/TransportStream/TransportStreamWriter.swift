@@ -56,12 +56,10 @@ public final class TransportStreamWriter {
         self.path = path
         self.options = options
         do { muxer = try TransportStreamMuxer(options: options.muxer) } catch {
-            throw ContainerError(.invalidInput, error.reason, path: path, cause: error)
+            throw ContainerError(error, while: "setting up the muxer", path: path)
         }
         do { file = try OutputFile(path: path) } catch {
-            var failure = ContainerError(.io, error.description, path: path, cause: error)
-            failure.systemError = error
-            throw failure
+            throw ContainerError(error, while: "creating the stream", path: path)
         }
     }
 
@@ -74,7 +72,7 @@ public final class TransportStreamWriter {
     public func append(_ sample: SampleBuffer) throws(ContainerError) {
         guard file != nil else { throw ContainerError(.invalidInput, "the stream was finished or cancelled", path: path) }
         do { try muxer.write(sample) } catch {
-            throw ContainerError(.invalidInput, error.reason, path: path, cause: error)
+            throw ContainerError(error, while: "muxing", path: path)
         }
         if firstPresentation == nil || sample.presentationTime < firstPresentation! { firstPresentation = sample.presentationTime }
         let sampleEnd = sample.presentationTime + (sample.duration.isNumeric ? sample.duration : .zero)
@@ -106,8 +104,6 @@ public final class TransportStreamWriter {
     }
 
     private func ioError(_ error: SystemError) -> ContainerError {
-        var failure = ContainerError(.io, error.description, path: path, cause: error)
-        failure.systemError = error
-        return failure
+        ContainerError(error, while: "writing", path: path)
     }
 }
