@@ -26,12 +26,13 @@ var targets: [Target] = [
     // Pure Swift, no I/O: the bitstream, then the CoreMedia analogue.
     .target(name: "H264Bitstream"),
     .target(name: "MediaCore", dependencies: ["H264Bitstream", "SystemIO"]),
-    // MP4/MOV boxes, readers and writers (their files through SystemIO).
+    // MP4/MOV boxes, readers and writers, CMAF; MPEG-2 transport stream tables, demuxer, reader,
+    // muxer and writer (their files through SystemIO).
     .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "SystemIO", systemPackage]),
     // The only module over the C codecs: encoder, decoder and scaler wrappers.
     .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs", "SystemIO"]),
-    // Codec-free sample flow: sources (Annex-B, MP4/MOV) and sinks (movie, Annex-B), and the
-    // remux jobs on them (mux, demux, split, concat).
+    // Codec-free sample flow: sources (Annex-B, MPEG-TS, MP4/MOV) and sinks (movie, TS,
+    // Annex-B), the remux jobs on them (mux, demux, split, concat), and the HLS/DASH segmenter.
     .target(name: "SampleFlow", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "SystemIO", systemPackage]),
     // What a stream or a movie holds, as reports (h264kit inspect and timecode): no codec needed.
     .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "SampleFlow"]),
@@ -40,7 +41,8 @@ var targets: [Target] = [
     // The VideoToolbox analogue: sessions, and decoding, encoding and transcoding whole files.
     .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "SampleFlow", "MediaIO", "SystemIO"]),
 
-    // RTP (RFC 6184), RTCP, SDP, RTSP: pure state machines, packets in and out.
+    // RTP (RFC 6184), RTCP, SDP, RTSP, HLS playlists and the live window, the DASH MPD: pure
+    // state machines and values, packets and requests in, packets and answers out.
     .target(name: "H264Network", dependencies: ["H264Bitstream", "MediaCore"]),
     // The SwiftNIO and Hummingbird shells: RTP sockets, the RTSP server and client, ingest, the
     // HLS/DASH packager and HTTP origin.
@@ -58,8 +60,8 @@ var targets: [Target] = [
         .product(name: "Logging", package: "swift-log"),
     ], exclude: ["Resources"]),  // the page's sources: compiled in by scripts/embed-player.py (PlayerResources.swift)
 
-    // One import for library users.
-    .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) }),
+    // One import for library users (swift-log's `Logger` too: the servers take one).
+    .target(name: "H264Kit", dependencies: libraries.map { .target(name: $0) } + [.product(name: "Logging", package: "swift-log")]),
 
     // The command-line tool: argument parsing, progress and printing over the libraries.
     .executableTarget(

@@ -8,7 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "H264Kit", path: "..", traits: [])],
     targets: ["AnnexBToMP4", "DecodeFrames", "CompressToMovie", "MultiPassEncode", "TimecodeTrack", "CustomMetadata", "MediaTimeBasics",
-              "DisplayInBrowser", "StreamToNetwork"].map { name in
+              "DisplayInBrowser", "StreamToNetwork", "LiveOrigin"].map { name in
         .executableTarget(name: name, dependencies: [.product(name: "H264Kit", package: "H264Kit")])
     }
 )

@@ -12,6 +12,12 @@ awk '/^## Library quick start/ { on = 1 } on && /^```swift/ { inside = 1; next }
     while IFS= read -r line; do
         [ -z "$line" ] || grep -qxF -- "$line" Sources/AnnexBToMP4/main.swift || { echo "samples: README quick start line not in AnnexBToMP4: $line" >&2; exit 1; }
     done
+# H264Streaming's live origin example is lines of LiveOrigin, likewise.
+awk '/^Live: a file published as if it were live/ { on = 1 } on && /^```swift/ { inside = 1; next } inside && /^```/ { exit } inside' \
+    ../Sources/H264Streaming/H264Streaming.docc/H264Streaming.md |
+    while IFS= read -r line; do
+        [ -z "$line" ] || grep -qxF -- "$line" Sources/LiveOrigin/main.swift || { echo "samples: H264Streaming's live example line not in LiveOrigin: $line" >&2; exit 1; }
+    done
 swift build 2>&1 | grep -vE "^\[[0-9]+/[0-9]+\]" | tail -3
 bin="$(swift build --show-bin-path)"
 work="$(mktemp -d)"
@@ -89,5 +95,19 @@ until grep -qi ":$(printf '%04X' "$port") " /proc/net/udp; do sleep 0.05; done
 wait "$receiver"
 cat recording.log
 [ "$(frames recording.mp4)" -eq 100 ] || fail "StreamToNetwork: the recording does not decode to 100 frames"
+
+# LiveOrigin publishes the sample stream as if live (3 s) and serves it; ffmpeg reads the
+# playlist from the start (-live_start_index 0) to its end and must decode all 90 frames.
+echo "== LiveOrigin"
+port=$(( RANDOM % 10000 + 30000 ))
+"$bin/LiveOrigin" "$media" "$port" > origin.out 2>&1 & origin=$!
+for _ in $(seq 200); do grep -q '^http://' origin.out && break; sleep 0.05; done
+playlist="$(grep -m1 '^http://' origin.out)" || { cat origin.out; fail "LiveOrigin printed no URL"; }
+for _ in $(seq 100); do curl -sf -o /dev/null "$playlist" && break; sleep 0.1; done
+decoded=$(ffmpeg -v error -live_start_index 0 -i "$playlist" -f framemd5 - | grep -vc '^#')
+wait "$origin" || { cat origin.out; fail "LiveOrigin exited $?"; }
+cat origin.out
+[ "$decoded" -eq 90 ] || fail "LiveOrigin: ffmpeg decoded $decoded of 90 frames through the live playlist"
+grep -q "published and served" origin.out || fail "LiveOrigin: no closing count"
 
 echo "samples: every sample built, ran and checked"

@@ -1,4 +1,5 @@
-// The umbrella module: `import H264Kit` brings every library module.
+// The umbrella module: `import H264Kit` brings every library module, and swift-log's `Logger`,
+// which the servers (`HLSOrigin`, `DisplayServer`) take.
 @_exported public import SystemIO
 @_exported public import H264Bitstream
 @_exported public import MediaCore
@@ -11,3 +12,4 @@
 @_exported public import H264Network
 @_exported public import H264Streaming
 @_exported public import H264Display
+@_exported public import Logging

@@ -25,6 +25,11 @@ import SystemIO
 /// kept two target durations more (a player that loaded the playlist just before may still
 /// fetch it), then dropped.
 ///
+/// A playlist exists once it names something: until a rendition's first segment (or, in
+/// low latency, its first part) is whole, the multivariant playlist and that rendition's media
+/// playlist answer `404`, as nginx answers for a file not written yet; a player retries.
+/// ``mediaPlaylistURL(port:rendition:)`` gives a media playlist's URL.
+///
 /// HTTP: GET and HEAD, byte ranges (`206`, `416`), `Content-Type` per file, `Cache-Control`
 /// short for playlists and long for segments (they never change), CORS for players on other
 /// origins (`OPTIONS` preflights answered). Anything but a published name is `404`, a bad
@@ -173,7 +178,15 @@ public final class HLSOrigin: Sendable {
     public var statistics: Statistics { store.statistics }
 
     /// The multivariant playlist's URL on `port`.
-    public func url(port: Int) -> String { "http://\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(port)\(options.path)" }
+    public func url(port: Int) -> String { origin(port: port) + options.path }
+
+    /// The URL of the media playlist of `rendition` on `port` (`/live/index-video.m3u8` for
+    /// the path `/live/index.m3u8`): `404` until the rendition's first segment is whole.
+    public func mediaPlaylistURL(port: Int, rendition: String = "video") -> String {
+        origin(port: port) + OriginStore.RenditionPaths(base: String(options.path.dropLast(".m3u8".count)), rendition: rendition).media
+    }
+
+    private func origin(port: Int) -> String { "http://\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(port)" }
 
     /// Publishes `samples` (in decoding order) as the live stream until they end (the playlist
     /// then gets `EXT-X-ENDLIST`) or the task is cancelled; `paced`: each sample waits for its

@@ -21,6 +21,12 @@ public import MediaCore
 /// they belong to (``Output``), and each segment's report once it is whole: a packager writes
 /// the chunks as they come (memory: one fragment), an origin gathers them (memory: one
 /// segment).
+///
+/// Within one ``Output``, the ``Output/chunks`` may already hold the next segment's first
+/// bytes (the sample that cuts is the new segment's first) while ``Output/completed`` reports
+/// the segment that sample closed: route each chunk by its own ``Chunk/segment`` number, and
+/// treat a segment as whole only once its report has come (from ``append(_:)`` or
+/// ``finish()``).
 public struct MediaSegmenter {
     /// The segments' container.
     public enum Format: String, Sendable, Hashable, Codable {

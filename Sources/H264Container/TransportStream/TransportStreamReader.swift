@@ -592,6 +592,7 @@ public final class TransportStreamReader {
         }
         damagedPayloads.removeAll { $0.range.upperBound <= bytes.upperBound }
         samplesMade += 1
+        if firstFormatDescription == nil { firstFormatDescription = unit.formatDescription }
         let picture = unit.picture
         let intraOnly = picture.sliceTypes.allSatisfy { $0 == .i || $0 == .si }
         ready.append(SampleBuffer(
@@ -622,8 +623,13 @@ public final class TransportStreamReader {
                    largestClockReferenceInterval: largestClockGap.map { MediaTime(value: Int64($0), timescale: 27_000_000) }, clockReferences: clockCount)
     }
 
-    /// The format description of the first sample, once read.
-    public var formatDescription: VideoFormatDescription? { ready.first?.formatDescription ?? waiting?.unit.formatDescription }
+    /// The format description of the first sample, from the moment the reader has made it
+    /// (which may be before ``next()`` hands the sample out: a sample waits for the next one's
+    /// decoding time) and for good after, also once reading has ended. A stream whose parameter
+    /// sets change later gives its samples other descriptions: each sample carries its own.
+    public var formatDescription: VideoFormatDescription? { firstFormatDescription ?? ready.first?.formatDescription ?? waiting?.unit.formatDescription }
+
+    private var firstFormatDescription: VideoFormatDescription?
 
     /// The stream's frame rate: its VUI timing, else the first samples' spacing; nil until known.
     public var frameRate: FrameRate? {
