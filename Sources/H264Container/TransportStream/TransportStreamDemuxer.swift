@@ -375,7 +375,8 @@ public struct TransportStreamDemuxer: Sendable {
             gathering!.randomAccess = randomAccess
             gathering!.discontinuity = discontinuityPending[Int(pid)]
             discontinuityPending[Int(pid)] = false
-            gathering!.bytes.reserveCapacity(lastPESSize + lastPESSize / 4)
+            let wanted = lastPESSize + lastPESSize / 4
+            gathering!.bytes.reserveCapacity(wanted > 65536 ? (wanted + 262143) / 262144 * 262144 : wanted)
         } else if !gathering!.started {
             statistics.bytesOutsidePESPackets += payload.count
             return

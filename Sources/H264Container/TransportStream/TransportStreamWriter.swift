@@ -49,7 +49,7 @@ public final class TransportStreamWriter {
     private var end: MediaTime?
 
     /// Bytes gathered before a write.
-    static let writeSize = 1 << 20
+    static let writeSize = 256 << 10
 
     /// Creates the stream at `path` ("-": standard output; a device or pipe is written in place).
     public init(path: String, options: Options = Options()) throws(ContainerError) {
@@ -99,7 +99,16 @@ public final class TransportStreamWriter {
     private func flush() throws(ContainerError) {
         guard let file, muxer.pendingByteCount > 0 else { return }
         let count = muxer.pendingByteCount
-        do { try muxer.drain { (bytes) throws(SystemError) in try file.write(bytes) } } catch { throw ioError(error) }
+        do {
+            try muxer.drain { (bytes) throws(SystemError) in
+                var start = 0
+                while start < bytes.count {
+                    let end = min(bytes.count, start + Self.writeSize)
+                    try file.write(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                    start = end
+                }
+            }
+        } catch { throw ioError(error) }
         written += count
     }
 
