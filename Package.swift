@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
-let libraries = ["SystemIO", "H264Bitstream", "MediaCore", "H264Container", "H264Codec", "SampleFlow", "MediaProbe", "MediaIO", "H264Session",
+let libraries = ["SystemIO", "Bitstream", "H264Bitstream", "MPEG4Audio", "MediaCore", "ISOBMFF", "MPEGTS", "H264Container", "H264Codec", "SampleFlow", "MediaProbe", "MediaIO", "H264Session",
                  "H264Network", "H264Streaming", "H264Display"]
 let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
 
@@ -23,23 +23,30 @@ var targets: [Target] = [
     // clocks, signals, atomic outputs. Its API is package-wide; only `SystemError` is public.
     .target(name: "SystemIO", dependencies: ["CSystemShims", systemPackage]),
 
-    // Pure Swift, no I/O: the bitstream, then the CoreMedia analogue.
-    .target(name: "H264Bitstream"),
-    .target(name: "MediaCore", dependencies: ["H264Bitstream", "SystemIO"]),
-    // MP4/MOV boxes, readers and writers, CMAF; MPEG-2 transport stream tables, demuxer, reader,
-    // muxer and writer (their files through SystemIO).
-    .target(name: "H264Container", dependencies: ["H264Bitstream", "MediaCore", "SystemIO", systemPackage]),
+    // Pure Swift, no I/O: the bit reader and writer both codecs share, with the one bitstream
+    // error; the H.264 syntax; the MPEG-4 Audio syntax (AAC configurations, ADTS, LATM, esds);
+    // then the CoreMedia analogue over them.
+    .target(name: "Bitstream"),
+    .target(name: "H264Bitstream", dependencies: ["Bitstream"]),
+    .target(name: "MPEG4Audio", dependencies: ["Bitstream"]),
+    .target(name: "MediaCore", dependencies: ["Bitstream", "H264Bitstream", "MPEG4Audio", "SystemIO"]),
+    // One module per container format (their files through SystemIO): ISO BMFF (MP4/MOV boxes,
+    // readers and writers, CMAF), and MPEG-2 transport streams (tables, demuxer, reader, muxer,
+    // writer). H264Container is what it was before the split: both, re-exported.
+    .target(name: "ISOBMFF", dependencies: ["H264Bitstream", "MPEG4Audio", "MediaCore", "SystemIO", systemPackage]),
+    .target(name: "MPEGTS", dependencies: ["Bitstream", "H264Bitstream", "MPEG4Audio", "MediaCore", "SystemIO", systemPackage]),
+    .target(name: "H264Container", dependencies: ["ISOBMFF", "MPEGTS"]),
     // The only module over the C codecs: encoder, decoder and scaler wrappers.
     .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs", "SystemIO"]),
     // Codec-free sample flow: sources (Annex-B, MPEG-TS, MP4/MOV) and sinks (movie, TS,
     // Annex-B), the remux jobs on them (mux, demux, split, concat), and the HLS/DASH segmenter.
-    .target(name: "SampleFlow", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "SystemIO", systemPackage]),
+    .target(name: "SampleFlow", dependencies: ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS", "SystemIO", systemPackage]),
     // What a stream or a movie holds, as reports (h264kit inspect and timecode): no codec needed.
-    .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "SampleFlow"]),
+    .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS", "SampleFlow"]),
     // Raw, Y4M, framemd5 and PNG files, PSNR, test patterns: what tools and tests share.
     .target(name: "MediaIO", dependencies: ["H264Bitstream", "MediaCore", "H264Codec", "SystemIO"]),
     // The VideoToolbox analogue: sessions, and decoding, encoding and transcoding whole files.
-    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "H264Container", "H264Codec", "SampleFlow", "MediaIO", "SystemIO"]),
+    .target(name: "H264Session", dependencies: ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS", "H264Codec", "SampleFlow", "MediaIO", "SystemIO"]),
 
     // RTP (RFC 6184), RTCP, SDP, RTSP, HLS playlists and the live window, the DASH MPD: pure
     // state machines and values, packets and requests in, packets and answers out.
@@ -47,7 +54,7 @@ var targets: [Target] = [
     // The SwiftNIO and Hummingbird shells: RTP sockets, the RTSP server and client, ingest, the
     // HLS/DASH packager and HTTP origin.
     .target(name: "H264Streaming", dependencies: [
-        "H264Network", "SampleFlow", "H264Session", "H264Container", "MediaCore", "SystemIO",
+        "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"), .product(name: "CompressNIO", package: "compress-nio"),
@@ -55,7 +62,7 @@ var targets: [Target] = [
 
     // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.
     .target(name: "H264Display", dependencies: [
-        "H264Streaming", "H264Network", "SampleFlow", "H264Container", "MediaCore", "SystemIO",
+        "H264Streaming", "H264Network", "SampleFlow", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         .product(name: "Logging", package: "swift-log"),
     ], exclude: ["Resources"]),  // the page's sources: compiled in by scripts/embed-player.py (PlayerResources.swift)
@@ -71,16 +78,16 @@ var targets: [Target] = [
 
     .target(name: "TestSupport", dependencies: ["H264Bitstream", "SystemIO"], path: "Tests/TestSupport"),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO", "TestSupport", systemPackage]),
-    .testTarget(name: "SampleFlowTests", dependencies: ["SampleFlow", "H264Container", "H264Bitstream", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
+    .testTarget(name: "SampleFlowTests", dependencies: ["SampleFlow", "ISOBMFF", "MPEGTS", "H264Bitstream", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
     .testTarget(name: "MediaProbeTests", dependencies: ["MediaProbe", "SampleFlow", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "H264Bitstream", "TestSupport"]),
-    .testTarget(name: "H264ContainerTests", dependencies: ["H264Container", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
+    .testTarget(name: "H264ContainerTests", dependencies: ["ISOBMFF", "MPEGTS", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
-    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "SampleFlow", "MediaProbe", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
-    .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "SampleFlow", "H264Session", "H264Container", "MediaCore", "H264Bitstream", "TestSupport"]),
-    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "SampleFlow", "H264Session", "H264Container", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport",
+    .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "SampleFlow", "MediaProbe", "ISOBMFF", "MPEGTS", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
+    .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "MediaCore", "H264Bitstream", "TestSupport"]),
+    .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport",
                                                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
     .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "SampleFlow", "H264Session", "MediaCore", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),

@@ -9,13 +9,13 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzAnnexB", ["H264Bitstream", "SampleFlow"]),
     ("FuzzParameterSets", ["H264Bitstream"]),
     ("FuzzAVCC", ["H264Bitstream", "MediaCore"]),
-    ("FuzzSampleBuffers", ["H264Bitstream", "MediaCore", "H264Container", "SampleFlow"]),
-    ("FuzzMovie", ["H264Bitstream", "MediaCore", "H264Container"]),
+    ("FuzzSampleBuffers", ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS", "SampleFlow"]),
+    ("FuzzMovie", ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS"]),
     ("FuzzY4M", ["MediaCore", "MediaIO"]),
     ("FuzzRTP", ["H264Network"]),
     ("FuzzSDP", ["H264Network"]),
     ("FuzzRTSP", ["H264Network"]),
-    ("FuzzTransportStream", ["H264Bitstream", "MediaCore", "H264Container"]),
+    ("FuzzTransportStream", ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS"]),
 ]
 
 let package = Package(

@@ -382,15 +382,6 @@ public struct H264StreamParser: Sendable {
     public var firstPictureSPS: SequenceParameterSet? { pictureSPSChanges.first?.sps ?? firstSPS }
 }
 
-extension BitstreamError {
-    /// The same error with a context word before its reason ("SPS: ...").
-    public func prefixed(_ context: String) -> BitstreamError {
-        var copy = self
-        copy.reason = "\(context): \(reason)"
-        return copy
-    }
-}
-
 extension H264StreamParser {
     /// Parses a whole Annex-B stream held in memory.
     public static func parse(annexB bytes: [UInt8]) -> H264StreamParser {

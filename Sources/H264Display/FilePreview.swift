@@ -1,6 +1,7 @@
 public import SampleFlow
 public import MediaCore
-import H264Container
+import ISOBMFF
+import MPEGTS
 import SystemIO
 
 /// Plays a media file (anything `MediaSource` reads: Annex-B, MP4, MOV) into a

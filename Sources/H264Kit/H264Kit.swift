@@ -1,8 +1,12 @@
 // The umbrella module: `import H264Kit` brings every library module, and swift-log's `Logger`,
 // which the servers (`HLSOrigin`, `DisplayServer`) take.
 @_exported public import SystemIO
+@_exported public import Bitstream
 @_exported public import H264Bitstream
+@_exported public import MPEG4Audio
 @_exported public import MediaCore
+@_exported public import ISOBMFF
+@_exported public import MPEGTS
 @_exported public import H264Container
 @_exported public import H264Codec
 @_exported public import SampleFlow

@@ -2,7 +2,8 @@ public import SampleFlow
 import Dispatch
 import FoundationEssentials
 import H264Codec
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 import MediaIO
 import Synchronization

@@ -1,7 +1,8 @@
 public import SampleFlow
 public import H264Bitstream
 public import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 public import MediaCore
 import MediaIO
 

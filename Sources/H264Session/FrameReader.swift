@@ -3,7 +3,8 @@ import Dispatch
 import SystemIO
 import H264Bitstream
 public import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 public import MediaCore
 
 /// Decodes a whole input (an Annex-B stream, an MP4 or MOV file) to frames in presentation

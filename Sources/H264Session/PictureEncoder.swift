@@ -1,6 +1,7 @@
 public import SampleFlow
 public import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 public import MediaCore
 public import MediaIO
 import SystemIO

@@ -2,7 +2,8 @@ public import SampleFlow
 import SystemIO
 import H264Bitstream
 public import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 public import MediaCore
 import MediaIO
 import Synchronization

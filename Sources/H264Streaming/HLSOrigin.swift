@@ -1,6 +1,7 @@
 import H264Network
 import H264Bitstream
-import H264Container
+import ISOBMFF
+import MPEGTS
 import HTTPTypes
 import CompressNIO
 import Hummingbird

@@ -1,5 +1,6 @@
 import H264Bitstream
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import H264Network
 import MediaCore
 public import SampleFlow

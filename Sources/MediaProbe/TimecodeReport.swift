@@ -1,5 +1,6 @@
-public import H264Container
-import MediaCore
+public import ISOBMFF
+public import MPEGTS
+public import MediaCore
 import H264Bitstream
 
 /// A movie's timecode: the track's format, its start, its runs and, if asked, every video

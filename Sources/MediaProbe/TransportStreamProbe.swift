@@ -1,4 +1,5 @@
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 import MediaCore
 public import SampleFlow
 import SystemPackage

@@ -1,4 +1,5 @@
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 
 /// Cuts a stream of samples into the media segments HLS and DASH serve: CMAF fragmented MP4

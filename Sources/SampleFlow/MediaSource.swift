@@ -1,5 +1,6 @@
 public import H264Bitstream
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 import SystemIO
 import SystemPackage

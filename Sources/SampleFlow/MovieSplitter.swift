@@ -1,5 +1,6 @@
 import FoundationEssentials
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 import SystemIO
 

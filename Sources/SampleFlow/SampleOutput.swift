@@ -1,4 +1,5 @@
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 
 /// Where samples go, named by a path: a movie, a transport stream or an Annex-B stream (and,
 /// by the file name, which). Makes the ``SampleSink`` that writes it.

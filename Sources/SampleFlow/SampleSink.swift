@@ -1,4 +1,5 @@
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 import SystemIO
 

@@ -1,4 +1,5 @@
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 import MediaCore
 
 /// Extracts a movie's H.264 track, or a transport stream's H.264 stream, as an Annex-B

@@ -1,5 +1,6 @@
 public import H264Bitstream
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 
 /// Puts an H.264 stream into an MP4 or MOV file or an MPEG-2 transport stream without decoding

@@ -1,4 +1,5 @@
-public import H264Container
+public import ISOBMFF
+public import MPEGTS
 public import MediaCore
 
 /// Samples into an MPEG-2 transport stream, through `TransportStreamWriter`: a file, standard

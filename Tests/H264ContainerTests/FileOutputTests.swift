@@ -1,5 +1,6 @@
 import Foundation
-@testable import H264Container
+@testable import ISOBMFF
+import MPEGTS
 import SystemIO
 import SystemPackage
 import MediaCore

@@ -1,6 +1,7 @@
 import Foundation
 import H264Bitstream
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import H264Bitstream
-@testable import H264Container
+@testable import ISOBMFF
+import MPEGTS
 import MediaCore
 import TestSupport
 import Testing

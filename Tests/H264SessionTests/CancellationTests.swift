@@ -1,6 +1,7 @@
 import Foundation
 import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 import H264Session
 import MediaCore
 import SampleFlow

@@ -1,7 +1,8 @@
 import Foundation
 import H264Bitstream
 import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 import H264Session
 import MediaCore
 import MediaIO

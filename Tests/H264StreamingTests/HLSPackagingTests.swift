@@ -1,5 +1,6 @@
 import Foundation
-import H264Container
+import ISOBMFF
+import MPEGTS
 import H264Network
 import H264Streaming
 import MediaCore

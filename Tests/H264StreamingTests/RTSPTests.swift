@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
-import H264Container
+import ISOBMFF
+import MPEGTS
 import H264Network
 import H264Session
 import H264Streaming

@@ -1,4 +1,5 @@
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 import SampleFlow
 import TestSupport

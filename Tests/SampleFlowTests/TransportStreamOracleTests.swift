@@ -1,5 +1,6 @@
 import Foundation
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 import SampleFlow
 import SystemPackage

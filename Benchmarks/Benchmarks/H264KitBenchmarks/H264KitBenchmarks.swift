@@ -2,7 +2,8 @@ import Benchmark
 import Foundation
 import H264Bitstream
 import H264Codec
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 
 /// The sample stream embedded in the repository (320x240, B-frames, 30000/1001 fps).

@@ -2,7 +2,8 @@
 // its description, timecode tracks and their frame listing, metadata; and the parsed `moov`
 // written back, which must parse to the same boxes.
 import FuzzSupport
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 
 @_cdecl("FuzzMovie_main")

@@ -4,7 +4,8 @@
 import FuzzSupport
 import H264Bitstream
 import SampleFlow
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 
 #if canImport(Glibc)

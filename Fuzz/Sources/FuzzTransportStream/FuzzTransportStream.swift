@@ -4,7 +4,8 @@
 // one input in four, the samples written again by the muxer, which must read back the same.
 import FuzzSupport
 import H264Bitstream
-import H264Container
+import ISOBMFF
+import MPEGTS
 import MediaCore
 
 @_cdecl("FuzzTransportStream_main")

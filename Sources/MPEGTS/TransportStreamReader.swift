@@ -1,3 +1,4 @@
+import Bitstream
 public import H264Bitstream
 public import MediaCore
 import SystemIO

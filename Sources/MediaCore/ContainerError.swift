@@ -50,12 +50,6 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
         self.byteOffset = byteOffset
     }
 
-    /// A transport stream's error met while `doing` something with the file at `path`: kept
-    /// whole as the cause (its words are not copied), its byte offset taken as the place.
-    public init(_ error: TransportStreamError, while doing: String, path: String? = nil) {
-        self.init(error.code == .limitExceeded ? .limitExceeded : .invalidInput, doing, path: path, byteOffset: error.byteOffset, cause: error)
-    }
-
     /// A failed system call met while `doing` something with the file at `path`: an ``Code/io``
     /// error with the system error as its cause and ``systemError``.
     public init(_ error: SystemError, while doing: String, path: String? = nil) {

@@ -1,3 +1,4 @@
+import Bitstream
 /// A whole PES packet as a demuxer gathered it from its transport packets: the header, the
 /// payload (the elementary stream's bytes), where it started and whether any of it was lost.
 public struct PESPacket: Sendable {

@@ -1,4 +1,5 @@
-/// An error in H.264 bitstream data, with the place it was found.
+/// An error in bitstream data (H.264 NAL units, MPEG-4 Audio configurations and frames), with
+/// the place it was found.
 ///
 /// The location fields say *where* the input is bad, so a command-line tool can print
 /// "file.264: byte 1234 (NAL #7, SPS): num_ref_frames_in_pic_order_cnt_cycle 300 exceeds 255".
@@ -101,5 +102,14 @@ public struct BitstreamError: Error, Hashable, Sendable, CustomStringConvertible
         let prefix = place.isEmpty ? "" : place.joined(separator: ", ") + ": "
         // An I/O error's reason says it all ("cannot open: No such file or directory").
         return code == .io || code == .noPicture ? "\(prefix)\(reason)" : "\(prefix)\(code): \(reason)"
+    }
+}
+
+extension BitstreamError {
+    /// The same error with a context word before its reason ("SPS: ...").
+    public func prefixed(_ context: String) -> BitstreamError {
+        var copy = self
+        copy.reason = "\(context): \(reason)"
+        return copy
     }
 }

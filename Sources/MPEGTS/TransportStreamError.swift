@@ -1,3 +1,5 @@
+public import MediaCore
+
 /// A problem in a transport stream's packets, tables or PES packets, with where it is: the
 /// byte offset of the packet, its index and its PID, when known.
 public struct TransportStreamError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -70,5 +72,13 @@ public struct TransportStreamError: Error, Hashable, Sendable, CustomStringConve
         if placed.byteOffset == nil { placed.byteOffset = byteOffset }
         if placed.pid == nil { placed.pid = pid }
         return placed
+    }
+}
+
+extension ContainerError {
+    /// A transport stream's error met while `doing` something with the file at `path`: kept
+    /// whole as the cause (its words are not copied), its byte offset taken as the place.
+    public init(_ error: TransportStreamError, while doing: String, path: String? = nil) {
+        self.init(error.code == .limitExceeded ? .limitExceeded : .invalidInput, doing, path: path, byteOffset: error.byteOffset, cause: error)
     }
 }

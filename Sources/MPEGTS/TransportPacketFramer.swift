@@ -1,3 +1,4 @@
+import Bitstream
 /// Cuts a byte stream that arrives in chunks into transport packets: finds the first run of
 /// sync bytes, hands each 188-byte packet over with its offset (and, for M2TS, its arrival
 /// time stamp), and after a lost sync byte (a byte flipped, bytes lost) hunts for the next run

@@ -1,3 +1,4 @@
+import Bitstream
 /// The transport stream layer of a demuxer as a state machine: 188-byte packets in, tables, PES
 /// packets and clock references out (ISO/IEC 13818-1 §2.4). No I/O: a reader feeds it what a
 /// ``TransportPacketFramer`` cuts from a file or a pipe, a fuzzer feeds it anything.

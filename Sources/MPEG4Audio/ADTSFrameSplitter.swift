@@ -1,0 +1,214 @@
+public import Bitstream
+
+/// Cuts an ADTS byte stream (a `.aac` file, the payload of an MPEG-2 transport stream's AAC
+/// PES packets) into AAC frames, whatever the chunks it comes in: a frame may straddle chunks
+/// (PES packets), several may share one. A pure state machine: bytes in, frames out, nothing
+/// else held but one frame's bytes.
+///
+/// Damage is found and said, never passed on: bytes before a sync word are skipped (a header
+/// found away from where the last frame ended must be followed by another, or match the last
+/// one's rate and channels, before it is believed); a frame of several raw data blocks is
+/// left out (one AAC frame per sample is what a container carries, and FFmpeg refuses them
+/// too); a frame the input ends inside is left out. Each is counted in ``statistics`` and the
+/// first ``maximumProblemsKept`` kept in ``problems`` with their offset in the stream.
+public struct ADTSFrameSplitter: Sendable {
+    /// One AAC frame.
+    public struct Frame: Sendable {
+        /// Its ADTS header.
+        public var header: ADTSHeader
+        /// The raw data block (the header and any CRC left out).
+        public var payload: [UInt8]
+        /// Where its header started in the stream (the bytes given so far, from 0).
+        public var offset: Int
+    }
+
+    /// Something wrong in the stream, with where.
+    public struct Problem: Sendable, Hashable, CustomStringConvertible {
+        /// What was wrong.
+        public enum Kind: Sendable, Hashable {
+            /// Bytes that were no frame, skipped to the next sync word.
+            case skipped(bytes: Int)
+            /// A frame of several raw data blocks, left out.
+            case severalRawDataBlocks(count: Int)
+            /// A header that does not parse (a reserved rate, a length shorter than the
+            /// header), skipped.
+            case invalidHeader(String)
+            /// The stream ended inside a frame (`missing` bytes short), left out.
+            case truncated(missing: Int)
+            /// A frame whose rate, object type or channels differ from the stream's first.
+            case changedStream(ADTSHeader)
+        }
+        /// What was wrong.
+        public var kind: Kind
+        /// Where in the stream.
+        public var offset: Int
+
+        /// "byte 1234: 56 bytes skipped to the next sync word", and so on.
+        public var description: String {
+            switch kind {
+            case .skipped(let count): "byte \(offset): \(count) byte(s) that are no ADTS frame, skipped"
+            case .severalRawDataBlocks(let count): "byte \(offset): an ADTS frame of \(count) raw data blocks, left out (one AAC frame per ADTS frame is carried)"
+            case .invalidHeader(let reason): "byte \(offset): \(reason); skipped"
+            case .truncated(let missing): "byte \(offset): the stream ends \(missing) byte(s) before the end of this frame; left out"
+            case .changedStream(let header): "byte \(offset): the stream changes to \(header.audioObjectType) at \(header.samplingFrequency) Hz, channel configuration \(header.channelConfiguration)"
+            }
+        }
+    }
+
+    /// Counts of what was cut and what was wrong.
+    public struct Statistics: Sendable, Hashable {
+        /// Frames handed out.
+        public var frames = 0
+        /// Bytes skipped looking for a sync word.
+        public var skippedBytes = 0
+        /// Frames left out: several raw data blocks, a cut end, an invalid header.
+        public var framesLeftOut = 0
+    }
+
+    /// Problems kept in ``problems`` at most (all are counted).
+    public static let maximumProblemsKept = 100
+
+    /// The counts so far.
+    public private(set) var statistics = Statistics()
+    /// The first problems, each with where it was.
+    public private(set) var problems: [Problem] = []
+    /// The first frame's header: the stream's rate, object type and channels.
+    public private(set) var firstHeader: ADTSHeader?
+
+    /// Bytes not yet cut (at most a frame and a header).
+    private var pending: [UInt8] = []
+    /// The stream offset of `pending[0]`.
+    private var pendingOffset = 0
+    /// Whether the next byte is where the last frame ended (no resynchronization needed).
+    private var inStep = false
+    private var lastHeader: ADTSHeader?
+
+    /// A splitter at the start of a stream.
+    public init() {}
+
+    /// Bytes given so far.
+    public var bytesTaken: Int { pendingOffset + pending.count }
+
+    /// Takes the next bytes of the stream; returns the frames they complete, in order.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) -> [Frame] {
+        pending.append(contentsOf: bytes.bindMemory(to: UInt8.self))
+        return cut(atEnd: false)
+    }
+
+    /// Takes the next bytes of the stream.
+    public mutating func append(_ bytes: [UInt8]) -> [Frame] {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Ends the stream: a frame it ends inside is left out (and said).
+    public mutating func finish() -> [Frame] {
+        let frames = cut(atEnd: true)
+        if !pending.isEmpty {
+            if let header = try? pending.withTypedBytes({ (raw) throws(BitstreamError) in try ADTSHeader(bytes: raw) }), header.frameLength > pending.count {
+                note(.truncated(missing: header.frameLength - pending.count), at: pendingOffset)
+                statistics.framesLeftOut += 1
+            } else {
+                note(.skipped(bytes: pending.count), at: pendingOffset)
+                statistics.skippedBytes += pending.count
+            }
+            pendingOffset += pending.count
+            pending.removeAll()
+        }
+        return frames
+    }
+
+    private mutating func note(_ kind: Problem.Kind, at offset: Int) {
+        if problems.count < Self.maximumProblemsKept { problems.append(Problem(kind: kind, offset: offset)) }
+    }
+
+    /// Cuts every whole frame from `pending`.
+    private mutating func cut(atEnd: Bool) -> [Frame] {
+        var frames: [Frame] = []
+        var start = 0
+        defer {
+            if start > 0 {
+                pending.removeFirst(start)
+                pendingOffset += start
+            }
+        }
+        while pending.count - start >= ADTSHeader.minimumSize {
+            // Find a sync word.
+            if !(pending[start] == 0xFF && pending[start + 1] & 0xF6 == 0xF0) {
+                var next = start + 1
+                while next + 1 < pending.count && !(pending[next] == 0xFF && pending[next + 1] & 0xF6 == 0xF0) { next += 1 }
+                if next + 1 >= pending.count && !atEnd { next = pending.count - 1 }  // the last byte may begin a sync word
+                if next + 1 >= pending.count && atEnd { next = pending.count }
+                skip(next - start, at: pendingOffset + start)
+                start = next
+                inStep = false
+                continue
+            }
+            let header: ADTSHeader
+            do throws(BitstreamError) {
+                header = try pending.withTypedBytes { (raw) throws(BitstreamError) in try ADTSHeader(bytes: UnsafeRawBufferPointer(rebasing: raw[start...])) }
+            } catch where error.code == .truncated && !atEnd {
+                break
+            } catch {
+                note(.invalidHeader(error.reason), at: pendingOffset + start)
+                skip(1, at: pendingOffset + start, said: false)
+                start += 1
+                inStep = false
+                continue
+            }
+            let end = start + header.frameLength
+            if !inStep {
+                // Away from where the last frame ended: believe the header only when the next
+                // frame's sync word follows it, or it matches the stream so far.
+                let matches = lastHeader.map { header.isSameStream(as: $0) } ?? false
+                if end + 1 < pending.count {
+                    if !(pending[end] == 0xFF && pending[end + 1] & 0xF6 == 0xF0) && !matches {
+                        skip(1, at: pendingOffset + start)
+                        start += 1
+                        continue
+                    }
+                } else if !atEnd && !matches {
+                    break  // wait for the next frame's sync word
+                }
+            }
+            guard end <= pending.count else { break }
+            inStep = true
+            if let first = firstHeader, !header.isSameStream(as: first), !(lastHeader.map { header.isSameStream(as: $0) } ?? false) {
+                note(.changedStream(header), at: pendingOffset + start)
+            }
+            lastHeader = header
+            if firstHeader == nil { firstHeader = header }
+            if header.rawDataBlockCount > 1 {
+                note(.severalRawDataBlocks(count: header.rawDataBlockCount), at: pendingOffset + start)
+                statistics.framesLeftOut += 1
+            } else {
+                frames.append(Frame(header: header, payload: Array(pending[(start + header.size)..<end]), offset: pendingOffset + start))
+                statistics.frames += 1
+            }
+            start = end
+        }
+        return frames
+    }
+
+    /// Counts `count` bytes skipped at `offset`, merged into the last skip when it ends there.
+    private mutating func skip(_ count: Int, at offset: Int, said: Bool = true) {
+        guard count > 0 else { return }
+        statistics.skippedBytes += count
+        guard said else { return }
+        if let last = problems.last, case .skipped(let before) = last.kind, last.offset + before == offset {
+            problems[problems.count - 1].kind = .skipped(bytes: before + count)
+        } else {
+            note(.skipped(bytes: count), at: offset)
+        }
+    }
+}
+
+extension ProgramConfigElement {
+    /// The program config element that begins an AAC raw data block, if it begins with one
+    /// (`id_syn_ele` 5, ID_PCE): how an ADTS stream with channel configuration 0 gives its layout.
+    public static func leading(_ rawDataBlock: [UInt8]) -> ProgramConfigElement? {
+        guard let first = rawDataBlock.first, first >> 5 == 5 else { return nil }
+        var reader = BitReader(rawDataBlock.span)
+        _ = try? reader.skip(3)
+        return try? ProgramConfigElement(parsing: &reader, alignmentOrigin: 0)
+    }
+}
