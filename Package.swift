@@ -33,14 +33,14 @@ var targets: [Target] = [
     // One module per container format (their files through SystemIO): ISO BMFF (MP4/MOV boxes,
     // readers and writers, CMAF), and MPEG-2 transport streams (tables, demuxer, reader, muxer,
     // writer). H264Container is what it was before the split: both, re-exported.
-    .target(name: "ISOBMFF", dependencies: ["H264Bitstream", "MPEG4Audio", "MediaCore", "SystemIO", systemPackage]),
+    .target(name: "ISOBMFF", dependencies: ["Bitstream", "H264Bitstream", "MPEG4Audio", "MediaCore", "SystemIO", systemPackage]),
     .target(name: "MPEGTS", dependencies: ["Bitstream", "H264Bitstream", "MPEG4Audio", "MediaCore", "SystemIO", systemPackage]),
     .target(name: "H264Container", dependencies: ["ISOBMFF", "MPEGTS"]),
     // The only module over the C codecs: encoder, decoder and scaler wrappers.
     .target(name: "H264Codec", dependencies: ["H264Bitstream", "MediaCore", "CCodecs", "SystemIO"]),
     // Codec-free sample flow: sources (Annex-B, MPEG-TS, MP4/MOV) and sinks (movie, TS,
     // Annex-B), the remux jobs on them (mux, demux, split, concat), and the HLS/DASH segmenter.
-    .target(name: "SampleFlow", dependencies: ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS", "SystemIO", systemPackage]),
+    .target(name: "SampleFlow", dependencies: ["Bitstream", "H264Bitstream", "MPEG4Audio", "MediaCore", "ISOBMFF", "MPEGTS", "SystemIO", systemPackage]),
     // What a stream or a movie holds, as reports (h264kit inspect and timecode): no codec needed.
     .target(name: "MediaProbe", dependencies: ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS", "SampleFlow"]),
     // Raw, Y4M, framemd5 and PNG files, PSNR, test patterns: what tools and tests share.
@@ -82,7 +82,7 @@ var targets: [Target] = [
     .testTarget(name: "MediaProbeTests", dependencies: ["MediaProbe", "SampleFlow", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "H264Bitstream", "TestSupport"]),
-    .testTarget(name: "H264ContainerTests", dependencies: ["ISOBMFF", "MPEGTS", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
+    .testTarget(name: "H264ContainerTests", dependencies: ["ISOBMFF", "MPEGTS", "MPEG4Audio", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "SampleFlow", "MediaProbe", "ISOBMFF", "MPEGTS", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),

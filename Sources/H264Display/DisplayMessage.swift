@@ -39,7 +39,7 @@ enum DisplayMessage {
         append(UInt64(bitPattern: microseconds(sample.decodeTime)), to: &bytes)
         append(UInt64(bitPattern: microseconds(sample.duration)), to: &bytes)
         append(UInt64(bitPattern: arrival), to: &bytes)
-        let lengthSize = sample.formatDescription.nalUnitLengthSize
+        let lengthSize = sample.videoFormatDescription?.nalUnitLengthSize ?? 4
         for unit in inBand {
             for shift in stride(from: (lengthSize - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: unit.count >> shift)) }
             bytes += unit

@@ -92,7 +92,8 @@ final class PageConnection: Sendable {
             state.fellBehind = false
             var messages: [Outgoing] = []
             var outgoing = outgoing
-            let description = outgoing.sample.formatDescription
+            // The page shows pictures: a sample of another track has nothing to show.
+            guard let description = outgoing.sample.videoFormatDescription else { return ([], false) }
             if state.configured != description {
                 if outgoing.sample.isSync || state.configured == nil {
                     messages.append(.text(DisplayMessage.configuration(description, live: live)))

@@ -83,10 +83,14 @@ public struct H264Packetizer: Sendable {
     }
 
     /// The packets of one access unit, in sending order.
+    /// A sample that is not H.264 video is an error.
     public mutating func packets(for sample: SampleBuffer) throws(NetworkError) -> [RTPPacket] {
+        guard let format = sample.videoFormatDescription else {
+            throw NetworkError(.unsupported, "a \(sample.formatDescription.codecName) sample given to the H.264 packetizer")
+        }
         var nalUnits: [[UInt8]] = []
         if sample.isSync, configuration.sendsParameterSetsAtSyncSamples {
-            nalUnits += sample.formatDescription.sequenceParameterSets + sample.formatDescription.pictureParameterSets
+            nalUnits += format.sequenceParameterSets + format.pictureParameterSets
         }
         do { nalUnits += try sample.nalUnits() } catch { throw NetworkError(.invalidPayload, "a sample does not frame its NAL units", cause: error) }
         return try packets(nalUnits: nalUnits, timestamp: timestamp(for: sample.presentationTime))

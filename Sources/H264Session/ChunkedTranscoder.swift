@@ -300,8 +300,8 @@ public struct ChunkedTranscoder: Sendable {
                                              bytes: 0, width: 0, height: 0, firstPresentationTime: nil, lastPresentationTime: nil, warnings: diagnostics)
             for sample in samples {
                 summary.bytes += sample.data.count
-                summary.width = sample.formatDescription.width
-                summary.height = sample.formatDescription.height
+                summary.width = sample.videoFormatDescription?.width ?? summary.width
+                summary.height = sample.videoFormatDescription?.height ?? summary.height
                 if summary.firstPresentationTime.map({ sample.presentationTime < $0 }) ?? true { summary.firstPresentationTime = sample.presentationTime }
                 if summary.lastPresentationTime.map({ sample.presentationTime > $0 }) ?? true { summary.lastPresentationTime = sample.presentationTime }
             }

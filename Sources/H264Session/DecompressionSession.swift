@@ -144,7 +144,8 @@ public final class DecompressionSession: Sendable {
     }
 
     private func checkAccepts(_ sample: SampleBuffer) throws(SessionError) {
-        guard canAccept(sample.formatDescription) else { throw .formatNotAccepted(session: formatDescription, sample: sample.formatDescription) }
+        guard let video = sample.videoFormatDescription else { throw .notVideo(sample.formatDescription) }
+        guard canAccept(video) else { throw .formatNotAccepted(session: formatDescription, sample: video) }
     }
 
     private func submit(_ sample: SampleBuffer) {
@@ -258,7 +259,10 @@ private struct Engine: ~Copyable {
         let index = nextIndex
         nextIndex += 1
         pending[index] = Pending(presentation: sample.presentationTime, duration: sample.duration, hidden: sample.attachments.doNotDisplay)
-        let format = sample.formatDescription
+        guard let format = sample.videoFormatDescription else {
+            pending[index]?.error = CodecError(.decodeFailed, "a \(sample.formatDescription.codecName) sample is not H.264 video")
+            return [dropped(index)]
+        }
         guard limits.allows(width: format.codedWidth, height: format.codedHeight) else {
             // Refused before libavcodec allocates pictures of that size; the stream goes on.
             pending[index]?.error = CodecError(.decodeFailed, limits.refusal(width: format.codedWidth, height: format.codedHeight,
@@ -266,9 +270,9 @@ private struct Engine: ~Copyable {
             return [dropped(index)]
         }
         var data = sample.data
-        if sample.formatDescription != description {
+        if format != description {
             // New parameter sets go in band before the sample, as a stream would carry them.
-            description = sample.formatDescription
+            description = format
             var prefix: [UInt8] = []
             for set in description.sequenceParameterSets + description.pictureParameterSets {
                 // A parameter set too long for the length size could not be in the description.

@@ -32,6 +32,10 @@ public final class FrameReader {
         public var interval: MediaTime?
         /// The largest picture decoded (see ``DecompressionSession/Configuration/limits``).
         public var limits: PictureLimits
+        /// Where the source's samples of other tracks go (a transcode copies its audio), in the
+        /// order they come, on the thread reading; nil drops them (a source reading video alone
+        /// has none).
+        public var otherSamples: (@Sendable (SampleBuffer) -> Void)?
 
         /// Options; by default every picture, at the first picture's size, in the stream's pixel format.
         public init(threading: H264Decoder.Threading = .init(), pixelFormat: PixelFormat? = nil, size: OutputSize = .first, interval: MediaTime? = nil,
@@ -107,7 +111,12 @@ public final class FrameReader {
                 ended = true
                 continue
             }
-            if let current = session, !current.canAccept(sample.formatDescription) {
+            // Frames are pictures: samples of other tracks go to whoever asked for them.
+            guard let video = sample.videoFormatDescription else {
+                options.otherSamples?(sample)
+                continue
+            }
+            if let current = session, !current.canAccept(video) {
                 // Another NAL length size: finish this session, go on in a new one.
                 current.finish()
                 session = nil
@@ -116,7 +125,7 @@ public final class FrameReader {
                 var configuration = DecompressionSession.Configuration(pixelFormat: options.pixelFormat, threading: options.threading, limits: options.limits)
                 if case .fixed(let width, let height) = options.size { configuration.size = (width, height) }
                 let outputs = self.outputs
-                session = try DecompressionSession(formatDescription: sample.formatDescription, configuration: configuration) { frame in
+                session = try DecompressionSession(formatDescription: video, configuration: configuration) { frame in
                     outputs.frames.withLock { $0.append(frame) }
                 }
             }

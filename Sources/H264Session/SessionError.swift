@@ -11,6 +11,9 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     /// The sample's format description cannot follow the session's (see
     /// ``DecompressionSession/canAccept(_:)``): finish this session and make a new one.
     case formatNotAccepted(session: VideoFormatDescription, sample: VideoFormatDescription)
+    /// A sample the session does not decode (audio, or a codec carried as it is): a
+    /// decompression session decodes H.264 video.
+    case notVideo(FormatDescription)
     /// No longer thrown (kept for callers that match it): a session made without an output
     /// handler is asynchronous, its outputs consumed from its `frames`.
     case outputHandlerRequired
@@ -82,6 +85,8 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .formatNotAccepted(let session, let sample):
             "the session decodes \(session.nalUnitLengthSize)-byte NAL lengths of H.264; this sample's description is \(sample) (make a new session)"
+        case .notVideo(let format):
+            "the session decodes H.264 video; this sample is \(format.codecName) (\(format.mediaType))"
         case .outputsNotConsumed(let waited, let inFlight):
             "\(inFlight) frames waited \(waited) s with nothing consuming the session's frames sequence; a blocking call cannot wait for a consumer "
                 + "that would run after it on the same thread: consume frames on another task, use the async form, or give the session an output handler"

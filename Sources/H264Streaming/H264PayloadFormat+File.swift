@@ -10,7 +10,7 @@ extension H264PayloadFormat {
         let sample: SampleBuffer?
         do { sample = try MediaSource(path: path, options: options).next() } catch { throw .source(error) }
         guard let sample else { throw .source(.noSamples(input: path, reason: "no samples")) }
-        self.init(formatDescription: sample.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
+        self.init(formatDescription: try sample.requireVideo(input: path), payloadType: payloadType, packetizationMode: packetizationMode)
     }
 
     /// The payload format of the first sample `samples` gives (for pictures encoded live,
@@ -21,6 +21,16 @@ extension H264PayloadFormat {
         let first: SampleBuffer?
         do { first = try await iterator.next() } catch { throw .sending(error) }
         guard let first else { throw .source(.noSamples(input: "the samples", reason: "no samples")) }
-        self.init(formatDescription: first.formatDescription, payloadType: payloadType, packetizationMode: packetizationMode)
+        self.init(formatDescription: try first.requireVideo(input: "the samples"), payloadType: payloadType, packetizationMode: packetizationMode)
+    }
+}
+
+extension SampleBuffer {
+    /// The sample's H.264 description, or the error of a sender of H.264 given something else.
+    func requireVideo(input: String) throws(StreamingError) -> VideoFormatDescription {
+        guard let video = videoFormatDescription else {
+            throw .source(.noSamples(input: input, reason: "a \(formatDescription.codecName) sample where H.264 video was to be sent"))
+        }
+        return video
     }
 }

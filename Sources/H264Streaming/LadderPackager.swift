@@ -66,11 +66,11 @@ public struct LadderPackager: Sendable {
             let source = try MediaSource(path: path, options: packaging.source)
             guard let sample = try source.next() else { throw .noSamples(input: source.name, reason: "no samples to encode") }
             first = sample
-            rate = source.frameRate ?? sample.formatDescription.sps.frameRate ?? .assumedWithoutTiming
+            rate = source.frameRate ?? sample.videoFormatDescription?.sps.frameRate ?? .assumedWithoutTiming
         } catch {
             throw .source(error)
         }
-        let format = first.formatDescription
+        let format = try first.requireVideo(input: path)
         let files = WrittenFiles()
         var renditions: [HLSPackager.Rendition] = []
         do throws(StreamingError) {

@@ -21,7 +21,7 @@ extension RTSPServer {
         }
         if Task.isCancelled { return }
         guard let first else { throw .invalidOption("no pictures to serve") }
-        let stream = try RTSPBroadcast(formatDescription: first.formatDescription, packetizer: options.packetizer) { pictures.requestKeyframe() }
+        let stream = try RTSPBroadcast(formatDescription: try first.requireVideo(input: "the pictures"), packetizer: options.packetizer) { pictures.requestKeyframe() }
         try serve(.broadcast(stream), at: path)
         try stream.send(first)
         let rest = RemainingPictures(iterator: iterator)

@@ -144,7 +144,7 @@ public final class RTSPServer: Sendable {
             let read: SampleBuffer?
             do { read = try reader.next() } catch { throw .source(error) }
             guard let first = read else { throw .source(.noSamples(input: file, reason: "no samples to serve")) }
-            let format = H264PayloadFormat(formatDescription: first.formatDescription, payloadType: options.packetizer.payloadType,
+            let format = H264PayloadFormat(formatDescription: try first.requireVideo(input: file), payloadType: options.packetizer.payloadType,
                                            packetizationMode: options.packetizer.packetizationMode, control: "trackID=0")
             if loops {
                 let fanOut = try RTPFanOut(configuration: options.packetizer)

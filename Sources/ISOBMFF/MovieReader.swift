@@ -1,5 +1,6 @@
 public import H264Bitstream
 public import MediaCore
+import MPEG4Audio
 import SystemIO
 
 /// Reads MP4 and MOV files: the box tree (through the box types, with limits), tracks, edit
@@ -34,10 +35,14 @@ public final class MovieReader: Sendable {
         public var dependency: UInt8?
     }
 
-    /// A sample description: an H.264 format, a timecode format, or another codec we only name.
+    /// A sample description: an H.264 format, an AAC format, a timecode format, or another
+    /// codec we only name (its entry's bytes are in ``Track/sampleEntries``, to carry it).
     public enum SampleDescription: Sendable {
         /// An `avc1` or `avc3` sample entry with its avcC, as a format description.
         case h264(VideoFormatDescription)
+        /// An `mp4a` sample entry of AAC (an `esds` of MPEG-4 or MPEG-2 AAC with its
+        /// AudioSpecificConfig), as a format description.
+        case audio(AudioFormatDescription)
         /// A `tmcd` or `tc64` timecode sample entry.
         case timecode(TimecodeFormatDescription)
         /// A sample entry of another type, named by its four-character code.
@@ -70,6 +75,31 @@ public final class MovieReader: Sendable {
         public var isFragmented: Bool
         /// Track references (`tref`): type → track ids.
         public var references: [FourCharCode: [UInt32]]
+        /// The sample entries' bytes (`stsd`), size and type included, in order: what carries a
+        /// codec this reader does not read to another movie as it was.
+        public var sampleEntries: [[UInt8]] = []
+        /// The language (`mdhd`), an ISO 639-2/T code; nil when undetermined (`und`).
+        public var language: String?
+        /// `tkhd` flags: ``TrackHeaderBox/enabled``, ``TrackHeaderBox/inMovie``, ...
+        public var headerFlags: UInt32 = 0
+        /// `tkhd` alternate_group: tracks of one group are alternatives (audio in languages).
+        public var alternateGroup: Int16 = 0
+        /// The `roll` sample group's distance (AAC: -1, a frame decoded before the first shown
+        /// is needed), when the track has one.
+        public var rollDistance: Int16?
+        /// Encoder priming from an iTunes `iTunSMPB` item, samples, when the file has one and
+        /// the track no edit list says it.
+        public var encoderDelay: Int?
+
+        /// The kind of media, from the handler and the first description.
+        public var mediaType: MediaType {
+            switch descriptions.first {
+            case .h264: return .video
+            case .audio: return .audio
+            case .timecode: return .timecode
+            default: return handlerType == "sbtl" ? .subtitle : MediaType(rawValue: handlerType)
+            }
+        }
 
         /// Whether the track is H.264 video.
         public var isH264: Bool { descriptions.contains { if case .h264 = $0 { true } else { false } } }
@@ -85,6 +115,64 @@ public final class MovieReader: Sendable {
         /// The H.264 format descriptions, in sample-description order.
         public var formatDescriptions: [VideoFormatDescription] {
             descriptions.compactMap { if case .h264(let format) = $0 { format } else { nil } }
+        }
+
+        /// Whether the track is AAC.
+        public var isAAC: Bool { descriptions.contains { if case .audio = $0 { true } else { false } } }
+
+        /// The format of sample description `index` (from 0): H.264, AAC and timecode as read,
+        /// anything else as an opaque description holding its sample entry's bytes.
+        public func format(at index: Int) -> FormatDescription? {
+            guard descriptions.indices.contains(index) else { return nil }
+            switch descriptions[index] {
+            case .h264(let format): return .video(format)
+            case .audio(let format): return .audio(format)
+            case .timecode(let format): return .timecode(format)
+            case .other(let code):
+                let entry = index < sampleEntries.count ? sampleEntries[index] : []
+                var opaque = OpaqueFormatDescription(mediaType: mediaType, codec: code, name: MovieReader.codecName(code, entry: entry), sampleEntry: entry)
+                if mediaType == .audio, entry.count >= 36 {
+                    // The fixed fields of an audio sample entry: channelcount at 24, samplerate at 32.
+                    opaque.channelCount = Int(entry[24]) << 8 | Int(entry[25])
+                    let rate = Int(entry[32]) << 8 | Int(entry[33])
+                    opaque.sampleRate = rate > 0 ? rate : Int(timescale)
+                }
+                return .opaque(opaque)
+            }
+        }
+
+        /// The track as a source describes it: its ID, its first format, language, timescale.
+        public var trackDescription: TrackDescription? {
+            format(at: 0).map { TrackDescription(id: TrackID(rawValue: id), format: $0, language: language, timescale: timescale) }
+        }
+    }
+
+    /// A codec's name for messages, from its sample entry type (and an `mp4a` entry's object type).
+    static func codecName(_ code: FourCharCode, entry: [UInt8]) -> String {
+        switch code.description {
+        case "mp4a":
+            // MP3 in an esds (object type 0x69 or 0x6B), or AAC without a configuration read.
+            if let index = entry.indices.dropLast(16).first(where: { entry[$0] == 0x04 && entry.count > $0 + 5 }), [0x69, 0x6B].contains(entry[index + 5]) { return "MP3" }
+            return "MPEG-4 audio"
+        case ".mp3": return "MP3"
+        case "ac-3": return "AC-3"
+        case "ec-3": return "E-AC-3"
+        case "Opus": return "Opus"
+        case "fLaC": return "FLAC"
+        case "alac": return "ALAC"
+        case "ulaw": return "G.711 µ-law"
+        case "alaw": return "G.711 A-law"
+        case "lpcm", "sowt", "twos", "in24", "in32", "fl32", "fl64", "raw ": return "PCM"
+        case "tx3g": return "3GPP timed text"
+        case "wvtt": return "WebVTT"
+        case "stpp": return "TTML"
+        case "c608", "c708": return "closed captions"
+        case "hvc1", "hev1": return "H.265"
+        case "av01": return "AV1"
+        case "vp09": return "VP9"
+        case "mp4v": return "MPEG-4 video"
+        case "mp4s": return "MPEG-4 systems"
+        default: return code.description
         }
     }
 
@@ -200,28 +288,34 @@ public final class MovieReader: Sendable {
     /// The first H.264 video track, if any.
     public var firstVideoTrackIndex: Int? { tracks.firstIndex { $0.handlerType == "vide" && $0.isH264 } ?? tracks.firstIndex { $0.isH264 } }
 
+    /// The first AAC track, if any.
+    public var firstAudioTrackIndex: Int? { tracks.firstIndex { $0.isAAC } }
+
+    /// Every track with samples as a source describes it (timecode tracks, which belong to
+    /// their video, left out), in `moov` order.
+    public var trackDescriptions: [TrackDescription] {
+        tracks.filter { !$0.samples.isEmpty && $0.mediaType != .timecode }.compactMap(\.trackDescription)
+    }
+
     /// The index of the track with ID `id`.
     public func trackIndex(id: UInt32) -> Int? { tracks.firstIndex { $0.id == id } }
 
-    /// The H.264 samples of track `index` in decoding order, as a random-access collection of
-    /// sample buffers referencing the file. Presentation times have the edit list applied
-    /// (see ``EditListHandling``). Throws when the track is not H.264 video or a sample names
-    /// a description it does not have: the collection itself cannot fail.
+    /// The samples of track `index` in decoding order, as a random-access collection of
+    /// sample buffers referencing the file, each carrying the track's ID. H.264 and AAC samples
+    /// carry their format as read; other codecs' samples carry an opaque description holding
+    /// their sample entry, so that a movie writer copies both as they were. Presentation times
+    /// have the edit list applied (see ``EditListHandling``); for audio, a packet the edit
+    /// begins or ends inside of says how much of it is not played
+    /// (`SampleAttachments/trimDurationAtStart`). Throws when a sample names a description the
+    /// track does not have: the collection itself cannot fail.
     public func sampleBuffers(track index: Int, editList: EditListHandling = .trim) throws(ContainerError) -> MovieSampleBuffers {
         guard tracks.indices.contains(index) else { throw ContainerError(.invalidInput, "no track at index \(index) (\(tracks.count) tracks)", path: path) }
         let track = tracks[index]
-        var formats: [VideoFormatDescription?] = []
-        for description in track.descriptions {
-            if case .h264(let format) = description { formats.append(format) } else { formats.append(nil) }
-        }
-        guard track.isH264 else { throw ContainerError(.unsupported, "track \(track.id) is not H.264 video", path: path) }
+        let formats = track.descriptions.indices.map { track.format(at: $0) }
         for (number, entry) in track.samples.enumerated() {
             guard entry.descriptionIndex >= 1, Int(entry.descriptionIndex) <= formats.count else {
                 throw ContainerError(.invalidBox, "sample \(number + 1) of track \(track.id) uses sample description \(entry.descriptionIndex) of \(formats.count)",
                                      path: path, boxPath: "moov/trak/mdia/minf/stbl")
-            }
-            guard formats[Int(entry.descriptionIndex) - 1] != nil else {
-                throw ContainerError(.unsupported, "sample \(number + 1) of track \(track.id) is not H.264", path: path)
             }
         }
         let (shift, delay) = editOffsets(track)
@@ -239,7 +333,8 @@ public final class MovieReader: Sendable {
             window = start..<max(start, end)
         }
         return MovieSampleBuffers(samples: track.samples, formats: formats, data: data, mapping: mapping,
-                                  timescale: track.timescale, shift: shift, delay: delay, window: window)
+                                  timescale: track.timescale, shift: shift, delay: delay, window: window,
+                                  trackID: TrackID(rawValue: track.id), trimsPackets: track.mediaType == .audio)
     }
 
     /// The edit list as a shift: the first edit's media time, and an initial empty edit's
@@ -251,7 +346,11 @@ public final class MovieReader: Sendable {
             let (product, overflow) = Int64(clamping: empty.segmentDuration).multipliedReportingOverflow(by: Int64(track.timescale))
             delay = overflow ? 0 : product / Int64(max(movieTimescale, 1))
         }
-        if let edit = track.edits.first(where: { $0.mediaTime >= 0 }) { shift = edit.mediaTime }
+        if let edit = track.edits.first(where: { $0.mediaTime >= 0 }) {
+            shift = edit.mediaTime
+        } else if let priming = track.encoderDelay {
+            shift = Int64(priming)  // iTunSMPB, where no edit list says it
+        }
         return (shift, delay)
     }
 }
@@ -261,7 +360,7 @@ public final class MovieReader: Sendable {
 /// ``MovieReader/sampleBuffers(track:editList:)``.
 public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
     let samples: [MovieReader.SampleEntry]
-    let formats: [VideoFormatDescription?]
+    let formats: [FormatDescription?]
     let data: BlockBuffer
     let mapping: MappedFile?
     let timescale: Int32
@@ -269,6 +368,11 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
     let delay: Int64
     /// Presentation times shown (in the track's timescale, after the shift); nil shows all.
     let window: Range<Int64>?
+    /// The track's ID, which the samples carry.
+    let trackID: TrackID
+    /// Whether a packet partly outside the window is trimmed (audio) rather than hidden
+    /// when it starts outside (video).
+    let trimsPackets: Bool
 
     /// The position of the first sample: 0.
     public var startIndex: Int { 0 }
@@ -282,7 +386,17 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
         let dependedOn = entry.dependency.map { $0 >> 2 & 3 }
         let decode = entry.decodeTime &- shift &+ delay
         let presentation = entry.decodeTime &+ Int64(entry.compositionOffset) &- shift &+ delay
-        let hidden = window.map { !$0.contains(presentation) } ?? false
+        var hidden = window.map { !$0.contains(presentation) } ?? false
+        var trimStart: Int64 = 0, trimEnd: Int64 = 0
+        if trimsPackets, let window {
+            // Audio: a packet is played for the part of it inside the edit.
+            let end = presentation &+ Int64(entry.duration)
+            hidden = end <= window.lowerBound || presentation >= window.upperBound
+            if !hidden {
+                trimStart = Swift.max(0, window.lowerBound &- presentation)
+                trimEnd = Swift.max(0, end &- window.upperBound)
+            }
+        }
         return SampleBuffer(
             data: data[Int(entry.offset)..<(Int(entry.offset) + Int(entry.size))],
             formatDescription: formats[Int(entry.descriptionIndex) - 1]!,
@@ -292,7 +406,10 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
             attachments: SampleAttachments(isSync: entry.isSync,
                                            dependsOnOthers: dependsOn.flatMap { $0 == 0 ? nil : $0 == 1 },
                                            isDependedOnByOthers: dependedOn.flatMap { $0 == 0 ? nil : $0 == 1 },
-                                           doNotDisplay: hidden))
+                                           doNotDisplay: hidden,
+                                           trimDurationAtStart: MediaTime(value: trimStart, timescale: timescale),
+                                           trimDurationAtEnd: MediaTime(value: trimEnd, timescale: timescale)),
+            trackID: trackID)
     }
 
     /// Lets the kernel take back the memory of the file's bytes before the sample at `position`
@@ -303,6 +420,16 @@ public struct MovieSampleBuffers: RandomAccessCollection, Sendable {
         guard let mapping, position > 0, position < samples.count else { return }
         let offset = Int(samples[position].offset)
         mapping.advise(.dontNeed, range: 0..<(offset & ~(MappedFile.pageSize - 1)))
+    }
+
+    /// Where the sample at `position` starts in the file.
+    public func byteOffset(of position: Int) -> Int { Int(samples[position].offset) }
+
+    /// Lets the kernel take back the memory of the file's bytes before byte `offset` (a source
+    /// reading several tracks gives back what lies behind all of them).
+    public func releaseMemory(beforeByte offset: Int) {
+        guard let mapping, offset > 0 else { return }
+        mapping.advise(.dontNeed, range: 0..<(Swift.min(offset, mapping.count) & ~(MappedFile.pageSize - 1)))
     }
 
     /// The sync sample at or before `position`: where decoding must start to show it.
@@ -422,6 +549,31 @@ struct Parser {
             }
         }
         collectMetadata()
+        if let priming = Self.encoderDelay(movieBox) {
+            for index in tracks.indices where tracks[index].isAAC && !tracks[index].edits.contains(where: { $0.mediaTime >= 0 }) {
+                tracks[index].encoderDelay = priming
+            }
+        }
+    }
+
+    /// The encoder delay an iTunes `iTunSMPB` item gives (its second field, hexadecimal
+    /// samples: ` 00000000 00000840 000001CA ...` says 2112), when the movie has one.
+    static func encoderDelay(_ moov: MovieBox) -> Int? {
+        for udta in moov.all(UserDataBox.self) {
+            for meta in udta.all(MetaBox.self) {
+                for list in meta.children.compactMap({ $0.as(ItemListBox.self) }) {
+                    for item in list.children.compactMap({ $0.as(ItemListEntryBox.self) }) where item.type == "----" {
+                        let texts = item.children.compactMap { $0.as(ItemListTextBox.self) }
+                        guard texts.contains(where: { $0.type == "name" && String(decoding: $0.text, as: UTF8.self) == "iTunSMPB" }),
+                              let data = item.first(DataBox.self) else { continue }
+                        let fields = String(decoding: data.value, as: UTF8.self).split(separator: " ")
+                        guard fields.count >= 2, let delay = Int(fields[1], radix: 16), (0...1 << 20).contains(delay) else { return nil }
+                        return delay
+                    }
+                }
+            }
+        }
+        return nil
     }
 
     // MARK: Tracks
@@ -434,6 +586,8 @@ struct Parser {
             track.width = header.displayWidth
             track.height = header.displayHeight
             track.matrix = header.matrix
+            track.headerFlags = header.flags
+            track.alternateGroup = header.alternateGroup
         }
         track.edits = trak.first(EditBox.self)?.first(EditListBox.self)?.entries ?? []
         for reference in trak.first(TrackReferenceBox.self)?.all(TrackReferenceTypeBox.self) ?? [] {
@@ -446,6 +600,7 @@ struct Parser {
             }
             track.timescale = Int32(header.timescale)
             track.mediaDuration = header.duration
+            track.language = MediaHeaderBox.languageCode(header.language)
         }
         track.handlerType = media.first(HandlerBox.self)?.handlerType ?? FourCharCode(rawValue: 0)
         guard let table = media.first(MediaInformationBox.self)?.first(SampleTableBox.self) else { return track }
@@ -457,8 +612,12 @@ struct Parser {
             // The entries the count declares (FFmpeg reads no more), of those present.
             for entry in stsd.entries.prefix(Int(stsd.declaredEntryCount ?? UInt32(stsd.entries.count))) {
                 track.descriptions.append(try description(entry, path: tablePath + "/stsd"))
+                var bytes = BoxWriter()
+                entry.write(to: &bytes)
+                track.sampleEntries.append(bytes.bytes)
             }
         }
+        if let roll = table.all(SampleGroupDescriptionBox.self).first(where: { $0.groupingType == "roll" }) { track.rollDistance = roll.rollDistances.first }
         track.samples = try samples(table, path: tablePath)
         return track
     }
@@ -477,7 +636,32 @@ struct Parser {
             }
         }
         if let timecode = entry.as(TimecodeSampleEntry.self) { return timecodeDescription(timecode, path: entryPath) }
+        if let audio = entry.as(AudioSampleEntry.self) { return audioDescription(audio, path: entryPath) }
         return .other(entry.type)
+    }
+
+    /// An `mp4a` entry as AAC when its `esds` (in the entry or in QuickTime's `wave`) names
+    /// MPEG-4 or MPEG-2 AAC and holds a configuration that reads; else it is carried as it is
+    /// (MP3 in `mp4a`, say), and a configuration that does not read is said.
+    mutating func audioDescription(_ entry: AudioSampleEntry, path entryPath: String) -> MovieReader.SampleDescription {
+        guard let esds = entry.elementaryStreamDescriptor else { return .other(entry.type) }
+        let descriptor: ElementaryStreamDescriptor
+        do throws(BitstreamError) { descriptor = try esds.descriptor() } catch {
+            warnings.append("\(entryPath)/\(entry.type)/esds: \(error.description); the track is carried as it is")
+            return .other(entry.type)
+        }
+        // 0x40 MPEG-4 Audio; 0x66, 0x67, 0x68 MPEG-2 AAC Main, LC, SSR (the same configuration).
+        guard [0x40, 0x66, 0x67, 0x68].contains(descriptor.decoderConfig.objectTypeIndication), let config = descriptor.decoderConfig.decoderSpecificInfo else {
+            return .other(entry.type)
+        }
+        do throws(BitstreamError) {
+            let format = try AudioFormatDescription(aacConfiguration: config)
+            guard format.audioSpecificConfig?.frameLength != nil else { return .other(entry.type) }  // not the AAC family
+            return .audio(format)
+        } catch {
+            warnings.append("\(entryPath)/\(entry.type)/esds: the AudioSpecificConfig does not read (\(error.description)); the track is carried as it is")
+            return .other(entry.type)
+        }
     }
 
     /// A timecode sample entry as a format; a format the timecode rules refuse is named with

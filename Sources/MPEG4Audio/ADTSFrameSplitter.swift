@@ -117,6 +117,19 @@ public struct ADTSFrameSplitter: Sendable {
         return frames
     }
 
+    /// Forgets the bytes of a frame not yet whole (the packet that carried the rest was lost):
+    /// they are not glued to what comes next, and the next frame is looked for as after damage.
+    /// What was forgotten is counted and said.
+    public mutating func resynchronize() {
+        if !pending.isEmpty {
+            note(.truncated(missing: 0), at: pendingOffset)
+            statistics.framesLeftOut += 1
+            pendingOffset += pending.count
+            pending.removeAll(keepingCapacity: true)
+        }
+        inStep = false
+    }
+
     private mutating func note(_ kind: Problem.Kind, at offset: Int) {
         if problems.count < Self.maximumProblemsKept { problems.append(Problem(kind: kind, offset: offset)) }
     }

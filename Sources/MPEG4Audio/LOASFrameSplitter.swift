@@ -47,6 +47,11 @@ public struct LOASFrameSplitter: Sendable {
         return cut()
     }
 
+    /// Takes the next bytes.
+    public mutating func append(_ bytes: [UInt8]) -> [Frame] {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
     /// Ends the stream; an element it ends inside is left out.
     public mutating func finish() -> [Frame] {
         let frames = cut()

@@ -1,3 +1,5 @@
+public import MediaCore
+
 /// A program map table (ISO/IEC 13818-1 §2.4.4.8, Table 2-33): the elementary streams of one
 /// program, their types and PIDs, and the PID carrying the program's clock.
 public struct ProgramMapTable: Sendable, Hashable {
@@ -77,5 +79,64 @@ public struct ProgramMapTable: Sendable, Hashable {
                      0xF0 | UInt8(descriptors.count >> 8), UInt8(descriptors.count & 0xFF)] + descriptors
         }
         return ProgramSpecificSection(tableID: Self.tableID, tableIDExtension: programNumber, versionNumber: versionNumber, body: body)
+    }
+}
+
+extension ProgramMapTable.ElementaryStream {
+    /// `registration_descriptor` (tag 5) `format_identifier`, when the stream has one ("AC-3",
+    /// "Opus", "ID3 ").
+    public var registration: FourCharCode? {
+        guard let found = descriptors.first(where: { $0.tag == 5 && $0.data.count >= 4 }) else { return nil }
+        return FourCharCode(rawValue: found.data.prefix(4).reduce(0) { $0 << 8 | UInt32($1) })
+    }
+
+    /// The stream's language, from its `ISO_639_language_descriptor` (tag 10): a lowercase
+    /// three-letter code, nil when absent or undetermined (`und`).
+    public var language: String? {
+        guard let found = descriptors.first(where: { $0.tag == 10 && $0.data.count >= 3 }) else { return nil }
+        let code = String(decoding: found.data.prefix(3), as: UTF8.self).lowercased()
+        return code == "und" || !code.allSatisfy({ $0.isLetter && $0.isASCII }) ? nil : code
+    }
+
+    /// The kind of media the stream carries, by its type and descriptors: H.264, H.265 and MPEG
+    /// video; AAC (ADTS or LATM), MPEG audio, AC-3, E-AC-3 (ATSC types, or private data with a
+    /// DVB AC-3/E-AC-3 descriptor or an AC-3/Opus registration) and Opus as audio; DVB subtitles
+    /// and teletext as subtitles; timed metadata (ID3) as metadata; anything else as data.
+    public var mediaType: MediaType {
+        switch streamType {
+        case .h264, .h265, .mpeg1Video, .mpeg2Video, .mpeg4Video: return .video
+        case .aacADTS, .aacLATM, .mpeg1Audio, .mpeg2Audio, .ac3, .eac3: return .audio
+        case .metadata: return .metadata
+        case .privateData:
+            if descriptors.contains(where: { $0.tag == 0x6A || $0.tag == 0x7A }) { return .audio }  // DVB AC-3, enhanced AC-3
+            if let registration, ["AC-3", "EAC3", "Opus"].contains(registration.description) { return .audio }
+            if descriptors.contains(where: { $0.tag == 0x59 || $0.tag == 0x56 }) { return .subtitle }  // DVB subtitling, teletext
+            if registration?.description == "ID3 " { return .metadata }
+            return MediaType(rawValue: "data")
+        default:
+            return MediaType(rawValue: "data")
+        }
+    }
+
+    /// A name for messages: "AAC", "AC-3", "Opus", "DVB subtitles", or the stream type.
+    public var codecName: String {
+        switch streamType {
+        case .h264: return "H.264"
+        case .h265: return "H.265"
+        case .aacADTS: return "AAC"
+        case .aacLATM: return "AAC (LATM)"
+        case .mpeg1Audio, .mpeg2Audio: return "MPEG audio (MP2/MP3)"
+        case .ac3: return "AC-3"
+        case .eac3: return "E-AC-3"
+        case .metadata: return "timed metadata"
+        case .privateData:
+            if descriptors.contains(where: { $0.tag == 0x6A }) { return "AC-3" }
+            if descriptors.contains(where: { $0.tag == 0x7A }) { return "E-AC-3" }
+            if let registration, registration.isPrintable { return String(registration.description.reversed().drop { $0 == " " }.reversed()) }
+            if descriptors.contains(where: { $0.tag == 0x59 }) { return "DVB subtitles" }
+            if descriptors.contains(where: { $0.tag == 0x56 }) { return "teletext" }
+            return "private data"
+        default: return streamType.description
+        }
     }
 }

@@ -1,3 +1,4 @@
+public import MediaCore
 import Bitstream
 /// The transport stream layer of a demuxer as a state machine: 188-byte packets in, tables, PES
 /// packets and clock references out (ISO/IEC 13818-1 §2.4). No I/O: a reader feeds it what a
@@ -5,7 +6,8 @@ import Bitstream
 ///
 /// It reads the PAT and every PMT it names (a new version replaces the old), picks the H.264
 /// stream to gather (the first program in the PAT's order whose PMT has one, or the program
-/// or PID asked for) and gathers that PID's PES packets: a packet ends at the next
+/// or PID asked for) and gathers that PID's PES packets, and those of the program's other
+/// streams ``gathers`` asks for (its audio, say): a packet ends at the next
 /// `payload_unit_start_indicator` or at its `PES_packet_length`. Continuity counters are
 /// checked on every PID: a jump counts as an error and marks the PES packet being gathered
 /// damaged, a `discontinuity_indicator` excuses it, and one repeated packet is dropped as the
@@ -26,6 +28,28 @@ public struct TransportStreamDemuxer: Sendable {
         public init(maximumPESPacketSize: Int = 64 << 20, maximumProblemsKept: Int = 100) {
             self.maximumPESPacketSize = maximumPESPacketSize
             self.maximumProblemsKept = maximumProblemsKept
+        }
+    }
+
+    /// Which of the program's streams are gathered besides the H.264 one.
+    public enum Gathered: Sendable, Hashable {
+        /// The H.264 stream alone.
+        case video
+        /// Every stream of the program that carries PES packets.
+        case all
+        /// Every stream of the program but those of these kinds.
+        case allExcept(Set<MediaType>)
+        /// The streams on these PIDs (of the program chosen).
+        case pids(Set<UInt16>)
+
+        func includes(_ stream: ProgramMapTable.ElementaryStream) -> Bool {
+            guard stream.streamType.carriesPES else { return false }
+            switch self {
+            case .video: return false
+            case .all: return true
+            case .allExcept(let kinds): return !kinds.contains(stream.mediaType)
+            case .pids(let pids): return pids.contains(stream.pid)
+            }
         }
     }
 
@@ -102,6 +126,10 @@ public struct TransportStreamDemuxer: Sendable {
     public let limits: Limits
     /// Which stream to gather.
     public let selection: Selection
+    /// Which other streams of the program to gather.
+    public let gathers: Gathered
+    /// The streams gathered, the H.264 one (if any) first, as the program's PMT lists them.
+    public private(set) var gatheredStreams: [ProgramMapTable.ElementaryStream] = []
     /// Counts of what the packets held.
     public private(set) var statistics = Statistics()
     /// The first problems found (``Limits/maximumProblemsKept``), each with its place.
@@ -127,14 +155,17 @@ public struct TransportStreamDemuxer: Sendable {
     /// A discontinuity indicator was seen on the PID since its last PES packet started.
     private var discontinuityPending: [Bool]
     private var sections: [UInt16: SectionAssembler] = [:]
-    private var gathering: Gathering?
+    /// The PES packets being gathered, one per gathered PID.
+    private var gatherings: [Gathering] = []
+    /// Each PID's place in `gatherings` (-1: not gathered).
+    private var slots: [Int16]
     private var events: [Event] = []
     private var eventStart = 0
-    /// The size the last PES packet reached: the next one reserves that much.
-    private var lastPESSize = 64 << 10
 
     private struct Gathering {
         var pid: UInt16
+        /// The size the PID's last PES packet reached: the next one reserves about that much.
+        var lastSize = 64 << 10
         var bytes: [UInt8] = []
         var started = false
         var byteOffset = 0
@@ -146,11 +177,14 @@ public struct TransportStreamDemuxer: Sendable {
         var expected = -1
     }
 
-    /// A demuxer that has seen nothing.
-    public init(selection: Selection = .firstH264, limits: Limits = Limits()) {
+    /// A demuxer that has seen nothing; it gathers the stream `selection` picks and the
+    /// program's streams `gathers` asks for.
+    public init(selection: Selection = .firstH264, gathers: Gathered = .video, limits: Limits = Limits()) {
         self.selection = selection
+        self.gathers = gathers
         self.limits = limits
         let pids = Int(TransportPacketHeader.maximumPID) + 1
+        slots = [Int16](repeating: -1, count: pids)
         kinds = [Kind](repeating: .unknown, count: pids)
         counters = [UInt8](repeating: 0xFF, count: pids)
         duplicated = [Bool](repeating: false, count: pids)
@@ -202,7 +236,7 @@ public struct TransportStreamDemuxer: Sendable {
             // Nothing in the packet can be trusted, its PID least of all; a gathered PES packet
             // on that PID lost these bytes.
             statistics.transportErrors += 1
-            if kinds[index] == .gathered { markDamaged(.transportError) }
+            if kinds[index] == .gathered { markDamaged(.transportError, pid: pid) }
             report(TransportStreamError(.invalidPacket, "transport error indicator set; packet left out", byteOffset: byteOffset, pid: pid))
             return
         }
@@ -258,7 +292,7 @@ public struct TransportStreamDemuxer: Sendable {
                 let lost = (Int(counter) - Int(last) - 1 + 16) % 16
                 report(TransportStreamError(.invalidPacket, "continuity counter \(counter) after \(last): \(lost == 0 ? "packets" : "\(lost) packet(s)") lost", byteOffset: byteOffset, pid: pid))
                 switch kinds[index] {
-                case .gathered: markDamaged(.packetsLost)
+                case .gathered: markDamaged(.packetsLost, pid: pid)
                 case .programAssociation, .programMap: sections[pid]?.reset()
                 case .unknown: break
                 }
@@ -268,7 +302,7 @@ public struct TransportStreamDemuxer: Sendable {
         counters[index] = counter
         guard b3 & 0xC0 == 0 else {
             statistics.scrambledPackets += 1
-            if kinds[index] == .gathered { markDamaged(.scrambled) }
+            if kinds[index] == .gathered { markDamaged(.scrambled, pid: pid) }
             return
         }
         guard payloadStart < TransportPacketHeader.packetSize else { return }
@@ -293,10 +327,10 @@ public struct TransportStreamDemuxer: Sendable {
     /// and is handed over damaged (``PESPacket/Damage/truncated(missing:)``, at least the rest of
     /// that packet), whatever its `PES_packet_length` says (0 for video: unbounded).
     public mutating func finish(cutOff: (bytesMissing: Int, pid: UInt16?)? = nil) {
-        if let cutOff, let pid = gathering?.pid, cutOff.pid == nil || cutOff.pid == pid {
-            markDamaged(.truncated(missing: cutOff.bytesMissing))
+        for gathering in gatherings {
+            if let cutOff, cutOff.pid == nil || cutOff.pid == gathering.pid { markDamaged(.truncated(missing: cutOff.bytesMissing), pid: gathering.pid) }
+            completeGathering(gathering.pid)
         }
-        completeGathering()
     }
 
     // MARK: Tables
@@ -337,7 +371,9 @@ public struct TransportStreamDemuxer: Sendable {
         }
     }
 
-    /// Picks (again) the stream to gather from the tables in force.
+    /// Picks (again) the streams to gather from the tables in force: the H.264 stream of the
+    /// first program with one (or of the program asked for) and the program's other streams
+    /// asked for; a program without H.264 is chosen for its other streams only when none has it.
     private mutating func chooseStream() {
         guard let association = programAssociation else { return }
         let candidates: [ProgramAssociationTable.Program]
@@ -346,68 +382,91 @@ public struct TransportStreamDemuxer: Sendable {
         case .firstH264: candidates = association.programs
         case .program(let number): candidates = association.programs.filter { $0.programNumber == number }
         }
-        for program in candidates {
-            guard let map = programMaps[program.programNumber], let stream = map.streams.first(where: { $0.streamType == .h264 }) else { continue }
-            if selected?.pid != stream.pid || selected?.program != program.programNumber { select(pid: stream.pid, program: program.programNumber) }
+        let maps = candidates.compactMap { programMaps[$0.programNumber] }
+        guard let map = maps.first(where: { $0.streams.contains { $0.streamType == .h264 } })
+                ?? (gathers == .video ? nil : maps.first(where: { $0.streams.contains { gathers.includes($0) } })) else { return }
+        let streams = map.streams.filter { $0.streamType == .h264 }.prefix(1) + map.streams.filter { $0.streamType != .h264 && gathers.includes($0) }
+        let pids = streams.map(\.pid)
+        guard pids != gatheredStreams.map(\.pid) || selected?.program != map.programNumber else {
+            gatheredStreams = Array(streams)
             return
         }
+        gather(Array(streams), program: map.programNumber)
+    }
+
+    /// Gathers the PES packets of `streams` from now on (the first is the one ``selected``
+    /// names); a PID no longer gathered hands its packet over and stops.
+    private mutating func gather(_ streams: [ProgramMapTable.ElementaryStream], program: UInt16?) {
+        let pids = Set(streams.map(\.pid))
+        for gathering in gatherings where !pids.contains(gathering.pid) {
+            completeGathering(gathering.pid)
+            kinds[Int(gathering.pid)] = .unknown
+        }
+        gatherings.removeAll { !pids.contains($0.pid) }
+        for stream in streams where !gatherings.contains(where: { $0.pid == stream.pid }) {
+            gatherings.append(Gathering(pid: stream.pid))
+            kinds[Int(stream.pid)] = .gathered
+        }
+        for index in slots.indices { slots[index] = -1 }
+        for (slot, gathering) in gatherings.enumerated() { slots[Int(gathering.pid)] = Int16(slot) }
+        gatheredStreams = streams
+        guard let first = streams.first else { return }
+        selected = (first.pid, program)
+        events.append(.selected(pid: first.pid, program: program))
     }
 
     private mutating func select(pid: UInt16, program: UInt16?) {
-        if let old = selected, old.pid != pid {
-            completeGathering()
-            kinds[Int(old.pid)] = .unknown
-            gathering = nil
-        }
-        selected = (pid, program)
-        kinds[Int(pid)] = .gathered
-        if gathering?.pid != pid { gathering = Gathering(pid: pid) }
-        events.append(.selected(pid: pid, program: program))
+        gather([ProgramMapTable.ElementaryStream(streamType: .h264, pid: pid)], program: program)
     }
 
     // MARK: PES packets
 
     private mutating func gather(_ payload: UnsafeRawBufferPointer, unitStart: Bool, randomAccess: Bool, pid: UInt16, at byteOffset: Int) {
-        if gathering == nil { gathering = Gathering(pid: pid) }
+        let slot = Int(slots[Int(pid)])
+        guard slot >= 0 else { return }
         if unitStart {
-            completeGathering()
-            gathering!.started = true
-            gathering!.byteOffset = byteOffset
-            gathering!.randomAccess = randomAccess
-            gathering!.discontinuity = discontinuityPending[Int(pid)]
+            completeGathering(pid)
+            gatherings[slot].started = true
+            gatherings[slot].byteOffset = byteOffset
+            gatherings[slot].randomAccess = randomAccess
+            gatherings[slot].discontinuity = discontinuityPending[Int(pid)]
             discontinuityPending[Int(pid)] = false
-            let wanted = lastPESSize + lastPESSize / 4
-            gathering!.bytes.reserveCapacity(wanted > 65536 ? (wanted + 262143) / 262144 * 262144 : wanted)
-        } else if !gathering!.started {
+            // One allocation of about the last packet's size, in steps of 256 KiB for large
+            // ones: the heap reuses freed buffers instead of fragmenting.
+            let wanted = gatherings[slot].lastSize + gatherings[slot].lastSize / 4
+            gatherings[slot].bytes.reserveCapacity(wanted > 65536 ? (wanted + 262143) / 262144 * 262144 : wanted)
+        } else if !gatherings[slot].started {
             statistics.bytesOutsidePESPackets += payload.count
             return
         }
-        gathering!.packetCount += 1
-        gathering!.bytes.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))
-        let count = gathering!.bytes.count
-        if gathering!.expected < 0 && count >= 6 {
-            let length = Int(gathering!.bytes[4]) << 8 | Int(gathering!.bytes[5])
-            gathering!.expected = length == 0 ? 0 : 6 + length
+        gatherings[slot].packetCount += 1
+        gatherings[slot].bytes.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))
+        let count = gatherings[slot].bytes.count
+        if gatherings[slot].expected < 0 && count >= 6 {
+            let length = Int(gatherings[slot].bytes[4]) << 8 | Int(gatherings[slot].bytes[5])
+            gatherings[slot].expected = length == 0 ? 0 : 6 + length
         }
         if count > limits.maximumPESPacketSize {
             statistics.oversizedPESPackets += 1
-            report(TransportStreamError(.limitExceeded, "a PES packet over \(limits.maximumPESPacketSize) bytes (the limit); dropped", byteOffset: gathering!.byteOffset, pid: pid))
-            gathering = Gathering(pid: pid)
+            report(TransportStreamError(.limitExceeded, "a PES packet over \(limits.maximumPESPacketSize) bytes (the limit); dropped", byteOffset: gatherings[slot].byteOffset, pid: pid))
+            gatherings[slot] = Gathering(pid: pid, lastSize: gatherings[slot].lastSize)
             return
         }
-        if gathering!.expected > 0 && count >= gathering!.expected { completeGathering() }
+        if gatherings[slot].expected > 0 && count >= gatherings[slot].expected { completeGathering(pid) }
     }
 
-    private mutating func markDamaged(_ damage: PESPacket.Damage) {
-        guard gathering?.started == true, gathering?.damage == nil else { return }
-        gathering!.damage = damage
+    private mutating func markDamaged(_ damage: PESPacket.Damage, pid: UInt16) {
+        let slot = Int(slots[Int(pid)])
+        guard slot >= 0, gatherings[slot].started, gatherings[slot].damage == nil else { return }
+        gatherings[slot].damage = damage
     }
 
-    /// Hands the PES packet being gathered over, if there is one.
-    private mutating func completeGathering() {
-        guard var current = gathering, current.started else { return }
-        gathering = Gathering(pid: current.pid)
-        lastPESSize = current.bytes.count
+    /// Hands the PES packet being gathered on `pid` over, if there is one.
+    private mutating func completeGathering(_ pid: UInt16) {
+        let slot = Int(slots[Int(pid)])
+        guard slot >= 0, gatherings[slot].started else { return }
+        var current = gatherings[slot]
+        gatherings[slot] = Gathering(pid: pid, lastSize: current.bytes.count)
         let header: PESPacketHeader
         do {
             header = try current.bytes.withTypedBytes { (raw) throws(TransportStreamError) in

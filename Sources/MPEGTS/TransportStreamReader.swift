@@ -4,9 +4,15 @@ public import MediaCore
 import SystemIO
 public import SystemPackage
 
-/// Reads the H.264 stream of an MPEG-2 transport stream (ISO/IEC 13818-1) as sample buffers in
-/// decoding order, as ``MovieReader`` reads a movie's track: from a file, a pipe or standard
-/// input (read in chunks of ``Options/chunkSize``, never seeking), or bytes in memory.
+/// Reads the H.264 stream of an MPEG-2 transport stream (ISO/IEC 13818-1), and with
+/// ``Options/tracks`` its program's other streams, as sample buffers, as ``MovieReader`` reads a
+/// movie's tracks: from a file, a pipe or standard input (read in chunks of
+/// ``Options/chunkSize``, never seeking), or bytes in memory. Each sample carries its stream's
+/// PID as its track ID; samples of several streams come in the order their PES packets do.
+/// AAC (in ADTS or LATM) is cut into frames, one sample each, timed in the sample rate's clock
+/// from the PTS of the PES packet the frame begins in (``ElementaryStreamReading``); the
+/// program's other streams (AC-3, subtitles, data) come a sample per PES packet with what their
+/// PMT entry says, for a transport stream writer to carry as they are.
 ///
 /// The packet layout (188, 192 or 204 bytes) is found by content. The
 /// ``TransportStreamDemuxer`` picks the program and gathers the H.264 PID's PES packets; their
@@ -26,10 +32,24 @@ public import SystemPackage
 /// packet belonged to). Sync lost is found again at the next run of sync bytes. Memory: the chunk being read, the
 /// PES packet being gathered and the few access units waiting for their successor.
 public final class TransportStreamReader {
+    /// Which of the program's streams are read.
+    public enum TrackSelection: Sendable, Hashable {
+        /// The H.264 stream alone.
+        case firstVideo
+        /// Every stream of the program.
+        case all
+        /// Every stream but those of these kinds.
+        case allExcept(Set<MediaType>)
+        /// The streams on these PIDs.
+        case pids([UInt16])
+    }
+
     /// How to read the stream.
     public struct Options: Sendable, Hashable {
         /// Which program or PID to read.
         public var selection: TransportStreamDemuxer.Selection
+        /// Which of the program's streams to read: the H.264 one by default.
+        public var tracks: TrackSelection = .firstVideo
         /// How access units are framed into samples (NAL length size, parameter sets in band).
         public var assembler: AccessUnitAssembler.Options
         /// Leave out the samples before the first sync sample (they cannot be decoded).
@@ -187,6 +207,8 @@ public final class TransportStreamReader {
     private var damagedSamples = 0
     /// Samples made (handed out or waiting in ``ready``).
     private var samplesMade = 0
+    /// The program's other streams being read, by PID.
+    private var others: [ElementaryStreamReading] = []
 
     private struct Stamp {
         var offset: Int
@@ -235,7 +257,13 @@ public final class TransportStreamReader {
         self.name = name
         self.options = options
         self.input = input
-        demuxer = TransportStreamDemuxer(selection: options.selection, limits: options.limits)
+        let gathers: TransportStreamDemuxer.Gathered = switch options.tracks {
+        case .firstVideo: .video
+        case .all: .all
+        case .allExcept(let kinds): .allExcept(kinds)
+        case .pids(let pids): .pids(Set(pids))
+        }
+        demuxer = TransportStreamDemuxer(selection: options.selection, gathers: gathers, limits: options.limits)
         // Slices before the first parameter sets (a stream joined in the middle, an IDR
         // picture lost) cannot be placed: they go, never glued to the next picture.
         var framing = options.assembler
@@ -379,6 +407,7 @@ public final class TransportStreamReader {
         if let last { take(last) }
         if let waiting { release(waiting.unit, pts: waiting.pts, dts: waiting.dts, duration: fallbackDuration, end: elementaryOffset) }
         waiting = nil
+        for index in others.indices { ready += others[index].finish(origin: &origin) }
         ended = true
     }
 
@@ -408,7 +437,32 @@ public final class TransportStreamReader {
 
     // MARK: PES packets to NAL units
 
+    /// The H.264 stream's PID, when it is read.
+    private var videoPID: UInt16? {
+        guard let stream = demuxer.gatheredStreams.first, stream.streamType == .h264 else {
+            if case .pid(let pid) = options.selection { return pid }
+            return nil
+        }
+        if case .pids(let pids) = options.tracks, !pids.contains(stream.pid) { return nil }
+        return stream.pid
+    }
+
+    /// A PES packet of one of the program's other streams.
+    private func takeOther(_ packet: PESPacket) {
+        let threshold = Int64(options.discontinuityThreshold.converted(toTimescale: Self.timescale).value)
+        if let index = others.firstIndex(where: { $0.stream.pid == packet.pid }) {
+            ready += others[index].take(packet, keepsDamaged: options.keepsDamagedPESPackets, origin: &origin, threshold: threshold)
+        } else if let stream = demuxer.gatheredStreams.first(where: { $0.pid == packet.pid }) {
+            others.append(ElementaryStreamReading(stream: stream))
+            ready += others[others.count - 1].take(packet, keepsDamaged: options.keepsDamagedPESPackets, origin: &origin, threshold: threshold)
+        }
+    }
+
     private func take(_ packet: PESPacket) throws(ContainerError) {
+        if packet.pid != videoPID {
+            takeOther(packet)
+            return
+        }
         if packet.damage != nil && !options.keepsDamagedPESPackets {
             dropDamaged(packet)
             return
@@ -610,11 +664,40 @@ public final class TransportStreamReader {
                    largestClockReferenceInterval: largestClockGap.map { MediaTime(value: Int64($0), timescale: 27_000_000) }, clockReferences: clockCount)
     }
 
+    /// The streams read, as tracks (ID: the PID), in the PMT's order, each once its format is
+    /// known: the H.264 stream's from its first picture, AAC's from its first frame, a carried
+    /// stream's from its PMT entry.
+    public var tracks: [TrackDescription] {
+        var result: [TrackDescription] = []
+        for stream in demuxer.gatheredStreams {
+            if stream.pid == videoPID {
+                if let format = formatDescription { result.append(TrackDescription(id: TrackID(rawValue: UInt32(stream.pid)), format: .video(format), timescale: Self.timescale)) }
+            } else if let track = others.first(where: { $0.stream.pid == stream.pid })?.track {
+                result.append(track)
+            }
+        }
+        return result
+    }
+
+    /// The streams of the transport stream's programs not read, with what their PMT entries
+    /// say of them (an opaque description each), for saying what was left out.
+    public var unselectedTracks: [TrackDescription] {
+        let read = Set(demuxer.gatheredStreams.map(\.pid))
+        var result: [TrackDescription] = []
+        for map in demuxer.programMaps.values.sorted(by: { $0.programNumber < $1.programNumber }) {
+            for stream in map.streams where !read.contains(stream.pid) && stream.streamType.carriesPES && !result.contains(where: { $0.id.rawValue == UInt32(stream.pid) }) {
+                result.append(TrackDescription(id: TrackID(rawValue: UInt32(stream.pid)), format: .opaque(ElementaryStreamReading.carried(stream)),
+                                               language: stream.language, timescale: Self.timescale))
+            }
+        }
+        return result
+    }
+
     /// The format description of the first sample, from the moment the reader has made it
     /// (which may be before ``next()`` hands the sample out: a sample waits for the next one's
     /// decoding time) and for good after, also once reading has ended. A stream whose parameter
     /// sets change later gives its samples other descriptions: each sample carries its own.
-    public var formatDescription: VideoFormatDescription? { firstFormatDescription ?? ready.first?.formatDescription ?? waiting?.unit.formatDescription }
+    public var formatDescription: VideoFormatDescription? { firstFormatDescription ?? ready.first?.videoFormatDescription ?? waiting?.unit.formatDescription }
 
     private var firstFormatDescription: VideoFormatDescription?
 
@@ -657,6 +740,7 @@ public final class TransportStreamReader {
         if stats.timestampsCorrected > 0 { lines.append("\(stats.timestampsCorrected) timestamp(s) out of order, moved") }
         if stats.skippedLeadingSamples > 0 { lines.append("the stream does not start with an IDR picture or recovery point; the \(stats.skippedLeadingSamples) picture(s) before the first one cannot be decoded and were left out") }
         if stats.bytesBeforeStartCode > 0 { lines.append("\(stats.bytesBeforeStartCode) byte(s) of the video stream before a start code, skipped") }
+        for other in others { lines += other.warnings }
         return lines
     }
 

@@ -68,6 +68,15 @@ public final class TransportStreamWriter {
     /// Samples appended so far.
     public var sampleCount: Int { muxer.sampleCount }
 
+    /// Declares a track before its first sample (its language in the PMT; every track declared
+    /// first, the first PMT names them all). See `TransportStreamMuxer.addStream(for:)`.
+    public func addStream(for track: TrackDescription) throws(ContainerError) {
+        do { try muxer.addStream(for: track) } catch { throw ContainerError(error, while: "adding track \(track.id)", path: path) }
+    }
+
+    /// The program's streams so far.
+    public var streams: [TransportStreamMuxer.Stream] { muxer.streams }
+
     /// Appends the next sample, in decoding order.
     public func append(_ sample: SampleBuffer) throws(ContainerError) {
         guard file != nil else { throw ContainerError(.invalidInput, "the stream was finished or cancelled", path: path) }
@@ -83,6 +92,7 @@ public final class TransportStreamWriter {
     /// Writes what is gathered and puts the stream in place.
     public func finish() throws(ContainerError) -> Summary {
         guard let file else { throw ContainerError(.invalidInput, "the stream was finished or cancelled", path: path) }
+        muxer.flush()  // the audio frames gathered for a PES packet
         try flush()
         do { try file.commit() } catch { throw ioError(error) }
         self.file = nil

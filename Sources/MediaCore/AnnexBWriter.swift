@@ -19,8 +19,11 @@ public struct AnnexBWriter: Sendable {
     }
 
     /// Appends one sample's NAL units, with any parameter sets it needs first.
+    /// A sample that is not H.264 video is an error (an Annex-B stream holds video alone).
     public mutating func append(_ sample: SampleBuffer, to output: inout [UInt8]) throws(BitstreamError) {
-        let format = sample.formatDescription
+        guard let format = sample.videoFormatDescription else {
+            throw BitstreamError(.invalidStructure, "a \(sample.formatDescription.codecName) sample in an H.264 elementary stream")
+        }
         let formatChanged = previousFormat.map { $0 != format } ?? true
         previousFormat = format
         var sawSPS = false, sawPPS = false, inserted = false, first = true

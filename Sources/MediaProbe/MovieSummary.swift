@@ -47,6 +47,20 @@ public struct MovieSummary: Codable, Hashable, Sendable {
         public var bytes: UInt64
         /// Timecode tracks: the format and the first sample's timecode.
         public var timecode: TimecodeSummary?
+        /// The kind of media ("video", "audio", "timecode", ...).
+        public var mediaType: String = ""
+        /// The codec's name ("H.264", "AAC", "Opus", "AC-3").
+        public var codecName: String?
+        /// Audio: samples per second.
+        public var sampleRate: Int?
+        /// Audio: channels.
+        public var channels: Int?
+        /// The language (ISO 639-2/T), when the track has one.
+        public var language: String?
+        /// Audio: the encoder's priming the edit list (or `iTunSMPB`) leaves out, samples.
+        public var priming: Int?
+        /// Whether the track is enabled (`tkhd`): an alternative track is not.
+        public var enabled: Bool = true
     }
 
     /// A timecode track's format and start.
@@ -120,11 +134,22 @@ public struct MovieSummary: Codable, Hashable, Sendable {
             let track = reader.tracks[index]
             let first = track.formatDescriptions.first
             var codec = "none"
+            var codecString = first?.codecString
             switch track.descriptions.first {
             case .h264(let format)?: codec = format.codec.description
+            case .audio(let format)?:
+                codec = format.codec.description
+                codecString = format.codecString
             case .timecode(let format)?: codec = format.sampleFormat.fourCC.description
             case .other(let type)?: codec = type.description
             case nil: break
+            }
+            let format = track.format(at: 0)
+            let audio = format?.audio
+            var priming: Int?
+            if track.mediaType == .audio {
+                let edit = track.edits.first { $0.mediaTime >= 0 }?.mediaTime ?? track.encoderDelay.map(Int64.init)
+                priming = edit.map { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
             }
             var timecode: TimecodeSummary?
             if let info = try? reader.timecodeTrack(index) {
@@ -135,14 +160,17 @@ public struct MovieSummary: Codable, Hashable, Sendable {
                     dropFrame: format.isDropFrame, flags: format.flags.rawValue, reel: format.sourceReference?.name)
             }
             return TrackSummary(
-                id: track.id, handler: track.handlerType.description, codec: codec, codecString: first?.codecString,
+                id: track.id, handler: track.handlerType.description, codec: codec, codecString: codecString,
                 width: first?.width ?? (track.width > 0 ? Int(track.width) : nil), height: first?.height ?? (track.height > 0 ? Int(track.height) : nil),
                 profile: first?.sps.profileName, level: first.map { Int($0.levelIdc) }, pixelFormat: first?.sps.pixelFormatName,
                 sampleCount: track.samples.count, syncSampleCount: track.samples.reduce(0) { $0 + ($1.isSync ? 1 : 0) },
                 sampleDescriptionCount: track.descriptions.count, timescale: track.timescale,
                 duration: Double(track.sampleDuration) / Double(track.timescale), frameRate: track.nominalFrameRate?.description,
                 rotation: track.matrix.rotation.flatMap { $0 == 0 ? nil : $0 }, fragmented: track.isFragmented,
-                bytes: track.samples.reduce(0) { $0 + UInt64($1.size) }, timecode: timecode)
+                bytes: track.samples.reduce(0) { $0 + UInt64($1.size) }, timecode: timecode, mediaType: track.mediaType.description,
+                codecName: format?.codecName, sampleRate: audio?.sampleRate ?? format?.opaque?.sampleRate,
+                channels: audio?.channelCount ?? format?.opaque?.channelCount, language: track.language, priming: priming,
+                enabled: track.headerFlags & TrackHeaderBox.enabled != 0)
         }
     }
 
@@ -157,11 +185,20 @@ public struct MovieSummary: Codable, Hashable, Sendable {
             if let profile = track.profile, let level = track.level { line += " \(profile) \(level / 10).\(level % 10)" }
             if let pixelFormat = track.pixelFormat { line += " \(pixelFormat)" }
             lines.append(line)
+            if let rate = track.sampleRate, track.mediaType == "audio" {
+                line += " \(track.codecName ?? track.codec) \(rate) Hz \(track.channels.map { "\($0) channel\($0 == 1 ? "" : "s")" } ?? "")"
+            } else if track.codecString == nil, let name = track.codecName, name != track.codec {
+                line += " \(name)"
+            }
+            if let language = track.language { line += " [\(language)]" }
+            if !track.enabled { line += " (not enabled: an alternative)" }
+            lines[lines.count - 1] = line
             var detail = "                \(track.sampleCount) samples (\(track.syncSampleCount) sync), \(decimalText(track.duration, 3)) s"
             if let rate = track.frameRate, track.handler == "vide" { detail += ", \(rate) fps" }
             if let rotation = track.rotation { detail += ", rotated \(rotation)°" }
             if track.sampleDescriptionCount > 1 { detail += ", \(track.sampleDescriptionCount) sample descriptions" }
             if track.fragmented { detail += ", fragmented" }
+            if let priming = track.priming { detail += ", priming \(priming) samples" }
             lines.append(detail)
             if let timecode = track.timecode {
                 var line = "                timecode \(timecode.start ?? "none") (\(timecode.frameRate) fps, \(timecode.frameQuanta) frames/s\(timecode.dropFrame ? ", drop-frame" : ""))"

@@ -4,7 +4,8 @@ import SystemIO
 import SystemPackage
 
 /// What an input holds, told by its first bytes, never by its name: an MP4/MOV file, an MPEG-2
-/// transport stream (188, 192 or 204-byte packets) or, failing both, an Annex-B stream.
+/// transport stream (188, 192 or 204-byte packets), an ADTS stream (AAC frames after ADTS
+/// headers, the second where the first says) or, failing all, an Annex-B stream.
 public enum InputFormat: Sendable, Hashable {
     /// An Annex-B H.264 elementary stream (or anything else: its reader says what is wrong).
     case annexB
@@ -12,6 +13,8 @@ public enum InputFormat: Sendable, Hashable {
     case movie
     /// An MPEG-2 transport stream.
     case transportStream
+    /// An ADTS stream of AAC (a `.aac` file).
+    case adts
 
     /// Bytes read from standard input to tell what it holds: five packets of the largest layout.
     public static let standardInputPrefixSize = TransportPacketLayout.syncRun * TransportPacketLayout.withParity.stride
@@ -25,6 +28,7 @@ public enum InputFormat: Sendable, Hashable {
         guard path == "-" else {
             if TransportStreamReader.looksLikeTransportStream(path: path) { return (.transportStream, []) }
             if MovieReader.looksLikeMovie(path: path) { return (.movie, []) }
+            if let prefix = try? filePrefix(path, count: 4096), ADTSReader.looksLikeADTS(prefix: prefix) { return (.adts, []) }
             return (.annexB, [])
         }
         let input = ChunkedInput(descriptor: .standardInput, name: "stdin")
@@ -33,6 +37,7 @@ public enum InputFormat: Sendable, Hashable {
         let count: Int
         do { count = try input.readFully(into: buffer) } catch { throw .file(error) }
         let prefix = Array(buffer[..<count])
-        return (TransportStreamReader.looksLikeTransportStream(prefix: prefix) ? .transportStream : .annexB, prefix)
+        if TransportStreamReader.looksLikeTransportStream(prefix: prefix) { return (.transportStream, prefix) }
+        return (ADTSReader.looksLikeADTS(prefix: prefix) ? .adts : .annexB, prefix)
     }
 }

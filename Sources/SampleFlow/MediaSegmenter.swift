@@ -200,11 +200,16 @@ public struct MediaSegmenter {
 
     /// Takes the next sample in decoding order; returns the bytes made and the segment it
     /// closed, if it starts one.
+    /// It takes H.264 video; a sample of another kind is an error.
     public mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) -> Output {
+        guard let video = sample.videoFormatDescription else {
+            throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime,
+                          underlying: .invalidOption("a \(sample.formatDescription.codecName) sample: the segmenter cuts H.264 video"))
+        }
         output = Output()
         if origin == nil {
             origin = sample.presentationTime
-            formatDescription = sample.formatDescription
+            formatDescription = video
             nextBoundary = options.segmentDuration
         }
         let time = sample.presentationTime - origin!

@@ -1,9 +1,11 @@
 public import H264Bitstream
 public import MediaCore
 
-/// Where samples come from, one at a time in decoding order: an Annex-B stream, a movie's H.264
-/// track, a transport stream, a network receiver. The one source abstraction the remux jobs,
-/// the sessions and the network senders read.
+/// Where samples come from, one at a time in decoding order: an Annex-B stream, an ADTS stream,
+/// a movie's tracks, a transport stream's, a network receiver. The one source abstraction the
+/// remux jobs, the sessions and the network senders read. A source of several tracks gives
+/// their samples in the order of their decoding times (as a demuxer does), each carrying its
+/// track's ID (``tracks`` describes them).
 ///
 /// A source is read by one caller at a time (it is not `Sendable`); ``next()`` blocks while the
 /// input is slow (a pipe), so an async caller reads it off the cooperative pool.
@@ -21,6 +23,17 @@ public protocol SampleSource: AnyObject {
     var progress: (read: Int, total: Int?) { get }
     /// Problems that did not stop reading, as sentences.
     var warnings: [String] { get }
+    /// The tracks the samples come from, as far as they are known (a transport stream's once
+    /// its tables came; a stream's once its first sample is read).
+    var tracks: [TrackDescription] { get }
+}
+
+extension SampleSource {
+    /// One video track, ``TrackID/first``, once the first sample's description is known (the
+    /// sources written before tracks had only their video).
+    public var tracks: [TrackDescription] {
+        formatDescription.map { [TrackDescription(id: .first, format: .video($0))] } ?? []
+    }
 }
 
 extension SampleSource {

@@ -17,7 +17,7 @@ func frameHashes(_ pictures: [PixelBuffer]) throws -> [String] {
 /// Decodes an Annex-B stream's samples with a decoder made from their description.
 func decodeAll(_ stream: [UInt8], threading: H264Decoder.Threading = .single) throws -> [DecodedPicture] {
     let (samples, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: .stream(fallback: FrameRate(25, 1)))
-    var decoder = try H264Decoder(formatDescription: samples[0].formatDescription, threading: threading)
+    var decoder = try H264Decoder(formatDescription: samples[0].videoFormatDescription!, threading: threading)
     var pictures: [DecodedPicture] = []
     for (index, sample) in samples.enumerated() {
         while try !decoder.send(sample.data, timestamp: Int64(index)) {

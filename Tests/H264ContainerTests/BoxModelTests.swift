@@ -4,6 +4,7 @@ import ISOBMFF
 import MPEGTS
 import MediaCore
 import TestSupport
+import MPEG4Audio
 import Testing
 
 /// One value of every box type the package reads and writes, with fields away from their
@@ -45,7 +46,15 @@ struct BoxSample: Sendable, CustomTestStringConvertible {
             BoxSample(box: AnyBox(MediaInformationBox(children: [AnyBox(VideoMediaHeaderBox()), AnyBox(NullMediaHeaderBox())]))),
             BoxSample(box: AnyBox(BaseMediaInformationHeaderBox(children: [AnyBox(BaseMediaInfoBox()), AnyBox(TimecodeMediaInformationBox(children: [AnyBox(TimecodeMediaInfoBox())]))]))),
             BoxSample(box: AnyBox(DataInformationBox(children: [AnyBox(DataReferenceBox(selfReference: "alis"))]))),
-            BoxSample(box: AnyBox(SampleDescriptionBox(entries: [AnyBox(entry), AnyBox(TimecodeSampleEntry(timecode)), AnyBox(UnknownBox(type: "mp4a", payload: Array(repeating: 7, count: 28)))]))),
+            BoxSample(box: AnyBox(SampleDescriptionBox(entries: [AnyBox(entry), AnyBox(TimecodeSampleEntry(timecode)), AnyBox(UnknownBox(type: "ac-3", payload: Array(repeating: 7, count: 28)))]))),
+            BoxSample(box: AnyBox(SampleDescriptionBox(entries: [AnyBox(AudioSampleEntry(type: "mp4a", channelCount: 2, sampleRate: 48000, children: [
+                AnyBox(ElementaryStreamDescriptorBox(ElementaryStreamDescriptor(decoderConfig: .init(objectTypeIndication: 0x40, bufferSize: 768, maxBitrate: 128_000,
+                                                                                                    averageBitrate: 127_000, decoderSpecificInfo: [0x11, 0x90])))),
+                AnyBox(BitRateBox(bufferSizeDB: 768, maxBitrate: 128_000, avgBitrate: 127_000)),
+            ]))]))),
+            BoxSample(box: AnyBox(SoundMediaHeaderBox())),
+            BoxSample(box: AnyBox(SampleGroupDescriptionBox(rollDistances: [-1]))),
+            BoxSample(box: AnyBox(SampleToGroupBox(groupingType: "roll", entries: [.init(sampleCount: 236, groupDescriptionIndex: 1)]))),
             BoxSample(box: AnyBox(TimeToSampleBox(entries: [.init(count: 10, value: 1001), .init(count: 1, value: 2002)]))),
             BoxSample(box: AnyBox(CompositionOffsetBox(entries: [.init(count: 1, value: -1001), .init(count: 3, value: 2002)], signed: true))),
             BoxSample(box: AnyBox(CompositionToDecodeBox(compositionToDTSShift: 1001, leastDecodeToDisplayDelta: -1001, greatestDecodeToDisplayDelta: 3003,

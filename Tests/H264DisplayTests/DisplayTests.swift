@@ -249,10 +249,10 @@ struct DisplayLayerTests {
         #expect(bytes.count == 40 + sample.data.count && bytes[0] == 1 && bytes[1] == 0b011)
         func integer(_ range: Range<Int>) -> Int64 { bytes[range].reduce(0) { $0 << 8 | Int64($1) } }
         #expect(integer(4..<8) == 7 && integer(8..<16) == DisplayMessage.microseconds(sample.presentationTime) && integer(32..<40) == 1234)
-        let config = DisplayMessage.configuration(sample.formatDescription, live: false)
+        let config = DisplayMessage.configuration(sample.videoFormatDescription!, live: false)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any])
-        #expect(object["codec"] as? String == sample.formatDescription.codecString && object["width"] as? Int == 320)
-        #expect(Data(base64Encoded: object["description"] as? String ?? "").map([UInt8].init) == sample.formatDescription.avcC)
+        #expect(object["codec"] as? String == sample.videoFormatDescription!.codecString && object["width"] as? Int == 320)
+        #expect(Data(base64Encoded: object["description"] as? String ?? "").map([UInt8].init) == sample.videoFormatDescription!.avcC)
     }
 
     @Test("back-pressure: no page, not ready; a page that has not read its queue stops the producer; a flush empties it")

@@ -28,7 +28,7 @@ struct FFmpegRTPTests {
         while let sample = try reader.next() { samples.append(sample) }
         let port = UInt16(try freeUDPPortPair())
         var packetizer = try H264Packetizer(configuration: .init(packetizationMode: shape.mode, maximumPacketSize: shape.packetSize))
-        let format = H264PayloadFormat(formatDescription: samples[0].formatDescription, packetizationMode: shape.mode)
+        let format = H264PayloadFormat(formatDescription: samples[0].videoFormatDescription!, packetizationMode: shape.mode)
         let sdp = SessionDescription(connection: "IN IP4 127.0.0.1", media: [format.medium(port: Int(port))])
         let sdpPath = try Checkout.temporaryFile(Array(sdp.text.utf8), suffix: ".sdp")
         defer { try? FileManager.default.removeItem(atPath: sdpPath) }

@@ -20,7 +20,7 @@ struct RTPPayloadTests {
 
     /// What a receiver should rebuild for a sample: its NAL units, parameter sets first at sync samples.
     static func expectedNALUnits(_ sample: SampleBuffer) throws -> [[UInt8]] {
-        let parameterSets = sample.isSync ? sample.formatDescription.sequenceParameterSets + sample.formatDescription.pictureParameterSets : []
+        let parameterSets = sample.isSync ? sample.videoFormatDescription!.sequenceParameterSets + sample.videoFormatDescription!.pictureParameterSets : []
         return parameterSets + (try sample.nalUnits())
     }
 

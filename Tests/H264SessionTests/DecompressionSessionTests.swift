@@ -43,7 +43,7 @@ final class Collector: Sendable {
         let input = try samples(of: stream)
         let collector = Collector()
         let session = try DecompressionSession(
-            formatDescription: input[0].formatDescription,
+            formatDescription: input[0].videoFormatDescription!,
             configuration: .init(threading: .init(count: 2), isAsynchronous: asynchronous),
             outputHandler: collector.append)
         for sample in input { try session.decode(sample) }
@@ -60,7 +60,7 @@ final class Collector: Sendable {
     @Test func theLastFramesComeOutAtFinish() async throws {
         let stream = try x264Stream(frames: 24, size: "160x120", arguments: ["--bframes", "3", "--b-pyramid", "normal"])
         let input = try samples(of: stream)
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription, configuration: .init(isAsynchronous: true, maximumFramesInFlight: 64))
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!, configuration: .init(isAsynchronous: true, maximumFramesInFlight: 64))
         let consumer = Task {
             var frames: [DecodedFrame] = []
             for try await frame in try session.frames { frames.append(frame) }
@@ -80,7 +80,7 @@ final class Collector: Sendable {
         let stream = try x264Stream(frames: 40, size: "160x120", arguments: ["--bframes", "2"])
         let input = try samples(of: stream)
         let bound = 3
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription,
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!,
                                                configuration: .init(isAsynchronous: asynchronous, maximumFramesInFlight: bound))
         let observed = Mutex(0)
         let consumer = Task {
@@ -110,11 +110,11 @@ final class Collector: Sendable {
         let stream = first + second
         let input = try samples(of: stream)
         #expect(input[0].formatDescription != input[19].formatDescription)
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription)
-        #expect(session.canAccept(input[19].formatDescription))
-        #expect(input[0].formatDescription.canAccept(input[19].formatDescription), "one contract: the description's canAccept agrees")
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!)
+        #expect(session.canAccept(input[19].videoFormatDescription!))
+        #expect(input[0].videoFormatDescription!.canAccept(input[19].videoFormatDescription!), "one contract: the description's canAccept agrees")
         let collector = Collector()
-        let handlerSession = try DecompressionSession(formatDescription: input[0].formatDescription, outputHandler: collector.append)
+        let handlerSession = try DecompressionSession(formatDescription: input[0].videoFormatDescription!, outputHandler: collector.append)
         for sample in input { try handlerSession.decode(sample) }
         handlerSession.finish()
         let frames = collector.all
@@ -128,9 +128,9 @@ final class Collector: Sendable {
         let stream = try Checkout.fixture(Self.fixture)
         let four = try samples(of: stream)
         let two = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(nalUnitLengthSize: 2), frameRate: .fixed(FrameRate(25, 1))).samples
-        let session = try DecompressionSession(formatDescription: four[0].formatDescription, outputHandler: { _ in })
-        #expect(!session.canAccept(two[0].formatDescription))
-        #expect(!four[0].formatDescription.canAccept(two[0].formatDescription))
+        let session = try DecompressionSession(formatDescription: four[0].videoFormatDescription!, outputHandler: { _ in })
+        #expect(!session.canAccept(two[0].videoFormatDescription!))
+        #expect(!four[0].videoFormatDescription!.canAccept(two[0].videoFormatDescription!))
         #expect { try session.decode(two[0]) } throws: { if case .formatNotAccepted = $0 as? SessionError { true } else { false } }
     }
 
@@ -138,7 +138,7 @@ final class Collector: Sendable {
     @Test func cancellingTheConsumerReleasesTheProducer() async throws {
         let stream = try x264Stream(frames: 30, size: "160x120", arguments: [])
         let input = try samples(of: stream)
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription,
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!,
                                                configuration: .init(isAsynchronous: true, maximumFramesInFlight: 2))
         let started = Mutex(false)
         let consumer = Task {
@@ -166,7 +166,7 @@ final class Collector: Sendable {
     @Test func cancellingAWaitingProducer() async throws {
         let stream = try x264Stream(frames: 10, size: "160x120", arguments: [])
         let input = try samples(of: stream)
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription,
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!,
                                                configuration: .init(isAsynchronous: true, maximumFramesInFlight: 1))
         let producer = Task { () -> SessionError? in
             do throws(SessionError) {
@@ -187,7 +187,7 @@ final class Collector: Sendable {
         let stream = try Checkout.fixture(Self.fixture)
         let input = try samples(of: stream)
         let collector = Collector()
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription,
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!,
                                                configuration: .init(pixelFormat: .rgb24, size: (width: 320, height: 240)),
                                                outputHandler: collector.append)
         for sample in input { try session.decode(sample) }
@@ -203,7 +203,7 @@ final class Collector: Sendable {
         // Start in the middle of the first GOP: five P samples first.
         let cut = Array(input[5...])
         let collector = Collector()
-        let session = try DecompressionSession(formatDescription: cut[0].formatDescription, outputHandler: collector.append)
+        let session = try DecompressionSession(formatDescription: cut[0].videoFormatDescription!, outputHandler: collector.append)
         for sample in cut { try session.decode(sample) }
         session.finish()
         let frames = collector.all
@@ -221,7 +221,7 @@ final class Collector: Sendable {
     @Test func framesTakenByASlowConsumerAreLetGo() async throws {
         let stream = try x264Stream(frames: 60, size: "160x120", arguments: ["--bframes", "2"])
         let input = try samples(of: stream)
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription,
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!,
                                                configuration: .init(isAsynchronous: true, maximumFramesInFlight: 4))
         final class Weak: @unchecked Sendable { weak var buffer: PixelBuffer? }
         let consumer = Task { () -> Int in
@@ -249,7 +249,7 @@ final class Collector: Sendable {
     /// output sequence (iterating it trapped); the sequence has one consumer.
     @Test func misuseIsAThrownError() async throws {
         let input = try samples(of: try Checkout.fixture(Self.fixture))
-        let description = input[0].formatDescription
+        let description = input[0].videoFormatDescription!
         // Without a handler a session is asynchronous whatever the configuration says (the
         // docs' promise): its frames come out.
         let single = try DecompressionSession(formatDescription: description, configuration: .init(threading: .single))
@@ -278,7 +278,7 @@ final class Collector: Sendable {
         let input = try samples(of: stream)
         for threads in [H264Decoder.Threading(count: 4), .single] {
             let collector = Collector()
-            let session = try DecompressionSession(formatDescription: input[0].formatDescription, configuration: .init(threading: threads),
+            let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!, configuration: .init(threading: threads),
                                                    outputHandler: collector.append)
             for sample in input { try session.decode(sample) }
             session.finish()
@@ -306,9 +306,9 @@ final class Collector: Sendable {
         let stream = Synthetic.annexB([Synthetic.sps(huge), Synthetic.pps(), Synthetic.slice(.init(idr: true, type: 2, frameNum: 0), sps: huge)])
         let input = try samples(of: stream)
         #expect(input.count == 1)
-        #expect(input[0].formatDescription.width == 32768 && input[0].formatDescription.height == 4080)
+        #expect(input[0].videoFormatDescription!.width == 32768 && input[0].videoFormatDescription!.height == 4080)
         let collector = Collector()
-        let session = try DecompressionSession(formatDescription: input[0].formatDescription, outputHandler: collector.append)
+        let session = try DecompressionSession(formatDescription: input[0].videoFormatDescription!, outputHandler: collector.append)
         try session.decode(input[0])
         session.finish()
         let frames = collector.all

@@ -48,7 +48,7 @@ struct RTPStreamingTests {
         let port = try freeUDPPortPair()
         let destination = RTPDestination(host: "127.0.0.1", port: port)
         let first = try #require(try MediaSource(path: Self.source).next())
-        let format = H264PayloadFormat(formatDescription: first.formatDescription, packetizationMode: shape.mode)
+        let format = H264PayloadFormat(formatDescription: first.videoFormatDescription!, packetizationMode: shape.mode)
         let sdpPath = try Checkout.temporaryFile(Array(destination.sessionDescription(for: format).text.utf8), suffix: ".sdp")
         defer { try? FileManager.default.removeItem(atPath: sdpPath) }
         async let received = Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,

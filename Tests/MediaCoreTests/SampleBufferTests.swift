@@ -144,7 +144,7 @@ func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, ext
         let (outOfBand, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, frameRate: rate)
         let types = { (sample: SampleBuffer) in try sample.nalUnits().map { NALUnitHeader(byte: $0[0]).nalUnitType } }
         #expect(try outOfBand.allSatisfy { try !types($0).contains(.sps) && !types($0).contains(.pps) })
-        #expect(outOfBand[0].formatDescription.sequenceParameterSets.count == 1)
+        #expect(outOfBand[0].videoFormatDescription?.sequenceParameterSets.count == 1)
         let (inBand, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(keepsParameterSetsInBand: true), frameRate: rate)
         #expect(try types(inBand[0]).prefix(2) == [.sps, .pps])
         #expect(inBand.count == outOfBand.count)
@@ -180,7 +180,7 @@ func syntheticStream(_ slices: [Synthetic.Slice], frameMbsOnly: Bool = true, ext
         let stream = try Checkout.fixture("jcodec-test_b_8x8.264")
         let (samples, _) = try SampleBufferBuilder.samples(fromAnnexB: stream, options: .init(nalUnitLengthSize: lengthSize), frameRate: .fixed(FrameRate(25, 1)))
         #expect(samples.count == 3)
-        #expect(samples.allSatisfy { $0.formatDescription.nalUnitLengthSize == lengthSize })
+        #expect(samples.allSatisfy { $0.videoFormatDescription?.nalUnitLengthSize == lengthSize })
         let back = try AnnexBWriter.annexB(from: samples)
         #expect(nalUnits(back).filter { !isParameterSet($0) } == nalUnits(stream).filter { !isParameterSet($0) })
     }

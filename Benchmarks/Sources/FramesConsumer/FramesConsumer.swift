@@ -17,7 +17,7 @@ struct FramesConsumer {
         let delay = arguments.count > 2 ? Int(arguments[2]) ?? 0 : 0
         let reader = try SampleBufferReader(path: arguments[1])
         guard let first = try reader.next() else { exit(1) }
-        let session = try DecompressionSession(formatDescription: first.formatDescription,
+        let session = try DecompressionSession(formatDescription: first.videoFormatDescription!,
                                                configuration: .init(isAsynchronous: true, maximumFramesInFlight: 8))
         let frames = try session.frames
         let consumer = Task {

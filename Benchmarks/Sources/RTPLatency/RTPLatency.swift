@@ -40,7 +40,7 @@ struct RTPLatency {
         var samples: [SampleBuffer] = []
         while samples.count < frames, let sample = try source.next() { samples.append(sample) }
         guard let first = samples.first else { exit(1) }
-        print("\(samples.count) access units of \(first.formatDescription.width)x\(first.formatDescription.height), "
+        print("\(samples.count) access units of \(first.videoFormatDescription!.width)x\(first.videoFormatDescription!.height), "
               + "\(samples.reduce(0) { $0 + $1.data.count } / samples.count) bytes on average")
         throughput(samples)
         try await latency(samples)

@@ -19,7 +19,7 @@ do {
     // 1. The samples, in decode order, and the format description the session needs.
     let source = try MediaSource(path: input)
     guard let first = try source.next() else { throw SampleError("\(input) has no video") }
-    let format = first.formatDescription
+    let format = first.videoFormatDescription!
     print("\(input): \(format.width)x\(format.height), profile \(format.profileIdc), level \(format.levelIdc), "
           + "\(format.bitDepthLuma)-bit, chroma format \(format.chromaFormatIdc)")
 

@@ -358,6 +358,29 @@ public struct MediaHeaderBox: Box {
         writer.u16(language)
         writer.u16(quality)
     }
+
+    /// The ISO 639-2/T code of a `language` field: three letters packed five bits each (a
+    /// value over 0x3FF), or one of QuickTime's Macintosh language codes (below); nil for
+    /// `und` and codes not known.
+    public static func languageCode(_ value: UInt16) -> String? {
+        if value > 0x3FF {
+            let letters = [(value >> 10) & 31, (value >> 5) & 31, value & 31].map { Character(Unicode.Scalar(UInt8($0 + 0x60))) }
+            let code = String(letters)
+            return code == "und" || !code.allSatisfy({ $0.isLetter }) ? nil : code
+        }
+        return Int(value) < macintoshLanguages.count ? macintoshLanguages[Int(value)] : nil
+    }
+
+    /// The `language` field of an ISO 639-2/T code (`eng` packs to 0x15C7); `und` (0x55C4) for
+    /// anything not three lowercase letters.
+    public static func packedLanguage(_ code: String?) -> UInt16 {
+        guard let code, code.count == 3, code.unicodeScalars.allSatisfy({ (0x61...0x7A).contains($0.value) }) else { return 0x55C4 }
+        return code.unicodeScalars.reduce(0) { $0 << 5 | UInt16($1.value - 0x60) }
+    }
+
+    /// QuickTime's Macintosh language codes 0 to 32, as ISO 639-2/T.
+    static let macintoshLanguages = ["eng", "fra", "deu", "ita", "nld", "swe", "spa", "dan", "por", "nor", "heb", "jpn", "ara", "fin", "ell", "isl",
+                                     "mlt", "tur", "hrv", "zho", "urd", "hin", "tha", "kor", "lit", "pol", "hun", "est", "lav", "sme", "fao", "fas", "rus"]
 }
 
 /// `hdlr`: what the media (or metadata) is: `vide`, `soun`, `tmcd`, `mdta`, `mdir`, ...

@@ -7,9 +7,11 @@ public typealias SampleTableBox = Container<ContainerKinds.SampleTable>
 
 /// `stsd`: the sample descriptions (sample entries), numbered from 1.
 public struct SampleDescriptionBox: Box {
-    /// How sample entries parse: H.264 visual entries and timecode entries.
+    /// How sample entries parse: H.264 visual entries, `mp4a` audio entries and timecode
+    /// entries; any other entry is kept as its bytes.
     public static let entryTable = BoxTable([
-        "avc1": VisualSampleEntry.self, "avc3": VisualSampleEntry.self, "tmcd": TimecodeSampleEntry.self, "tc64": TimecodeSampleEntry.self,
+        "avc1": VisualSampleEntry.self, "avc3": VisualSampleEntry.self, "mp4a": AudioSampleEntry.self,
+        "tmcd": TimecodeSampleEntry.self, "tc64": TimecodeSampleEntry.self,
     ])
 
     /// The box type, `stsd`.
@@ -18,7 +20,7 @@ public struct SampleDescriptionBox: Box {
     public var version: UInt8 = 0
     /// The full box flags.
     public var flags: UInt32 = 0
-    /// The sample entries, in order: ``VisualSampleEntry``, ``TimecodeSampleEntry`` or ``UnknownBox``.
+    /// The sample entries, in order: ``VisualSampleEntry``, ``AudioSampleEntry``, ``TimecodeSampleEntry`` or ``UnknownBox``.
     public var entries: [AnyBox]
     /// Bytes after the last entry, fewer than a box header.
     public var trailer: [UInt8] = []

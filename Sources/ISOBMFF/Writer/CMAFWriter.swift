@@ -1,6 +1,6 @@
 public import MediaCore
 
-/// Writes one H.264 track as CMAF (ISO/IEC 23000-19): the fragmented MP4 that HLS (with
+/// Writes one track (H.264 video, or AAC audio) as CMAF (ISO/IEC 23000-19): the fragmented MP4 that HLS (with
 /// EXT-X-MAP) and DASH both play. An initialization segment (`ftyp` with the `cmfc` brand and a
 /// `moov` with `mvex` and no samples), then fragments (`moof` + `mdat`) wherever the caller
 /// starts one; a media segment is a ``segmentTypeBox`` and one or more fragments.
@@ -54,7 +54,7 @@ public struct CMAFWriter {
     /// the input's less this.
     public private(set) var timeOrigin: MediaTime?
 
-    private var track: VideoTrack
+    private var track: TrackTimeline
     private var pending: [(size: Int, entry: TrackRunBox.Entry, presentation: Int64)] = []
     private var pendingStart: Int64 = 0
     /// The pending samples' bytes, one after another: copied in as they come (while fresh: a
@@ -71,7 +71,7 @@ public struct CMAFWriter {
 
     /// A writer with `options`.
     public init(options: Options = Options()) {
-        track = VideoTrack(path: "CMAF", descriptions: .single, signedOffsets: true, fixedTimescale: options.timescale)
+        track = TrackTimeline(path: "CMAF", descriptions: .single, signedOffsets: true, fixedTimescale: options.timescale)
     }
 
     /// Takes the next sample in decoding order; when `startsFragment` (and samples are
@@ -83,7 +83,7 @@ public struct CMAFWriter {
             let options = MovieWriter.Options(fileType: .mp4, layout: .fragmented(fragmentDuration: MediaTime(value: 1, timescale: 1)),
                                               negativeCompositionOffsets: true)
             let ftyp = FileTypeBox(majorBrand: "iso6", minorVersion: 0, compatibleBrands: ["iso6", "cmfc", "mp41", "dash"])
-            initializationSegment = ftyp.serialized + MovieIndex(options: options, track: track).fragmentedMovieBox().box.serialized
+            initializationSegment = ftyp.serialized + MovieIndex(options: options, tracks: [WrittenTrack(timeline: track, fileTrackID: 1, sourceID: .first, language: nil)]).fragmentedMovieBox().box.serialized
         }
         // The previous sample lasts until this one is decoded.
         if placed.gapBefore != 0, let last = pending.indices.last {

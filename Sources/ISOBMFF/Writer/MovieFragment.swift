@@ -1,34 +1,62 @@
 import MediaCore
 
-/// One movie fragment as it is written: a `moof` (its header, one track fragment with its base
-/// decode time and a run of samples) and the `mdat` header before the samples' bytes. Shared by
-/// the fragmented movie layout and ``CMAFWriter``.
+/// One movie fragment as it is written: a `moof` (its header, and a track fragment per track
+/// with samples in it: the track's base decode time and a run of its samples) and the `mdat`
+/// header before the samples' bytes, track after track. Shared by the fragmented movie layout
+/// and ``CMAFWriter``.
 struct MovieFragment {
-    /// The samples' fields, in decoding order.
-    var entries: [TrackRunBox.Entry]
+    /// One track's samples in the fragment.
+    struct Run {
+        /// The track's `track_ID`.
+        var trackID: UInt32
+        /// The samples' fields, in decoding order.
+        var entries: [TrackRunBox.Entry]
+        /// `tfdt` baseMediaDecodeTime: the first sample's decode time, media ticks.
+        var baseDecodeTime: UInt64
+        /// Bytes of the samples.
+        var mediaBytes: Int
+    }
+
+    /// The track runs, in the order their bytes follow in the `mdat`.
+    var runs: [Run]
     /// `mfhd` sequence_number, from 1.
     var sequenceNumber: UInt32
-    /// `tfdt` baseMediaDecodeTime: the first sample's decode time, media ticks.
-    var baseDecodeTime: UInt64
     /// Whether the composition offsets are signed (`trun` version 1).
     var signedOffsets: Bool
-    /// Bytes of the samples.
-    var mediaBytes: Int
 
-    /// The `moof` and the `mdat` header, with the run's data offset pointing past both (the
-    /// `moof`'s size does not depend on the offset's value).
+    /// A fragment of one track (track 1).
+    init(entries: [TrackRunBox.Entry], sequenceNumber: UInt32, baseDecodeTime: UInt64, signedOffsets: Bool, mediaBytes: Int, trackID: UInt32 = 1) {
+        self.init(runs: [Run(trackID: trackID, entries: entries, baseDecodeTime: baseDecodeTime, mediaBytes: mediaBytes)], sequenceNumber: sequenceNumber,
+                  signedOffsets: signedOffsets)
+    }
+
+    /// A fragment of these runs.
+    init(runs: [Run], sequenceNumber: UInt32, signedOffsets: Bool) {
+        self.runs = runs
+        self.sequenceNumber = sequenceNumber
+        self.signedOffsets = signedOffsets
+    }
+
+    /// The `moof` and the `mdat` header, each run's data offset pointing at its samples past
+    /// both (the `moof`'s size does not depend on the offsets' values).
     var header: [UInt8] {
         func moof(dataOffset: Int32) -> MovieFragmentBox {
-            let run = TrackRunBox(entries: entries, dataOffset: dataOffset, signedCompositionOffsets: signedOffsets)
-            let traf = TrackFragmentBox(children: [
-                AnyBox(TrackFragmentHeaderBox(trackID: 1, defaultBaseIsMoof: true)),
-                AnyBox(TrackFragmentBaseMediaDecodeTimeBox(baseMediaDecodeTime: baseDecodeTime)),
-                AnyBox(run),
-            ])
-            return MovieFragmentBox(children: [AnyBox(MovieFragmentHeaderBox(sequenceNumber: sequenceNumber)), AnyBox(traf)])
+            var offset = dataOffset
+            var children = [AnyBox(MovieFragmentHeaderBox(sequenceNumber: sequenceNumber))]
+            for run in runs {
+                let trun = TrackRunBox(entries: run.entries, dataOffset: offset, signedCompositionOffsets: signedOffsets)
+                children.append(AnyBox(TrackFragmentBox(children: [
+                    AnyBox(TrackFragmentHeaderBox(trackID: run.trackID, defaultBaseIsMoof: true)),
+                    AnyBox(TrackFragmentBaseMediaDecodeTimeBox(baseMediaDecodeTime: run.baseDecodeTime)),
+                    AnyBox(trun),
+                ])))
+                offset += Int32(clamping: run.mediaBytes)
+            }
+            return MovieFragmentBox(children: children)
         }
         let size = moof(dataOffset: 0).serialized.count
-        return moof(dataOffset: Int32(size + 8)).serialized + FileOutput.mediaDataHeader(size: UInt64(mediaBytes), large: false)
+        let bytes = runs.reduce(0) { $0 + $1.mediaBytes }
+        return moof(dataOffset: Int32(size + 8)).serialized + FileOutput.mediaDataHeader(size: UInt64(bytes), large: false)
     }
 
     /// The run entry of a placed sample: duration, size, flags (dependency bits, non-sync) and

@@ -5,10 +5,13 @@ import SystemPackage
 
 /// Where a movie's media and index go: one strategy per ``MovieWriter/Layout``.
 protocol MovieLayout: AnyObject {
-    /// Stores one placed sample.
-    func write(_ sample: PlacedSample, track: VideoTrack) throws(ContainerError)
+    /// Whether a track first seen now can still be added (a fragmented movie's header, once
+    /// written, fixes its tracks).
+    func acceptsNewTrack(_ id: TrackID, declared: Bool) throws(ContainerError)
+    /// Stores one placed sample of track `index`.
+    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError)
     /// Writes the index and puts the file in place.
-    func finish(track: VideoTrack) throws(ContainerError) -> MovieWriter.Summary
+    func finish(tracks: inout [WrittenTrack]) throws(ContainerError) -> MovieWriter.Summary
     /// Gives up: whatever was written is removed.
     func discard()
 }
@@ -18,10 +21,11 @@ extension ContainerError {
     static func io(_ error: SystemError) -> ContainerError { ContainerError(systemError: error) }
 }
 
-/// The timecode track's samples (one per run) written at `target`'s position.
-private func writeTimecodeSamples(_ options: MovieWriter.Options, track: VideoTrack, to target: FileOutput, path: String) throws(ContainerError) -> TimecodeSamples? {
-    guard let timecode = options.timecode else { return nil }
-    let end = MediaTime(value: track.presentationDuration, timescale: track.timescale)
+/// The timecode track's samples (one per run) written at `target`'s position; they span the
+/// first video track's presentation.
+private func writeTimecodeSamples(_ options: MovieWriter.Options, tracks: [WrittenTrack], to target: FileOutput, path: String) throws(ContainerError) -> TimecodeSamples? {
+    guard let timecode = options.timecode, let video = tracks.first(where: { $0.timeline.kind == .video }) ?? tracks.first else { return nil }
+    let end = MediaTime(value: video.timeline.presentationDuration, timescale: video.timeline.timescale)
     let scale = timecode.format.frameDuration.timescale
     func ticks(_ time: MediaTime) -> Int64 { time.converted(toTimescale: scale).value }
     var samples = TimecodeSamples(samples: [], offset: target.position)
@@ -38,10 +42,76 @@ private func writeTimecodeSamples(_ options: MovieWriter.Options, track: VideoTr
     return samples
 }
 
-private func summary(_ track: VideoTrack, descriptions: Int, fileSize: UInt64, fragments: Int = 0, largeOffsets: Bool = false) -> MovieWriter.Summary {
-    MovieWriter.Summary(sampleCount: track.sampleCount, sampleDescriptionCount: descriptions,
-                        duration: MediaTime(value: track.presentationDuration, timescale: track.timescale),
-                        fileSize: fileSize, fragmentCount: fragments, usesLargeOffsets: largeOffsets)
+/// What was written: the first track's counts (the video's, in a movie of video) and every
+/// track's.
+private func summary(_ tracks: [WrittenTrack], options: MovieWriter.Options, fileSize: UInt64, fragments: Int = 0, largeOffsets: Bool = false) -> MovieWriter.Summary {
+    let index = MovieIndex(options: options, tracks: tracks)
+    let written = index.tracks
+    let first = index.primary
+    let scale = index.movieTimescale
+    return MovieWriter.Summary(
+        sampleCount: first?.timeline.sampleCount ?? 0, sampleDescriptionCount: first?.timeline.descriptions.count ?? 0,
+        duration: first.map { MediaTime(value: $0.timeline.presentationDuration, timescale: $0.timeline.timescale) } ?? .zero,
+        fileSize: fileSize, fragmentCount: fragments, usesLargeOffsets: largeOffsets,
+        tracks: written.map { track in
+            MovieWriter.WrittenTrackSummary(trackID: track.fileTrackID, sourceTrackID: track.sourceID, mediaType: track.mediaType ?? .video,
+                                            codec: track.timeline.descriptions.first?.codec ?? FourCharCode(rawValue: 0), sampleCount: track.timeline.sampleCount,
+                                            duration: MediaTime(value: track.timeline.presentationDuration, timescale: track.timeline.timescale),
+                                            startOffset: MediaTime(value: Int64(index.startOffset(track)), timescale: scale))
+        })
+}
+
+/// The media of a plain movie as it is written: the first video track's samples as they come,
+/// every other track's gathered into chunks of the options' chunk duration (or 1 MiB) written
+/// between them, so that each moment's samples of every track lie near each other.
+final class PlainMedia {
+    let output: FileOutput
+    let chunkDuration: MediaTime
+    /// The track whose sample was written last: a run of one track's samples is one chunk.
+    private var lastWritten: Int?
+
+    init(output: FileOutput, chunkDuration: MediaTime) {
+        self.output = output
+        self.chunkDuration = chunkDuration
+    }
+
+    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        if index == tracks.primaryIndex {
+            try write([sample], track: index, tracks: &tracks)
+            return
+        }
+        tracks[index].pending.append(sample)
+        tracks[index].pendingBytes += sample.data.count
+        let limit = chunkDuration.converted(toTimescale: tracks[index].timeline.timescale).value
+        if tracks[index].pendingDuration >= limit || tracks[index].pendingBytes >= 1 << 20 { try flush(index, tracks: &tracks) }
+    }
+
+    /// Writes the chunk track `index` gathered.
+    func flush(_ index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        guard !tracks[index].pending.isEmpty else { return }
+        let samples = tracks[index].pending
+        tracks[index].pending.removeAll(keepingCapacity: true)
+        tracks[index].pendingBytes = 0
+        try write(samples, track: index, tracks: &tracks)
+    }
+
+    /// Writes every gathered chunk, the earliest first.
+    func flushAll(tracks: inout [WrittenTrack]) throws(ContainerError) {
+        let starts = tracks.indices.filter { !tracks[$0].pending.isEmpty }.map { index in
+            (index, MediaTime(value: tracks[index].pending[0].decodeTime, timescale: tracks[index].timeline.timescale) + (tracks[index].timeline.firstDecodeTime ?? .zero))
+        }
+        let order = starts.sorted { $0.1 < $1.1 }.map(\.0)
+        for index in order { try flush(index, tracks: &tracks) }
+    }
+
+    private func write(_ samples: [PlacedSample], track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        for (number, sample) in samples.enumerated() {
+            tracks[index].tables.append(sample, at: output.position, timescale: tracks[index].timeline.timescale,
+                                        continuesChunk: number > 0 || lastWritten == index)
+            try output.write(sample.data)
+        }
+        lastWritten = index
+    }
 }
 
 // MARK: - Progressive
@@ -52,7 +122,7 @@ final class ProgressiveLayout: MovieLayout {
     private let options: MovieWriter.Options
     private let file: OutputFile
     private let output: FileOutput
-    private var tables = SampleTables()
+    private let media: PlainMedia
     private var mediaDataStart: UInt64 = 0
     private var started = false
 
@@ -60,12 +130,16 @@ final class ProgressiveLayout: MovieLayout {
         self.options = options
         do { file = try OutputFile(path: path) } catch { throw .io(error) }
         output = FileOutput(descriptor: file.descriptor, path: path, ownsDescriptor: false)
+        media = PlainMedia(output: output, chunkDuration: options.chunkDuration)
     }
 
-    func write(_ sample: PlacedSample, track: VideoTrack) throws(ContainerError) {
+    func acceptsNewTrack(_ id: TrackID, declared: Bool) throws(ContainerError) {}
+
+    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         if !started {
             started = true
-            try output.write(MovieIndex.fileType(options).serialized)
+            try output.write(MovieIndex.fileType(options, hasVideo: options.tracks.isEmpty || options.tracks.contains { $0.mediaType == .video }
+                                                 || tracks.contains { $0.timeline.kind == .video }).serialized)
             // `free` is rewritten as the first half of a 64-bit mdat header if the media passes 4 GiB.
             var header = BoxWriter()
             header.u32(8); header.fourCC("free")
@@ -73,16 +147,16 @@ final class ProgressiveLayout: MovieLayout {
             mediaDataStart = output.position + 16
             try output.write(header.bytes)
         }
-        tables.append(sample, at: output.position, timescale: track.timescale)
-        try output.write(sample.data)
+        try media.write(sample, track: index, tracks: &tracks)
     }
 
-    func finish(track: VideoTrack) throws(ContainerError) -> MovieWriter.Summary {
-        let timecode = try writeTimecodeSamples(options, track: track, to: output, path: file.path)
+    func finish(tracks: inout [WrittenTrack]) throws(ContainerError) -> MovieWriter.Summary {
+        try media.flushAll(tracks: &tracks)
+        let timecode = try writeTimecodeSamples(options, tracks: tracks, to: output, path: file.path)
         try output.flush()
         let mediaSize = output.position - mediaDataStart
         let largeOffsets = output.position > UInt64(UInt32.max)
-        try output.write(MovieIndex(options: options, track: track).movieBox(tables: tables, timecode: timecode, mediaOffset: 0, largeOffsets: largeOffsets).serialized)
+        try output.write(MovieIndex(options: options, tracks: tracks).movieBox(timecode: timecode, mediaOffset: 0, largeOffsets: largeOffsets).serialized)
         // The mdat header: a 32-bit size after `free`, or a 64-bit one over both.
         if mediaSize + 8 <= UInt64(UInt32.max) {
             var w = BoxWriter()
@@ -94,7 +168,7 @@ final class ProgressiveLayout: MovieLayout {
         try output.flush()
         let size = output.position
         do { try file.commit() } catch { throw .io(error) }
-        return summary(track, descriptions: track.descriptions.count, fileSize: size, largeOffsets: largeOffsets)
+        return summary(tracks, options: options, fileSize: size, largeOffsets: largeOffsets)
     }
 
     func discard() { file.discard() }
@@ -113,7 +187,7 @@ final class FaststartLayout: MovieLayout {
     private let file: OutputFile
     private let mediaPath: String
     private let media: FileOutput
-    private var tables = SampleTables()
+    private let plain: PlainMedia
     private var mediaKept = true
 
     init(path: String, options: MovieWriter.Options) throws(ContainerError) {
@@ -127,20 +201,23 @@ final class FaststartLayout: MovieLayout {
             throw .io(error)
         }
         media.startsWriteback = true
+        plain = PlainMedia(output: media, chunkDuration: options.chunkDuration)
     }
+
+    func acceptsNewTrack(_ id: TrackID, declared: Bool) throws(ContainerError) {}
 
     deinit { if mediaKept { removeFile(mediaPath) } }
 
-    func write(_ sample: PlacedSample, track: VideoTrack) throws(ContainerError) {
-        tables.append(sample, at: media.position, timescale: track.timescale)
-        try media.write(sample.data)
+    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        try plain.write(sample, track: index, tracks: &tracks)
     }
 
-    func finish(track: VideoTrack) throws(ContainerError) -> MovieWriter.Summary {
-        let timecode = try writeTimecodeSamples(options, track: track, to: media, path: file.path)
+    func finish(tracks: inout [WrittenTrack]) throws(ContainerError) -> MovieWriter.Summary {
+        try plain.flushAll(tracks: &tracks)
+        let timecode = try writeTimecodeSamples(options, tracks: tracks, to: media, path: file.path)
         try media.flush()
         let mediaSize = media.position
-        let header = faststartHeader(track: track, timecode: timecode, mediaSize: mediaSize)
+        let header = faststartHeader(tracks: tracks, timecode: timecode, mediaSize: mediaSize)
         let fileSize = UInt64(header.bytes.count) + mediaSize
         if (try? media.descriptor.insertRange(at: 0, length: Int64(header.bytes.count), path: mediaPath)) != nil {
             // The file system moved the media up by whole blocks: the index goes in front of
@@ -156,7 +233,7 @@ final class FaststartLayout: MovieLayout {
             try copy(size: mediaSize, to: output)
             do { try file.commit() } catch { throw .io(error) }
         }
-        return summary(track, descriptions: track.descriptions.count, fileSize: fileSize, largeOffsets: header.largeOffsets)
+        return summary(tracks, options: options, fileSize: fileSize, largeOffsets: header.largeOffsets)
     }
 
     func discard() {
@@ -168,10 +245,10 @@ final class FaststartLayout: MovieLayout {
     /// What goes before the media: `ftyp`, `moov`, a `free` box padding the whole to a multiple
     /// of 4096 bytes (so that the file system can insert it in front of the media by whole
     /// blocks; the same bytes are written where it cannot), and the `mdat` header.
-    private func faststartHeader(track: VideoTrack, timecode: TimecodeSamples?, mediaSize: UInt64) -> (bytes: [UInt8], largeOffsets: Bool) {
+    private func faststartHeader(tracks: [WrittenTrack], timecode: TimecodeSamples?, mediaSize: UInt64) -> (bytes: [UInt8], largeOffsets: Bool) {
         let block = 4096
-        let index = MovieIndex(options: options, track: track)
-        let ftyp = MovieIndex.fileType(options).serialized
+        let index = MovieIndex(options: options, tracks: tracks)
+        let ftyp = MovieIndex.fileType(options, hasVideo: tracks.contains { $0.timeline.kind == .video }).serialized
         let mdatHeader = mediaSize + 8 > UInt64(UInt32.max) ? 16 : 8
         func total(_ moovSize: Int) -> (size: Int, padding: Int) {
             let unpadded = ftyp.count + moovSize + mdatHeader
@@ -182,12 +259,12 @@ final class FaststartLayout: MovieLayout {
         // The moov's size depends on whether its chunk offsets need 64 bits, which depends on
         // where the media starts: size it with 32-bit offsets first (when the media alone fits).
         var largeOffsets = mediaSize > UInt64(UInt32.max)
-        var layout = total(index.movieBox(tables: tables, timecode: timecode, mediaOffset: 0, largeOffsets: largeOffsets).serialized.count)
+        var layout = total(index.movieBox(timecode: timecode, mediaOffset: 0, largeOffsets: largeOffsets).serialized.count)
         if !largeOffsets && UInt64(layout.size) + mediaSize > UInt64(UInt32.max) {
             largeOffsets = true
-            layout = total(index.movieBox(tables: tables, timecode: timecode, mediaOffset: 0, largeOffsets: true).serialized.count)
+            layout = total(index.movieBox(timecode: timecode, mediaOffset: 0, largeOffsets: true).serialized.count)
         }
-        var bytes = ftyp + index.movieBox(tables: tables, timecode: timecode, mediaOffset: UInt64(layout.size), largeOffsets: largeOffsets).serialized
+        var bytes = ftyp + index.movieBox(timecode: timecode, mediaOffset: UInt64(layout.size), largeOffsets: largeOffsets).serialized
         if layout.padding > 0 { bytes += FreeSpaceBox(size: layout.padding).serialized }
         bytes += FileOutput.mediaDataHeader(size: mediaSize, large: mdatHeader == 16)
         return (bytes, largeOffsets)
@@ -219,22 +296,26 @@ final class FaststartLayout: MovieLayout {
 
 // MARK: - Fragmented
 
-/// `moov` up front, then `moof`+`mdat` per fragment of about the chosen duration (cut at sync
-/// samples), `mfra` at the end. Written straight to the target (or standard output): a
-/// process killed at any point leaves every complete fragment playable.
+/// `moov` up front, then `moof`+`mdat` per fragment of about the chosen duration (cut at the
+/// first video track's sync samples), a track fragment per track with samples in it, `mfra` at
+/// the end. Written straight to the target (or standard output): a process killed at any point
+/// leaves every complete fragment playable. The `moov` is written with the first fragment, so
+/// its tracks are those with samples by then (each track's edit list starts it where its first
+/// sample is); a track whose first sample comes later is an error.
 final class FragmentedLayout: MovieLayout {
     private let options: MovieWriter.Options
     private let path: String
     private let output: FileOutput
     private let writesFile: Bool
     private let fragmentDuration: MediaTime
-    private var samples: [(data: BlockBuffer, entry: TrackRunBox.Entry)] = []
-    private var fragmentStart: Int64 = 0
-    private var fragmentBytes = 0
+    /// The pending samples of each track (by the writer's track index).
+    private var samples: [[(data: BlockBuffer, entry: TrackRunBox.Entry, decodeTime: Int64)]] = []
+    private var fragmentStart: Int64?
     private var fragmentCount = 0
-    private var randomAccess: [TrackFragmentRandomAccessBox.Entry] = []
+    private var randomAccess: [Int: [TrackFragmentRandomAccessBox.Entry]] = [:]
     private var mehdOffset: UInt64?
-    private var headerWritten = false
+    /// The tracks the `moov` names, once written.
+    private var headerTracks: Int?
 
     init(path: String, options: MovieWriter.Options, fragmentDuration: MediaTime) throws(ContainerError) {
         self.options = options
@@ -250,61 +331,79 @@ final class FragmentedLayout: MovieLayout {
         }
     }
 
-    func write(_ sample: PlacedSample, track: VideoTrack) throws(ContainerError) {
-        if !headerWritten {
-            headerWritten = true
-            let ftyp = MovieIndex.fileType(options).serialized
-            let (moov, mehdValueOffset) = MovieIndex(options: options, track: track).fragmentedMovieBox()
-            mehdOffset = output.position + UInt64(ftyp.count + mehdValueOffset)
-            try output.write(ftyp)
-            try output.write(moov.serialized)
-            try output.flush()
-            fragmentStart = sample.decodeTime
+    func acceptsNewTrack(_ id: TrackID, declared: Bool) throws(ContainerError) {
+        guard headerTracks == nil else {
+            throw ContainerError(.invalidInput, "track \(id)'s first sample came after the movie's header was written with the first fragment; "
+                                 + "a fragmented movie's tracks are those with samples in its first fragment (write a progressive or faststart movie, or a longer first fragment)", path: path)
         }
+    }
+
+    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        while samples.count < tracks.count { samples.append([]) }
         // The previous sample lasts until this one is decoded (before its fragment is written).
-        if sample.gapBefore != 0, let last = samples.indices.last {
-            samples[last].entry.duration = UInt32(Int64(samples[last].entry.duration ?? 0) + sample.gapBefore)
+        if sample.gapBefore != 0, let last = samples[index].indices.last {
+            samples[index][last].entry.duration = UInt32(Int64(samples[index][last].entry.duration ?? 0) + sample.gapBefore)
         }
-        if sample.isSync, !samples.isEmpty, MediaTime(value: sample.decodeTime - fragmentStart, timescale: track.timescale) >= fragmentDuration {
-            try flushFragment()
-            fragmentStart = sample.decodeTime
+        if index == tracks.primaryIndex {
+            if let start = fragmentStart, sample.isSync, samples.contains(where: { !$0.isEmpty }),
+               MediaTime(value: sample.decodeTime - start, timescale: tracks[index].timeline.timescale) >= fragmentDuration {
+                try flushFragment(tracks: tracks)
+            }
+            if fragmentStart == nil || samples[index].isEmpty && samples.allSatisfy(\.isEmpty) { fragmentStart = sample.decodeTime }
         }
-        samples.append((sample.data, MovieFragment.entry(sample)))
-        fragmentBytes += sample.data.count
+        samples[index].append((sample.data, MovieFragment.entry(sample), sample.decodeTime))
+    }
+
+    /// Writes the `ftyp` and `moov` of the tracks so far.
+    private func writeHeader(tracks: [WrittenTrack]) throws(ContainerError) {
+        let ftyp = MovieIndex.fileType(options, hasVideo: tracks.contains { $0.timeline.kind == .video }).serialized
+        let (moov, mehdValueOffset) = MovieIndex(options: options, tracks: tracks).fragmentedMovieBox()
+        mehdOffset = output.position + UInt64(ftyp.count + mehdValueOffset)
+        try output.write(ftyp)
+        try output.write(moov.serialized)
+        try output.flush()
+        headerTracks = tracks.count
     }
 
     /// Writes the pending samples as one `moof` + `mdat` and flushes them to the file, so a
     /// kill after this point keeps them.
-    private func flushFragment() throws(ContainerError) {
-        guard !samples.isEmpty else { return }
+    private func flushFragment(tracks: [WrittenTrack]) throws(ContainerError) {
+        guard samples.contains(where: { !$0.isEmpty }) else { return }
+        if headerTracks == nil { try writeHeader(tracks: tracks) }
         fragmentCount += 1
         let moofOffset = output.position
-        let fragment = MovieFragment(entries: samples.map(\.entry), sequenceNumber: UInt32(fragmentCount), baseDecodeTime: UInt64(fragmentStart),
-                                     signedOffsets: options.negativeCompositionOffsets, mediaBytes: fragmentBytes)
-        randomAccess.append(TrackFragmentRandomAccessBox.Entry(time: UInt64(fragmentStart), moofOffset: moofOffset))
+        let runs = samples.indices.filter { !samples[$0].isEmpty }.map { index in
+            MovieFragment.Run(trackID: tracks[index].fileTrackID, entries: samples[index].map(\.entry), baseDecodeTime: UInt64(max(0, samples[index][0].decodeTime)),
+                              mediaBytes: samples[index].reduce(0) { $0 + $1.data.count })
+        }
+        for index in samples.indices where !samples[index].isEmpty {
+            randomAccess[index, default: []].append(TrackFragmentRandomAccessBox.Entry(time: UInt64(max(0, samples[index][0].decodeTime)), moofOffset: moofOffset))
+        }
+        let fragment = MovieFragment(runs: runs, sequenceNumber: UInt32(fragmentCount), signedOffsets: options.negativeCompositionOffsets)
         try output.write(fragment.header)
-        for sample in samples { try output.write(sample.data) }
+        for index in samples.indices { for sample in samples[index] { try output.write(sample.data) } }
         try output.flush()
-        samples.removeAll(keepingCapacity: true)
-        fragmentBytes = 0
+        for index in samples.indices { samples[index].removeAll(keepingCapacity: true) }
+        fragmentStart = nil
     }
 
-    func finish(track: VideoTrack) throws(ContainerError) -> MovieWriter.Summary {
-        try flushFragment()
-        // mfra: a random-access entry per fragment, then mfro giving its size.
+    func finish(tracks: inout [WrittenTrack]) throws(ContainerError) -> MovieWriter.Summary {
+        while samples.count < tracks.count { samples.append([]) }
+        try flushFragment(tracks: tracks)
+        // mfra: a random-access box per track with its fragments, then mfro giving its size.
         func index(size: UInt32) -> MovieFragmentRandomAccessBox {
-            MovieFragmentRandomAccessBox(children: [
-                AnyBox(TrackFragmentRandomAccessBox(trackID: 1, entries: randomAccess)), AnyBox(MovieFragmentRandomAccessOffsetBox(size: size)),
-            ])
+            let boxes = randomAccess.keys.sorted().map { AnyBox(TrackFragmentRandomAccessBox(trackID: tracks[$0].fileTrackID, entries: randomAccess[$0]!)) }
+            return MovieFragmentRandomAccessBox(children: boxes + [AnyBox(MovieFragmentRandomAccessOffsetBox(size: size))])
         }
         try output.write(index(size: UInt32(index(size: 0).serialized.count)).serialized)
+        let movie = MovieIndex(options: options, tracks: tracks)
         if let mehdOffset, writesFile {
             var w = BoxWriter()
-            w.u64(UInt64(track.presentationDuration))
+            w.u64(movie.tracks.map { movie.startOffset($0) + movie.presentationLength($0) }.max() ?? 0)
             try output.patch(w.bytes, at: mehdOffset)
         }
         try output.flush()
-        return summary(track, descriptions: 1, fileSize: output.position, fragments: fragmentCount)
+        return summary(tracks, options: options, fileSize: output.position, fragments: fragmentCount)
     }
 
     func discard() { if writesFile { removeFile(path) } }

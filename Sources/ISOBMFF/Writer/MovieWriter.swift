@@ -13,8 +13,22 @@ public enum MovieFileType: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Writes one H.264 video track of sample buffers (and optionally a timecode track and
-/// metadata) to an MP4 or MOV file: the AVAssetWriter analogue.
+/// Writes sample buffers to an MP4 or MOV file, a track for each track ID the samples carry
+/// (H.264 video, AAC audio, and samples of other codecs with the sample entry they came with),
+/// optionally with a timecode track and metadata: the AVAssetWriter analogue, each track ID an
+/// AVAssetWriterInput.
+///
+/// Tracks are made as their first samples come (``Options/tracks`` declares them first, with
+/// their languages, and must for a fragmented layout's tracks after the first), in the order
+/// they come; every sample of a track goes in in decoding order, and samples of different
+/// tracks in the order of their decoding times, as a demuxer gives them: the movie's chunks
+/// follow that order. The first video track's samples are written as they come; the other
+/// tracks' are gathered into chunks of ``Options/chunkDuration`` (0.5 s) and written between
+/// them, so that a player reading the file finds each moment's sound beside its picture. Each
+/// track's edit list starts it where its first shown sample is on the common timeline (an empty
+/// edit for a track that starts later than the first, as an audio track recorded half a second
+/// after its video), and leaves out what is not to be shown: a cut's pre-roll, an AAC encoder's
+/// priming (with a `roll` sample group of -1, as FFmpeg and Apple write).
 ///
 /// The writer owns its file from ``init(path:options:)`` to ``finish()``: a progressive or
 /// faststart movie is written under a temporary name beside the target and renamed into place
@@ -71,6 +85,13 @@ public final class MovieWriter: Sendable {
         /// frame is at time 0. Progressive and faststart layouts; a fragmented file keeps its
         /// decode times in `tfdt` instead.
         public var keepsStartTime: Bool
+        /// The tracks to write, declared before their samples come: their IDs, formats and
+        /// languages, in the order they go in the file. A track not declared is made when its
+        /// first sample comes (with no language).
+        public var tracks: [TrackDescription] = []
+        /// How much of a track other than the first video track is gathered into one chunk
+        /// (at most 1 MiB): 0.5 s, as Apple writes.
+        public var chunkDuration = MediaTime(value: 1, timescale: 2)
 
         /// Options; the defaults write a progressive MP4 with `avc1` sample entries.
         public init(fileType: MovieFileType = .mp4, layout: Layout = .progressive, negativeCompositionOffsets: Bool = false,
@@ -143,7 +164,7 @@ public final class MovieWriter: Sendable {
 
     /// What was written.
     public struct Summary: Sendable, Hashable {
-        /// Video samples written.
+        /// Samples written to the first track (the video, in a movie of video).
         public var sampleCount: Int
         /// Sample descriptions in the file (one for `avc3` and for fragmented files).
         public var sampleDescriptionCount: Int
@@ -155,6 +176,38 @@ public final class MovieWriter: Sendable {
         public var fragmentCount: Int
         /// Whether chunk offsets needed 64 bits (`co64`).
         public var usesLargeOffsets: Bool
+        /// Each track written, in file order.
+        public var tracks: [WrittenTrackSummary] = []
+
+        /// A summary of these values.
+        public init(sampleCount: Int, sampleDescriptionCount: Int, duration: MediaTime, fileSize: UInt64, fragmentCount: Int, usesLargeOffsets: Bool,
+                    tracks: [WrittenTrackSummary] = []) {
+            self.sampleCount = sampleCount
+            self.sampleDescriptionCount = sampleDescriptionCount
+            self.duration = duration
+            self.fileSize = fileSize
+            self.fragmentCount = fragmentCount
+            self.usesLargeOffsets = usesLargeOffsets
+            self.tracks = tracks
+        }
+    }
+
+    /// One track of a written movie.
+    public struct WrittenTrackSummary: Sendable, Hashable {
+        /// Its `track_ID` in the file.
+        public var trackID: UInt32
+        /// The source track ID its samples carried.
+        public var sourceTrackID: TrackID
+        /// Its kind of media.
+        public var mediaType: MediaType
+        /// Its codec (`avc1`, `mp4a`, `Opus`).
+        public var codec: FourCharCode
+        /// Samples written.
+        public var sampleCount: Int
+        /// From its first shown sample to the end of its last.
+        public var duration: MediaTime
+        /// Where it starts after the movie's start (its empty edit).
+        public var startOffset: MediaTime
     }
 
     /// The path being written (`"-"` for standard output).
@@ -166,7 +219,7 @@ public final class MovieWriter: Sendable {
     private enum Phase { case writing, failed(ContainerError), finished }
 
     private struct State {
-        var track: VideoTrack
+        var tracks: [WrittenTrack] = []
         var layout: any MovieLayout
         var phase: Phase = .writing
     }
@@ -183,10 +236,17 @@ public final class MovieWriter: Sendable {
         case .faststart: layout = try FaststartLayout(path: path, options: options)
         case .fragmented(let duration): layout = try FragmentedLayout(path: path, options: options, fragmentDuration: duration)
         }
+        state = Locked(State(layout: layout))
+    }
+
+    /// A new track for samples of `source`: file track IDs from 1 in order of creation.
+    private func makeTrack(for source: TrackID, into state: inout State) -> Int {
         let fragmented = if case .fragmented = options.layout { true } else { false }
-        let track = VideoTrack(path: path, descriptions: options.parameterSets == .inBand || fragmented ? .single : .perChange,
-                               signedOffsets: options.negativeCompositionOffsets)
-        state = Locked(State(track: track, layout: layout))
+        let timeline = TrackTimeline(path: path, descriptions: options.parameterSets == .inBand || fragmented ? .single : .perChange,
+                                     signedOffsets: options.negativeCompositionOffsets)
+        let declared = options.tracks.first { $0.id == source }
+        state.tracks.append(WrittenTrack(timeline: timeline, fileTrackID: UInt32(state.tracks.count + 1), sourceID: source, language: declared?.language))
+        return state.tracks.count - 1
     }
 
     private static func check(_ options: Options, path: String) throws(ContainerError) {
@@ -226,8 +286,8 @@ public final class MovieWriter: Sendable {
         }
     }
 
-    /// Samples written so far.
-    public var sampleCount: Int { state.withLock { $0.track.sampleCount } }
+    /// Samples written so far, every track's.
+    public var sampleCount: Int { state.withLock { $0.tracks.reduce(0) { $0 + $1.timeline.sampleCount } } }
 
     /// Appends the next sample, in decoding order. After an error the writer is failed: every
     /// later call throws it again, and nothing is left on disk.
@@ -245,8 +305,13 @@ public final class MovieWriter: Sendable {
             case .finished: throw ContainerError(.invalidInput, "the movie is finished; no more samples can be added", path: path)
             }
             do throws(ContainerError) {
-                let placed = try state.track.place(sample)
-                try state.layout.write(placed, track: state.track)
+                var index = state.tracks.firstIndex { $0.sourceID == sample.trackID }
+                if index == nil {
+                    try state.layout.acceptsNewTrack(sample.trackID, declared: options.tracks.contains { $0.id == sample.trackID })
+                    index = makeTrack(for: sample.trackID, into: &state)
+                }
+                let placed = try state.tracks[index!].timeline.place(sample)
+                try state.layout.write(placed, track: index!, tracks: &state.tracks)
             } catch {
                 state.phase = .failed(error)
                 state.layout.discard()
@@ -265,14 +330,14 @@ public final class MovieWriter: Sendable {
             case .failed(let error): throw error
             case .finished: throw ContainerError(.invalidInput, "the movie is finished already", path: path)
             }
-            guard state.track.sampleCount > 0 else {
+            guard state.tracks.contains(where: { $0.timeline.sampleCount > 0 }) else {
                 state.layout.discard()
                 let error = ContainerError(.invalidInput, "no samples to write; no movie written", path: path)
                 state.phase = .failed(error)
                 throw error
             }
             do throws(ContainerError) {
-                let summary = try state.layout.finish(track: state.track)
+                let summary = try state.layout.finish(tracks: &state.tracks)
                 state.phase = .finished
                 return summary
             } catch {

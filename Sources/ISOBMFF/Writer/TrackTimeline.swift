@@ -1,7 +1,7 @@
 import H264Bitstream
 import MediaCore
 
-/// A sample placed on the track's media timeline: what every layout writes.
+/// A sample placed on its track's media timeline: what every layout writes.
 struct PlacedSample {
     /// The bytes to store (parameter sets put in band in front when the layout needs them).
     var data: BlockBuffer
@@ -22,10 +22,16 @@ struct PlacedSample {
     var gapBefore: Int64
 }
 
-/// The video track as it is written: its timescale, the timing of the samples so far, and
-/// the sample descriptions. Turns sample buffers into ``PlacedSample``s, checking everything
+/// One track as it is written: its kind, its timescale, the timing of the samples so far, and
+/// its sample descriptions. Turns sample buffers into ``PlacedSample``s, checking everything
 /// the container needs before a byte is written.
-struct VideoTrack {
+///
+/// Video (H.264): the timescale is fine enough for the first sample's duration (doubled up to
+/// 10000 or more, as FFmpeg picks one), every time must be a whole number of ticks, and
+/// parameter sets go into sample entries or in band. Audio (AAC): the timescale is the sample
+/// rate and times are rounded to it (a transport stream's 90 kHz times of 44.1 kHz audio are
+/// not whole samples). Carried samples keep their first sample's timescale and sample entry.
+struct TrackTimeline {
     enum Descriptions {
         /// A sample entry per distinct description (`avc1`).
         case perChange
@@ -34,12 +40,19 @@ struct VideoTrack {
         case single
     }
 
+    /// The kind of track, from its first sample.
+    enum Kind: Equatable {
+        case video, audio, opaque
+    }
+
     let path: String
     let descriptionPolicy: Descriptions
     let signedOffsets: Bool
-    private(set) var descriptions: [VideoFormatDescription] = []
+    private(set) var kind: Kind?
+    private(set) var mediaType: MediaType?
+    private(set) var descriptions: [FormatDescription] = []
     /// The description of the previous sample (for in-band parameter sets).
-    private var previousDescription: VideoFormatDescription?
+    private var previousDescription: FormatDescription?
     private(set) var timescale: Int32 = 0
     private(set) var firstDecodeTime: MediaTime?
     private(set) var nextDecodeTime: Int64 = 0
@@ -52,7 +65,7 @@ struct VideoTrack {
     /// The earliest presentation time and the latest presentation end of every sample, ticks.
     private(set) var minimumPresentation: Int64 = .max
     private(set) var maximumPresentationEnd: Int64 = .min
-    /// The same of the samples to be shown (not marked `doNotDisplay`), ticks.
+    /// The same of what is to be shown (samples not marked `doNotDisplay`, less their trims), ticks.
     private var shownMinimum: Int64 = .max
     private var shownMaximumEnd: Int64 = .min
     private(set) var sampleCount = 0
@@ -73,14 +86,24 @@ struct VideoTrack {
     }
 
     /// Where the presentation (the edit) starts, ticks: the first frame to be shown; samples
-    /// marked `doNotDisplay` before it (a cut's pre-roll) are decoded but left out of the edit.
-    /// With no sample to be shown, every sample's.
+    /// marked `doNotDisplay` before it (a cut's pre-roll, an encoder's priming) are decoded but
+    /// left out of the edit, as is the trimmed start of an audio packet. With no sample to be
+    /// shown, every sample's.
     var presentationStart: Int64 { shownMinimum == .max ? minimumPresentation : shownMinimum }
 
     /// The presentation's length, from the first shown frame to the end of the last, ticks.
     var presentationDuration: Int64 {
         sampleCount == 0 ? 0 : (shownMinimum == .max ? maximumPresentationEnd : shownMaximumEnd) - presentationStart
     }
+
+    /// Where the presentation starts on the sources' common timeline (the first decode time
+    /// plus ``presentationStart``), nil before the first sample.
+    var presentationStartTime: MediaTime? {
+        firstDecodeTime.map { $0 + MediaTime(value: presentationStart, timescale: timescale) }
+    }
+
+    /// The first description's video format, for a video track.
+    var firstVideoFormat: VideoFormatDescription? { descriptions.first?.video }
 
     private func error(_ reason: String) -> ContainerError { ContainerError(.invalidInput, "sample \(sampleCount): \(reason)", path: path) }
 
@@ -93,10 +116,11 @@ struct VideoTrack {
         if firstDecodeTime == nil { try start(with: sample) }
         let description = try descriptionIndex(for: sample.formatDescription)
         var data = sample.data
-        if description.inBand { data = try Self.prependingParameterSets(of: sample.formatDescription, to: data, path: path) }
+        if description.inBand, let video = sample.videoFormatDescription { data = try Self.prependingParameterSets(of: video, to: data, path: path) }
         let decode = try ticks(timing.decodeTime - firstDecodeTime!, "decode time")
         let presentation = try ticks(timing.presentationTime - firstDecodeTime!, "presentation time")
-        let duration = try ticks(timing.duration, "duration")
+        var duration = try ticks(timing.duration, "duration")
+        if kind != .video && duration == 0 { duration = 1 }  // a rounded duration of a carried sample
         guard decode > previousDecodeTime || sampleCount == 0 else {
             throw error("decode time \(timing.decodeTime) is not after the previous sample's; samples go in in decoding order")
         }
@@ -110,8 +134,8 @@ struct VideoTrack {
         guard data.count <= Int(UInt32.max) else { throw error("over 4 GiB") }
         let gap = sampleCount > 0 ? decode - nextDecodeTime : 0
         // The previous sample is lengthened or shortened to meet this one; its duration must still fit.
-        guard gap <= Int64(UInt32.max) - previousDuration else {
-            throw error("a gap of \(gap) ticks before it makes the previous sample too long for a movie")
+        guard gap <= Int64(UInt32.max) - previousDuration, previousDuration + gap > 0 || sampleCount == 0 else {
+            throw error("a gap of \(gap) ticks before it makes the previous sample too long for a movie, or nothing")
         }
         previousDuration = duration
         previousDecodeTime = decode
@@ -119,8 +143,10 @@ struct VideoTrack {
         minimumPresentation = min(minimumPresentation, presentation)
         maximumPresentationEnd = max(maximumPresentationEnd, presentation + duration)
         if !sample.attachments.doNotDisplay {
-            shownMinimum = min(shownMinimum, presentation)
-            shownMaximumEnd = max(shownMaximumEnd, presentation + duration)
+            let trimStart = kind == .video ? 0 : (try? ticks(sample.attachments.trimDurationAtStart, "trim")) ?? 0
+            let trimEnd = kind == .video ? 0 : (try? ticks(sample.attachments.trimDurationAtEnd, "trim")) ?? 0
+            shownMinimum = min(shownMinimum, presentation + max(0, min(trimStart, duration)))
+            shownMaximumEnd = max(shownMaximumEnd, presentation + duration - max(0, min(trimEnd, duration)))
         }
         largestSample = max(largestSample, data.count)
         totalBytes += UInt64(data.count)
@@ -129,19 +155,32 @@ struct VideoTrack {
                             isSync: sample.isSync, attachments: sample.attachments, gapBefore: gap)
     }
 
-    /// The timescale: the first sample's duration's, doubled up to at least 10000 (room for
-    /// the other samples' times), as FFmpeg picks a fine one.
+    /// The kind and timescale, from the first sample: video, the first duration's timescale
+    /// doubled up to at least 10000 (room for the other samples' times), as FFmpeg picks a fine
+    /// one; AAC, its sample rate; a carried sample, its duration's timescale.
     private mutating func start(with sample: SampleBuffer) throws(ContainerError) {
         firstDecodeTime = sample.decodeTime
-        var scale = sample.duration.timescale
-        while scale < 10000 && scale <= Int32.max / 2 { scale *= 2 }
-        timescale = fixedTimescale ?? scale
+        mediaType = sample.mediaType
+        switch sample.formatDescription {
+        case .video:
+            kind = .video
+            var scale = sample.duration.timescale
+            while scale < 10000 && scale <= Int32.max / 2 { scale *= 2 }
+            timescale = fixedTimescale ?? scale
+        case .audio(let audio):
+            kind = .audio
+            timescale = fixedTimescale ?? Int32(clamping: audio.sampleRate)
+        case .timecode, .opaque:
+            kind = .opaque
+            timescale = fixedTimescale ?? sample.duration.timescale
+        }
+        guard timescale > 0 else { throw error("no timescale for its track (rate \(sample.duration.timescale))") }
         initialDelay = try ticks(sample.presentationTime - sample.decodeTime, "composition offset")
     }
 
     private func ticks(_ time: MediaTime, _ what: String) throws(ContainerError) -> Int64 {
         let converted = time.converted(toTimescale: timescale)
-        guard converted.isNumeric, !converted.flags.contains(.hasBeenRounded) else {
+        guard converted.isNumeric, kind != .video || !converted.flags.contains(.hasBeenRounded) else {
             throw error("\(what) \(time) is not a whole number of 1/\(timescale) s (the track's timescale, from its first sample)")
         }
         // Within ±2^62 ticks, sums and differences of two times cannot overflow.
@@ -150,24 +189,25 @@ struct VideoTrack {
     }
 
     /// The description a sample uses, and whether its parameter sets must go in band.
-    private mutating func descriptionIndex(for description: VideoFormatDescription) throws(ContainerError) -> (index: Int, inBand: Bool) {
+    private mutating func descriptionIndex(for description: FormatDescription) throws(ContainerError) -> (index: Int, inBand: Bool) {
         defer { previousDescription = description }
-        if let first = descriptions.first, description.nalUnitLengthSize != first.nalUnitLengthSize {
-            throw error("\(description.nalUnitLengthSize)-byte NAL lengths after \(first.nalUnitLengthSize)-byte ones; a track has one length size")
+        if let first = descriptions.first, first.mediaType != description.mediaType {
+            throw error("a \(description.mediaType) sample in a \(first.mediaType) track; a track holds one kind of media")
         }
-        switch descriptionPolicy {
-        case .single:
+        if case .video(let video) = description, let first = descriptions.first?.video, video.nalUnitLengthSize != first.nalUnitLengthSize {
+            throw error("\(video.nalUnitLengthSize)-byte NAL lengths after \(first.nalUnitLengthSize)-byte ones; a track has one length size")
+        }
+        if kind == .video && descriptionPolicy == .single {
             if descriptions.isEmpty { descriptions.append(description) }
             let changed = previousDescription.map { $0 != description } ?? false
             return (1, changed)
-        case .perChange:
-            if let index = descriptions.firstIndex(of: description) { return (index + 1, false) }
-            guard descriptions.count < Self.maximumDescriptions else {
-                throw error("over \(Self.maximumDescriptions) parameter-set changes; keep the parameter sets in band (avc3)")
-            }
-            descriptions.append(description)
-            return (descriptions.count, false)
         }
+        if let index = descriptions.firstIndex(of: description) { return (index + 1, false) }
+        guard descriptions.count < Self.maximumDescriptions else {
+            throw error("over \(Self.maximumDescriptions) format changes; keep the parameter sets in band (avc3)")
+        }
+        descriptions.append(description)
+        return (descriptions.count, false)
     }
 
     /// The sample with its description's SPS and PPS in front, unless it starts with an SPS
@@ -191,7 +231,7 @@ struct VideoTrack {
     }
 }
 
-/// The sample tables of a plain or faststart movie, built as samples are written.
+/// The sample tables of a plain or faststart movie's track, built as samples are written.
 struct SampleTables {
     var sizes: [UInt32] = []
     var timeToSample: [SampleRun<UInt32>] = []
@@ -202,8 +242,9 @@ struct SampleTables {
     private var chunkBytes = 0
     private var chunkStart: Int64 = 0
 
-    /// A chunk ends at a description change, at 1 MB, or after a second of media.
-    mutating func append(_ sample: PlacedSample, at offset: UInt64, timescale: Int32) {
+    /// A chunk ends at a description change, at 1 MB, after a second of media, or where
+    /// another track's samples were written (`continuesChunk` false).
+    mutating func append(_ sample: PlacedSample, at offset: UInt64, timescale: Int32, continuesChunk: Bool = true) {
         if sample.gapBefore != 0, let last = timeToSample.indices.last {
             // The previous sample lasts until this one is decoded.
             let value = UInt32(Int64(timeToSample[last].value) + sample.gapBefore)
@@ -215,7 +256,8 @@ struct SampleTables {
             }
         }
         let description = UInt32(sample.descriptionIndex)
-        if chunks.isEmpty || chunks[chunks.count - 1].description != description || chunkBytes >= 1 << 20 || sample.decodeTime - chunkStart >= Int64(timescale) {
+        if chunks.isEmpty || !continuesChunk || chunks[chunks.count - 1].description != description || chunkBytes >= 1 << 20
+            || sample.decodeTime - chunkStart >= Int64(timescale) {
             chunks.append((offset, 0, description))
             chunkBytes = 0
             chunkStart = sample.decodeTime

@@ -1,0 +1,232 @@
+import Bitstream
+import MediaCore
+import MPEG4Audio
+
+/// One elementary stream of a transport stream other than its H.264 one, as
+/// ``TransportStreamReader`` reads it: AAC in ADTS (`stream_type` 0x0F) or in LATM (0x11) cut
+/// into frames, each a sample; anything else a sample per PES packet, carried as it is with its
+/// stream type and descriptors. Frames are timed as FFmpeg times them: the first frame that
+/// begins in a PES packet takes that packet's PTS, the frames after it follow one frame length
+/// apart (1024 samples), in the sample rate's clock (a PTS that is within a tick of where the
+/// frames already are is rounding, and the frames keep their step).
+struct ElementaryStreamReading {
+    let stream: ProgramMapTable.ElementaryStream
+    let trackID: TrackID
+
+    enum Framing {
+        case adts(ADTSFrameSplitter)
+        case latm(LOASFrameSplitter)
+        case pes
+    }
+
+    private var framing: Framing
+    private var timeline = Timeline()
+    /// The PTS of each PES packet (unwrapped, 90 kHz) by the stream offset its payload starts at.
+    private var stamps: [(offset: Int, pts: Int64, used: Bool)] = []
+    private var streamOffset = 0
+    /// The AAC format, once the first frame is read; the carried format otherwise.
+    private(set) var format: FormatDescription?
+    /// The next frame's time in the sample rate's clock, from the origin.
+    private var nextTicks: Int64?
+    /// A carried PES packet waiting for the next one's time (its duration).
+    private var waiting: (data: BlockBuffer, pts: Int64, dts: Int64)?
+    private var lastDuration: Int64 = 3000
+    private(set) var sampleCount = 0
+    private(set) var droppedPESPackets = 0
+    private var otherFormatFrames = 0
+    private var untimedFrames = 0
+
+    init(stream: ProgramMapTable.ElementaryStream) {
+        self.stream = stream
+        trackID = TrackID(rawValue: UInt32(stream.pid))
+        switch stream.streamType {
+        case .aacADTS: framing = .adts(ADTSFrameSplitter())
+        case .aacLATM: framing = .latm(LOASFrameSplitter())
+        default:
+            framing = .pes
+            format = .opaque(Self.carried(stream))
+        }
+    }
+
+    /// What a stream H264Kit does not read is, to a transport stream writer: its PMT entry.
+    static func carried(_ stream: ProgramMapTable.ElementaryStream) -> OpaqueFormatDescription {
+        let hex = String(stream.streamType.rawValue, radix: 16, uppercase: true)
+        let code = FourCharCode("TS" + (hex.count < 2 ? "0" + hex : hex)) ?? "TS??"
+        let streamID: UInt8 = switch stream.mediaType {
+        case .audio where [.mpeg1Audio, .mpeg2Audio, .aacADTS, .aacLATM].contains(stream.streamType): 0xC0
+        case .video: 0xE0
+        default: 0xBD  // private_stream_1: AC-3, subtitles, data
+        }
+        return OpaqueFormatDescription(mediaType: stream.mediaType, codec: code, name: stream.codecName,
+                                       transportStream: .init(streamType: stream.streamType.rawValue, descriptors: stream.descriptors.flatMap(\.encoded), streamID: streamID))
+    }
+
+    /// The track as a source describes it, once its format is known.
+    var track: TrackDescription? {
+        format.map { TrackDescription(id: trackID, format: $0, language: stream.language, timescale: $0.audio.map { Int32(clamping: $0.sampleRate) } ?? 90_000) }
+    }
+
+    /// Takes a PES packet of the stream; returns the samples it completes. `origin` is the
+    /// reader's time origin (90 kHz), set by the first sample of any stream.
+    mutating func take(_ packet: PESPacket, keepsDamaged: Bool, origin: inout Int64?, threshold: Int64) -> [SampleBuffer] {
+        if packet.damage != nil && !keepsDamaged {
+            droppedPESPackets += 1
+            resynchronize()
+            return []
+        }
+        var pts90: Int64?
+        if let pts = packet.header.presentationTimestamp {
+            let dts = packet.header.decodingTimestamp ?? pts
+            pts90 = timeline.place(pts: pts, dts: dts, discontinuity: packet.discontinuityIndicator, threshold: threshold, step: lastDuration).pts
+        }
+        let payload = packet.withPayload { Array($0) }
+        switch framing {
+        case .pes:
+            return takeCarried(payload, packet: packet, pts: pts90, origin: &origin)
+        case .adts(var splitter):
+            if let pts90 { stamps.append((streamOffset, pts90, false)) }
+            let frames = splitter.append(payload)
+            streamOffset += payload.count
+            framing = .adts(splitter)
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: { () -> AudioSpecificConfig? in
+                frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
+            }, origin: &origin) }
+        case .latm(var splitter):
+            if let pts90 { stamps.append((streamOffset, pts90, false)) }
+            let frames = splitter.append(payload)
+            streamOffset += payload.count
+            framing = .latm(splitter)
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: { frame.config.audioSpecificConfig }, origin: &origin) }
+        }
+    }
+
+    /// Ends the stream: what its splitter or its waiting packet still holds.
+    mutating func finish(origin: inout Int64?) -> [SampleBuffer] {
+        switch framing {
+        case .adts(var splitter):
+            let frames = splitter.finish()
+            framing = .adts(splitter)
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: {
+                frame.header.audioSpecificConfig(programConfigElement: nil)
+            }, origin: &origin) }
+        case .latm(var splitter):
+            let frames = splitter.finish()
+            framing = .latm(splitter)
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: { frame.config.audioSpecificConfig }, origin: &origin) }
+        case .pes:
+            guard let waiting else { return [] }
+            self.waiting = nil
+            return [carriedSample(waiting, duration: lastDuration, origin: origin ?? waiting.pts)]
+        }
+    }
+
+    /// A damaged or dropped packet: a frame cut by it is not glued to the next packet's bytes.
+    private mutating func resynchronize() {
+        if case .adts(var splitter) = framing {
+            resynchronize(&splitter)
+            framing = .adts(splitter)
+        }
+    }
+
+    private func resynchronize(_ splitter: inout ADTSFrameSplitter) {
+        splitter.resynchronize()
+    }
+
+    /// An AAC frame as a sample, timed from the PES packet it began in or after the frame before.
+    private mutating func aacSample(_ payload: [UInt8], offset: Int, config: () -> AudioSpecificConfig?, origin: inout Int64?) -> SampleBuffer? {
+        if format == nil {
+            guard let asc = config(), let audio = try? AudioFormatDescription(aac: asc) else {
+                otherFormatFrames += 1
+                return nil
+            }
+            format = .audio(audio)
+        }
+        guard let audio = format?.audio else { return nil }
+        if let asc = config(), let other = try? AudioFormatDescription(aac: asc), other != audio {
+            otherFormatFrames += 1
+            return nil
+        }
+        let rate = Int64(audio.sampleRate)
+        let step = Int64(audio.framesPerPacket)
+        // The stamp of the PES packet the frame begins in, if the frame is its first.
+        var stamped: Int64?
+        if let index = stamps.lastIndex(where: { $0.offset <= offset }) {
+            if !stamps[index].used {
+                stamped = stamps[index].pts
+                stamps[index].used = true
+            }
+            stamps.removeFirst(index)
+        }
+        if origin == nil, let stamped { origin = stamped }
+        var ticks: Int64
+        if let stamped, let base = origin {
+            ticks = Self.ticks(stamped - base, rate: rate)
+            if let predicted = nextTicks, abs(ticks - predicted) <= max(1, rate / 45_000) { ticks = predicted }
+        } else if let predicted = nextTicks {
+            ticks = predicted
+        } else {
+            untimedFrames += 1  // a frame before any timestamp: nothing to place it by
+            return nil
+        }
+        nextTicks = ticks + step
+        lastDuration = step * 90_000 / max(rate, 1)
+        sampleCount += 1
+        let time = MediaTime(value: ticks, timescale: Int32(clamping: rate))
+        return SampleBuffer(data: BlockBuffer(payload), formatDescription: .audio(audio),
+                            timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: step, timescale: Int32(clamping: rate))),
+                            attachments: SampleAttachments(isSync: true), trackID: trackID)
+    }
+
+    /// 90 kHz ticks in the sample rate's clock, rounded to the nearest.
+    static func ticks(_ value: Int64, rate: Int64) -> Int64 {
+        let scaled = value * rate
+        return scaled >= 0 ? (scaled + 45_000) / 90_000 : -((-scaled + 45_000) / 90_000)
+    }
+
+    /// A carried PES packet: it waits for the next one, whose time ends it.
+    private mutating func takeCarried(_ payload: [UInt8], packet: PESPacket, pts: Int64?, origin: inout Int64?) -> [SampleBuffer] {
+        guard let time = pts ?? waiting.map({ $0.dts + lastDuration }) else {
+            untimedFrames += 1
+            return []
+        }
+        if origin == nil { origin = time }
+        var made: [SampleBuffer] = []
+        if let waiting {
+            let duration = max(1, time - waiting.dts)
+            if duration < 90_000 * 10 { lastDuration = duration }
+            made.append(carriedSample(waiting, duration: duration, origin: origin!))
+        }
+        waiting = (BlockBuffer(payload), pts ?? time, time)
+        return made
+    }
+
+    private mutating func carriedSample(_ packet: (data: BlockBuffer, pts: Int64, dts: Int64), duration: Int64, origin: Int64) -> SampleBuffer {
+        sampleCount += 1
+        return SampleBuffer(data: packet.data, formatDescription: format!,
+                            timing: SampleTiming(presentationTime: MediaTime(value: packet.pts - origin, timescale: 90_000),
+                                                 decodeTime: MediaTime(value: packet.dts - origin, timescale: 90_000),
+                                                 duration: MediaTime(value: duration, timescale: 90_000)),
+                            attachments: SampleAttachments(isSync: true), trackID: trackID)
+    }
+
+    /// What was wrong with the stream, as sentences, each naming it.
+    var warnings: [String] {
+        let name = "PID \(stream.pid) (\(stream.codecName)\(stream.language.map { ", \($0)" } ?? ""))"
+        var lines: [String] = []
+        switch framing {
+        case .adts(let splitter):
+            for problem in splitter.problems { lines.append("\(name): \(problem)") }
+            if splitter.statistics.framesLeftOut > 0 || splitter.statistics.skippedBytes > 0 {
+                lines.append("\(name): \(splitter.statistics.framesLeftOut) frame(s) left out, \(splitter.statistics.skippedBytes) byte(s) skipped")
+            }
+        case .latm(let splitter):
+            for problem in splitter.problems { lines.append("\(name): \(problem)") }
+        case .pes:
+            break
+        }
+        if droppedPESPackets > 0 { lines.append("\(name): \(droppedPESPackets) damaged PES packet(s) left out") }
+        if otherFormatFrames > 0 { lines.append("\(name): \(otherFormatFrames) frame(s) of another configuration than the first, left out") }
+        if untimedFrames > 0 { lines.append("\(name): \(untimedFrames) frame(s) before the first timestamp, left out") }
+        return lines
+    }
+}
