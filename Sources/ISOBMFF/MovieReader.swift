@@ -179,7 +179,9 @@ public final class MovieReader: Sendable {
     /// How a sample sequence applies the track's edit list.
     public enum EditListHandling: Sendable, Hashable {
         /// Times are shifted so the edit starts at its place on the movie timeline; every
-        /// sample is shown (a remuxer's view).
+        /// video sample is shown (a remuxer's view). An audio track's packets still carry the
+        /// edit's trims, so that a remux keeps an encoder's priming out of the presentation as
+        /// `ffmpeg -c copy` keeps the edit.
         case shift
         /// Shifted as for ``shift``, and samples shown before the edit's start or after its
         /// end are marked `SampleAttachments/doNotDisplay`: they are decoded for their
@@ -320,7 +322,7 @@ public final class MovieReader: Sendable {
         }
         let (shift, delay) = editOffsets(track)
         var window: Range<Int64>?
-        if editList == .trim {
+        if editList == .trim || track.mediaType == .audio {
             let start = delay
             var end = Int64.max
             if let edit = track.edits.first(where: { $0.mediaTime >= 0 }), edit.segmentDuration > 0, movieTimescale > 0 {

@@ -642,7 +642,8 @@ public final class TransportStreamReader {
                                  decodeTime: MediaTime(value: dts - base, timescale: Self.timescale),
                                  duration: MediaTime(value: max(1, duration), timescale: Self.timescale)),
             attachments: SampleAttachments(isSync: picture.isSync, dependsOnOthers: !intraOnly, isDependedOnByOthers: picture.isReference,
-                                           earlierDisplayTimesAllowed: picture.isSync && !picture.isIDR)))
+                                           earlierDisplayTimesAllowed: picture.isSync && !picture.isIDR),
+            trackID: videoPID.map { TrackID(rawValue: UInt32($0)) } ?? .first))
     }
 
     // MARK: What was read

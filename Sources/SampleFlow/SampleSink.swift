@@ -20,6 +20,14 @@ public protocol SampleSink: AnyObject {
     func finish() throws(SampleFlowError) -> SampleSinkSummary
     /// Gives up: whatever was written is removed. Harmless after ``finish()``.
     func cancel()
+    /// Declares the tracks to come before the first sample (their languages; a transport
+    /// stream's first PMT names them all). A sink of one stream ignores it.
+    func prepare(_ tracks: [TrackDescription]) throws(SampleFlowError)
+}
+
+extension SampleSink {
+    /// Nothing to declare.
+    public func prepare(_ tracks: [TrackDescription]) throws(SampleFlowError) {}
 }
 
 /// What a sink wrote.
@@ -55,6 +63,13 @@ public final class MovieSink: SampleSink {
     public init(path: String, options: MovieWriter.Options = .init()) throws(SampleFlowError) {
         self.path = path
         do { writer = try MovieWriter(path: path, options: options) } catch { throw .container(error) }
+    }
+
+    /// Declares the tracks (their languages, in this order) to the writer.
+    public func prepare(_ tracks: [TrackDescription]) throws(SampleFlowError) {
+        for track in tracks {
+            do { try writer.addTrack(track) } catch { throw .container(error) }
+        }
     }
 
     /// Appends the sample to the movie.
@@ -110,9 +125,13 @@ public final class AnnexBSink: SampleSink {
         buffer.reserveCapacity(Self.writeSize * 2)
     }
 
-    /// Appends the sample's NAL units with start codes.
+    /// Appends the sample's NAL units with start codes. An H.264 stream holds video alone: a
+    /// sample of another kind is an error.
     public func append(_ sample: SampleBuffer) throws(SampleFlowError) {
         guard let file else { throw .invalidOption("\(path): the stream was finished or cancelled") }
+        guard sample.mediaType == .video else {
+            throw .sample(index: samples, decodeTime: sample.decodeTime, underlying: .invalidOption("\(path): a \(sample.formatDescription.codecName) sample in an H.264 stream"))
+        }
         let before = buffer.count
         switch framing {
         case .lengthPrefixed:

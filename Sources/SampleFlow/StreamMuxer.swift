@@ -2,15 +2,22 @@ public import H264Bitstream
 public import ISOBMFF
 public import MPEGTS
 public import MediaCore
+import MPEG4Audio
 
-/// Puts an H.264 stream into an MP4 or MOV file or an MPEG-2 transport stream without decoding
-/// it: `h264kit mux` as one call.
+/// Puts streams into an MP4 or MOV file or an MPEG-2 transport stream without decoding them:
+/// `h264kit mux` as one call.
 ///
 /// The input is anything ``MediaSource`` reads, told apart by content: an Annex-B stream (each
 /// access unit one sample, timed from the stream's VUI timing or the rate the reader options
-/// give), a transport stream (timed by its PES timestamps), or a movie's H.264 track. The
-/// output is a movie written by a `MovieWriter` in the layout its options give, or a transport
-/// stream (``Options/output``). Damaged NAL units are copied as they are and counted in the
+/// give), an ADTS stream, a transport stream (timed by its PES timestamps), or a movie; or
+/// several of them at once (``run(paths:to:progress:onDiagnostic:)``: an H.264 stream and an
+/// ADTS stream, say), their tracks one after another. Every track is carried by default
+/// (``Options/tracks``): H.264 and AAC into either container, and a track of another codec
+/// where the pair of containers allows it as it was (a movie's into a movie with its sample
+/// entry, a transport stream's into a transport stream with its PMT entry); a track that cannot
+/// go is left out and said (``Summary/tracksLeftOut``), never dropped in silence. The output is
+/// a movie written by a `MovieWriter` in the layout its options give, or a transport stream
+/// (``Options/output``). Damaged NAL units are copied as they are and counted in the
 /// summary (as `ffmpeg -c copy` does: a decoder conceals them); anything that stops the mux
 /// (slices before their parameter sets, an unwritable output) is an error and leaves nothing
 /// at the output. Memory is the writer's index: samples are read and written one at a time.
@@ -54,6 +61,8 @@ public struct StreamMuxer: Sendable {
         public var movie: MovieWriter.Options
         /// A timecode track to add (replacing any `MovieWriter.Options.timecode`).
         public var timecode: TimecodeStart?
+        /// Which tracks of the input to carry: all of them by default.
+        public var tracks: MediaSource.TrackSelection = .all
 
         /// Options: the reader's and writer's defaults, a movie, no timecode.
         public init(reader: SampleBufferReader.Options = .init(), movie: MovieWriter.Options = .init(), timecode: TimecodeStart? = nil,
@@ -101,6 +110,26 @@ public struct StreamMuxer: Sendable {
         /// Whether the mux stopped early because its task was cancelled (SIGINT in the tool):
         /// the movie holds the samples read until then, finished as a whole file.
         public var interrupted = false
+        /// The tracks written, as the input described them.
+        public var tracks: [TrackDescription] = []
+        /// The input's tracks that were not written, each with why.
+        public var tracksLeftOut: [LeftOutTrack] = []
+    }
+
+    /// A track of the input a mux did not write, and why.
+    public struct LeftOutTrack: Sendable, Hashable, CustomStringConvertible {
+        /// The track.
+        public var track: TrackDescription
+        /// Why it was left out.
+        public var reason: String
+
+        /// The reason of a track the options did not choose (`--track`, `--no-audio`).
+        public static let notChosen = "not chosen"
+
+        /// "track 3 (audio, AC-3): left out: ...".
+        public var description: String {
+            "track \(track.id) (\(track.mediaType), \(track.format.codecName)\(track.language.map { ", \($0)" } ?? "")): left out: \(reason)"
+        }
     }
 
     /// How to read and write.
@@ -119,18 +148,40 @@ public struct StreamMuxer: Sendable {
     /// does at `q`.
     public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in },
                     onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SampleFlowError) -> Summary {
-        let source = try MediaSource(path: path, options: MediaSource.Options(annexB: options.reader, editList: .shift, transportStream: options.transportStream))
+        try run(paths: [path], to: output, progress: progress, onDiagnostic: onDiagnostic)
+    }
+
+    /// Muxes the inputs at `paths` (at most one of them standard input) into one output, their
+    /// tracks in the order of the inputs, their samples in the order of their decoding times;
+    /// see ``run(path:to:progress:onDiagnostic:)``. ``Options/tracks`` applies to each input (a
+    /// track ID names the track of the merged inputs' numbering only for one input).
+    public func run(paths: [String], to output: String, progress: (Progress) -> Void = { _ in },
+                    onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SampleFlowError) -> Summary {
+        guard !paths.isEmpty else { throw .invalidOption("no input to mux") }
+        guard paths.filter({ $0 == "-" }).count <= 1 else { throw .invalidOption("standard input (-) given twice") }
+        var sourceOptions = MediaSource.Options(annexB: options.reader, editList: .shift, transportStream: options.transportStream)
+        sourceOptions.tracks = options.tracks
+        let inputs = try paths.map { (path) throws(SampleFlowError) in try MediaSource(path: path, options: sourceOptions) }
+        let source: any SampleSource = inputs.count == 1 ? inputs[0] : MergedSource(inputs)
+        var leftOut: [LeftOutTrack] = []
+        for input in inputs {
+            for track in input.unselectedTracks where options.tracks != .firstVideo {
+                leftOut.append(LeftOutTrack(track: track, reason: LeftOutTrack.notChosen))
+            }
+        }
+        var decided: [TrackID: Bool] = [:]
         var sink: (any SampleSink)?
         var told = 0
+        var written = 0
         func tell() {
-            guard let parser = source.parser else { return }
+            guard let parser = inputs.lazy.compactMap(\.parser).first else { return }
             let diagnostics = parser.diagnostics
             for diagnostic in diagnostics.dropFirst(told) { onDiagnostic(diagnostic) }
             told = diagnostics.count
         }
         func state() -> Progress {
             let read = source.progress
-            return Progress(bytesRead: read.read, totalBytes: read.total, samples: source.sampleCount)
+            return Progress(bytesRead: read.read, totalBytes: read.total, samples: written)
         }
         defer { tell() }
         do throws(SampleFlowError) {
@@ -141,19 +192,44 @@ public struct StreamMuxer: Sendable {
                     break
                 }
                 tell()
-                if sink == nil { sink = try makeSink(output, frameRate: source.frameRate) }
-                try sink!.append(sample)
+                if sink == nil {
+                    sink = try makeSink(output, frameRate: source.frameRate)
+                    try sink!.prepare(source.tracks.filter { carries($0.format) == nil })
+                }
+                let carried: Bool
+                if let known = decided[sample.trackID] {
+                    carried = known
+                } else {
+                    let track = source.tracks.first { $0.id == sample.trackID } ?? TrackDescription(id: sample.trackID, format: sample.formatDescription)
+                    let refusal = carries(sample.formatDescription)
+                    if let refusal { leftOut.append(LeftOutTrack(track: track, reason: refusal)) }
+                    carried = refusal == nil
+                    decided[sample.trackID] = carried
+                }
+                if carried {
+                    try sink!.append(sample)
+                    written += 1
+                }
                 progress(state())
             }
             guard let sink else {
                 throw interrupted ? .cancelled : .noSamples(input: source.name, reason: "no samples; nothing written")
             }
+            guard written > 0 || interrupted else {
+                throw .noSamples(input: source.name, reason: "no track this output can carry (\(leftOut.map(\.description).joined(separator: "; "))); nothing written")
+            }
             progress(state())  // the whole read
-            let written = try sink.finish()
-            var summary = Summary(output: written, frameRate: source.frameRate ?? .assumedWithoutTiming, warnings: [], diagnostics: [], problemCount: 0,
+            let finished = try sink.finish()
+            var summary = Summary(output: finished, frameRate: source.frameRate ?? .assumedWithoutTiming, warnings: [], diagnostics: [], problemCount: 0,
                                   damagedNALUnits: 0, interrupted: interrupted)
-            if case .annexB(let reader) = source.kind { summary.warnings = reader.warnings } else { summary.inputWarnings = source.warnings }
-            if let parser = source.parser {
+            for input in inputs {
+                if case .annexB(let reader) = input.kind { summary.warnings += reader.warnings } else {
+                    summary.inputWarnings += inputs.count == 1 ? input.warnings : input.warnings.map { "\(input.name): \($0)" }
+                }
+            }
+            summary.tracks = source.tracks.filter { decided[$0.id] == true }
+            summary.tracksLeftOut = leftOut
+            if let parser = inputs.lazy.compactMap(\.parser).first {
                 summary.diagnostics = parser.diagnostics
                 summary.problemCount = parser.errorCount + parser.warningCount
                 summary.damagedNALUnits = parser.errorCount
@@ -162,6 +238,26 @@ public struct StreamMuxer: Sendable {
         } catch {
             sink?.cancel()
             throw error
+        }
+    }
+
+    /// Why the output cannot carry samples of `format`, nil when it can: H.264 and AAC go
+    /// anywhere; a carried codec only into the container it came from (a movie's sample entry
+    /// into a movie, a transport stream's PMT entry into a transport stream).
+    func carries(_ format: FormatDescription) -> String? {
+        switch (format, options.output) {
+        case (.video, _): return nil
+        case (.audio(let audio), .movie): return audio.isAAC || !audio.magicCookie.isEmpty ? nil : "\(audio.codec) has no sample entry to write"
+        case (.audio(let audio), .transportStream):
+            guard let config = audio.audioSpecificConfig, (1...4).contains(config.audioObjectType.rawValue), config.channelConfiguration < 8 else {
+                return "\(audio.codecString) cannot be written as ADTS, AAC's form in a transport stream"
+            }
+            return nil
+        case (.opaque(let opaque), .movie):
+            return opaque.sampleEntry == nil ? "a movie carries \(opaque.name) only as it came from a movie (this came from a transport stream, with no sample entry)" : nil
+        case (.opaque(let opaque), .transportStream):
+            return opaque.transportStream == nil ? "a transport stream carries \(opaque.name) only as it came from one (this came from a movie)" : nil
+        case (.timecode, _): return "a timecode track is written from --timecode, not copied"
         }
     }
 

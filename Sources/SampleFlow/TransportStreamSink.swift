@@ -17,7 +17,14 @@ public final class TransportStreamSink: SampleSink {
         do { writer = try TransportStreamWriter(path: path, options: options) } catch { throw .container(error) }
     }
 
-    /// Appends the sample as one PES packet.
+    /// Declares the tracks to the muxer: the first PMT names them all, in this order.
+    public func prepare(_ tracks: [TrackDescription]) throws(SampleFlowError) {
+        for track in tracks {
+            do { try writer.addStream(for: track) } catch { throw .container(error) }
+        }
+    }
+
+    /// Appends the sample (an H.264 picture as a PES packet; AAC frames gathered into one).
     public func append(_ sample: SampleBuffer) throws(SampleFlowError) {
         do { try writer.append(sample) } catch { throw .sample(index: writer.sampleCount, decodeTime: sample.decodeTime, underlying: .container(error)) }
         bytes += sample.size

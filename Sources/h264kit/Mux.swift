@@ -4,10 +4,15 @@ import SystemIO
 
 struct Mux: InterruptibleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Put an H.264 stream (Annex-B, MPEG-TS, or a movie's track) into an MP4, MOV or MPEG-TS file.",
+        abstract: "Put H.264 video and AAC audio (Annex-B, ADTS, MPEG-TS, or a movie's tracks) into an MP4, MOV or MPEG-TS file.",
         discussion: """
-            The input is told apart by content: an Annex-B elementary stream, an MPEG-2 transport stream (188, 192 \
-            or 204-byte packets), or an MP4/MOV file. Each access unit becomes one sample with 4-byte NAL lengths; \
+            The input is told apart by content: an Annex-B elementary stream, an ADTS (AAC) stream, an MPEG-2 \
+            transport stream (188, 192 or 204-byte packets), or an MP4/MOV file. Several inputs go into one file \
+            (mux video.264 sound.aac out.mp4), their tracks numbered in order. Every track is carried: H.264 and AAC \
+            into any output, another codec (AC-3, Opus) where the pair of containers allows it as it was (a movie's \
+            into a movie, a transport stream's into a transport stream); a track that cannot go is left out with a \
+            warning. --track and --no-audio choose. AAC is copied frame by frame: from a movie its priming stays \
+            trimmed by the edit list; a transport stream's or ADTS stream's is not (as ffmpeg -c copy). Each access unit becomes one sample with 4-byte NAL lengths; \
             SPS and PPS move into the avc1 sample entry (a new entry at each change; --avc3 keeps them in band). An \
             Annex-B stream is timed by its VUI timing; --fps overrides it (with a warning when they differ, as \
             ffmpeg -r does) or times a stream that has none. A transport stream is timed by its PES timestamps, \
@@ -22,11 +27,22 @@ struct Mux: InterruptibleCommand {
             """
     )
 
-    @Argument(help: "The input: an Annex-B stream, a transport stream or a movie, or - for standard input (a stream).")
-    var input: String
+    @Argument(help: ArgumentHelp("""
+        The inputs (an Annex-B or ADTS stream, a transport stream or a movie, or - for standard input), then the \
+        output: .mp4, .mov, .ts or .m2ts (or - for a transport stream, or a fragmented MP4, on standard output).
+        """, valueName: "input... output"))
+    var paths: [String] = []
 
-    @Argument(help: "The output: .mp4, .mov, .ts or .m2ts (or - for a transport stream, or a fragmented MP4, on standard output).")
-    var output: String
+    @Option(name: .customLong("track"), help: ArgumentHelp("Carry only this track (repeatable): its ID as inspect lists it (a transport stream's PID, a movie's track_ID).", valueName: "id"))
+    var tracks: [UInt32] = []
+
+    @Flag(help: "Leave the audio out.")
+    var noAudio = false
+
+    /// The inputs: every path but the last.
+    private var inputs: [String] { Array(paths.dropLast()) }
+    /// The output: the last path.
+    private var output: String { paths.last ?? "" }
 
     @Option(help: ArgumentHelp("For a transport stream input: the program to read (its number), not the first with H.264.", valueName: "number"))
     var program: UInt16?
@@ -67,6 +83,9 @@ struct Mux: InterruptibleCommand {
     var metadata: [String] = []
 
     func validate() throws {
+        guard paths.count >= 2 else { throw ValidationError("expected an input and an output") }
+        if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
+        if !tracks.isEmpty && noAudio { throw ValidationError("--track chooses the tracks already; leave out --no-audio") }
         _ = try parseRate(fps, "--fps")
         if let fragmentDuration {
             guard let seconds = FrameRate(parsing: fragmentDuration), seconds.numerator > 0, seconds.numerator <= UInt64(Int64.max), seconds.denominator <= UInt64(Int32.max) else {
@@ -115,9 +134,10 @@ struct Mux: InterruptibleCommand {
     }
 
     func work() throws {
-        let name = input == "-" ? "stdin" : input
+        let name = inputs.map { $0 == "-" ? "stdin" : $0 }.joined(separator: " + ")
         var options = StreamMuxer.Options(reader: .init(builder: .init(keepsParameterSetsInBand: avc3, codec: avc3 ? "avc3" : "avc1"), frameRate: try parseRate(fps, "--fps")))
         if let program { options.transportStream.selection = .program(program) }
+        if !tracks.isEmpty { options.tracks = .ids(tracks.map(TrackID.init(rawValue:))) } else if noAudio { options.tracks = .allExcept([.audio]) }
         options.transportStream.keepsDamagedPESPackets = !damage.dropDamaged
         if let layout = transportStreamLayout { options.output = .transportStream(.init(muxer: .init(layout: layout), flushesEverySample: output == "-")) }
         options.movie = MovieWriter.Options(fileType: format.flatMap(MovieFileType.init(rawValue:)) ?? MovieFileType(path: output),
@@ -133,7 +153,7 @@ struct Mux: InterruptibleCommand {
         let progress = Progress()
         let summary: StreamMuxer.Summary
         do {
-            summary = try StreamMuxer(options: options).run(path: input, to: output, progress: { state in
+            summary = try StreamMuxer(options: options).run(paths: inputs, to: output, progress: { state in
                 progress.update(done: state.bytesRead, total: state.totalBytes, unit: "MB", note: "\(state.samples) frames")
             }, onDiagnostic: { progress.clear(); printError("\(name): \($0)") })
         } catch .bitstream(let error, _) {
@@ -146,6 +166,9 @@ struct Mux: InterruptibleCommand {
         progress.clear()
         printWarnings(summary.warnings, name: name)
         for warning in summary.inputWarnings { printError("\(name): warning: \(warning)") }
+        for track in summary.tracksLeftOut where track.reason != StreamMuxer.LeftOutTrack.notChosen {
+            printError("\(name): warning: \(track)")
+        }
         if summary.diagnostics.count < summary.problemCount {
             printError("\(name): \(summary.problemCount - summary.diagnostics.count) more problems not shown")
         }
@@ -153,9 +176,18 @@ struct Mux: InterruptibleCommand {
             printError("\(output): \(movie.sampleCount) samples, \(movie.duration.seconds) s at \(summary.frameRate) fps, \(movie.fileSize) bytes"
                 + (movie.fragmentCount > 0 ? ", \(movie.fragmentCount) fragments" : "")
                 + (movie.sampleDescriptionCount > 1 ? ", \(movie.sampleDescriptionCount) sample descriptions" : ""))
+            if movie.tracks.count > 1 {
+                for track in movie.tracks {
+                    printError("  track \(track.trackID): \(track.mediaType) \(track.codec), \(track.sampleCount) samples, \(track.duration.seconds) s"
+                        + (track.startOffset > .zero ? ", starting at \(track.startOffset.seconds) s" : ""))
+                }
+            }
         }
         if output != "-", let stream = summary.transportStream {
             printError("\(output): \(stream.sampleCount) samples, \(stream.duration.seconds) s, \(stream.fileSize) bytes in \(stream.packetCount) packets")
+            if summary.tracks.count > 1 {
+                for track in summary.tracks { printError("  \(track)") }
+            }
         }
         if summary.damagedNALUnits > 0 {
             printError("\(name): warning: \(summary.damagedNALUnits) NAL unit(s) are damaged; they are in the file as they were in the stream (a decoder conceals them)")

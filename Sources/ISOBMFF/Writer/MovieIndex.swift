@@ -15,7 +15,14 @@ struct MovieIndex {
 
     init(options: MovieWriter.Options, tracks: [WrittenTrack]) {
         self.options = options
-        self.tracks = tracks.filter { $0.timeline.sampleCount > 0 }
+        if case .fragmented = options.layout {
+            self.tracks = tracks  // the header names every declared track, samples or not yet
+        } else {
+            // A declared track that got no sample is left out; the others are numbered from 1.
+            var written = tracks.filter { $0.timeline.sampleCount > 0 }
+            for index in written.indices { written[index].fileTrackID = UInt32(index + 1) }
+            self.tracks = written
+        }
         origin = tracks.movieStart(keepingStartTime: options.keepsStartTime)
     }
 

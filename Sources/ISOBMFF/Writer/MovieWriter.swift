@@ -289,6 +289,22 @@ public final class MovieWriter: Sendable {
     /// Samples written so far, every track's.
     public var sampleCount: Int { state.withLock { $0.tracks.reduce(0) { $0 + $1.timeline.sampleCount } } }
 
+    /// Declares a track before its first sample (AVAssetWriter's `add(_:)`): its language goes
+    /// in the movie, and a fragmented movie's header names it even if its first sample comes
+    /// after the first fragment's start. Declaring a track again updates its language.
+    public func addTrack(_ track: TrackDescription) throws(ContainerError) {
+        try state.withLock { (state) throws(ContainerError) in
+            if case .failed(let error) = state.phase { throw error }
+            if let index = state.tracks.firstIndex(where: { $0.sourceID == track.id }) {
+                state.tracks[index].language = track.language
+                return
+            }
+            try state.layout.acceptsNewTrack(track.id, declared: true)
+            let index = makeTrack(for: track.id, into: &state)
+            state.tracks[index].language = track.language
+        }
+    }
+
     /// Appends the next sample, in decoding order. After an error the writer is failed: every
     /// later call throws it again, and nothing is left on disk.
     ///

@@ -5,8 +5,9 @@ import MediaCore
 struct WrittenTrack {
     var timeline: TrackTimeline
     var tables = SampleTables()
-    /// Its `track_ID` in the file, from 1 in order of creation.
-    let fileTrackID: UInt32
+    /// Its `track_ID` in the file, from 1 in order of creation (a plain movie's index
+    /// renumbers the tracks with samples).
+    var fileTrackID: UInt32
     /// The track ID its samples carry.
     let sourceID: TrackID
     /// Its language (ISO 639-2/T), when declared.
