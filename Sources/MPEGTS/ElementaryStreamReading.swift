@@ -35,6 +35,10 @@ struct ElementaryStreamReading {
     private(set) var droppedPESPackets = 0
     private var otherFormatFrames = 0
     private var untimedFrames = 0
+    /// Stream bytes that came from damaged PES packets (kept), not yet behind the frames made.
+    private var damagedRanges: [Range<Int>] = []
+    /// Frames (or carried packets) handed out with bytes of a damaged PES packet.
+    private(set) var damagedSamples = 0
 
     init(stream: ProgramMapTable.ElementaryStream) {
         self.stream = stream
@@ -80,6 +84,9 @@ struct ElementaryStreamReading {
             pts90 = timeline.place(pts: pts, dts: dts, discontinuity: packet.discontinuityIndicator, threshold: threshold, step: lastDuration).pts
         }
         let payload = packet.withPayload { Array($0) }
+        if packet.damage != nil {
+            if case .pes = framing { damagedSamples += 1 } else { damagedRanges.append(streamOffset..<(streamOffset + payload.count)) }
+        }
         switch framing {
         case .pes:
             return takeCarried(payload, packet: packet, pts: pts90, origin: &origin)
@@ -88,7 +95,7 @@ struct ElementaryStreamReading {
             let frames = splitter.append(payload)
             streamOffset += payload.count
             framing = .adts(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: { () -> AudioSpecificConfig? in
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
                 frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
             }, origin: &origin) }
         case .latm(var splitter):
@@ -96,7 +103,7 @@ struct ElementaryStreamReading {
             let frames = splitter.append(payload)
             streamOffset += payload.count
             framing = .latm(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: { frame.config.audioSpecificConfig }, origin: &origin) }
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig }, origin: &origin) }
         }
     }
 
@@ -106,13 +113,13 @@ struct ElementaryStreamReading {
         case .adts(var splitter):
             let frames = splitter.finish()
             framing = .adts(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: {
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: {
                 frame.header.audioSpecificConfig(programConfigElement: nil)
             }, origin: &origin) }
         case .latm(var splitter):
             let frames = splitter.finish()
             framing = .latm(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, config: { frame.config.audioSpecificConfig }, origin: &origin) }
+            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig }, origin: &origin) }
         case .pes:
             guard let waiting else { return [] }
             self.waiting = nil
@@ -133,7 +140,7 @@ struct ElementaryStreamReading {
     }
 
     /// An AAC frame as a sample, timed from the PES packet it began in or after the frame before.
-    private mutating func aacSample(_ payload: [UInt8], offset: Int, config: () -> AudioSpecificConfig?, origin: inout Int64?) -> SampleBuffer? {
+    private mutating func aacSample(_ payload: [UInt8], offset: Int, length: Int, config: () -> AudioSpecificConfig?, origin: inout Int64?) -> SampleBuffer? {
         if format == nil {
             guard let asc = config(), let audio = try? AudioFormatDescription(aac: asc) else {
                 otherFormatFrames += 1
@@ -171,6 +178,12 @@ struct ElementaryStreamReading {
         nextTicks = ticks + step
         lastDuration = step * 90_000 / max(rate, 1)
         sampleCount += 1
+        if !damagedRanges.isEmpty {
+            // A frame's bytes: from its header (its sync word) on.
+            let bytes = offset..<(offset + max(1, length))
+            if damagedRanges.contains(where: { $0.overlaps(bytes) }) { damagedSamples += 1 }
+            damagedRanges.removeAll { $0.upperBound <= bytes.upperBound }
+        }
         let time = MediaTime(value: ticks, timescale: Int32(clamping: rate))
         return SampleBuffer(data: BlockBuffer(payload), formatDescription: .audio(audio),
                             timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: step, timescale: Int32(clamping: rate))),
@@ -209,6 +222,19 @@ struct ElementaryStreamReading {
                             attachments: SampleAttachments(isSync: true), trackID: trackID)
     }
 
+    /// Its counts.
+    var statistics: TransportStreamReader.StreamStatistics {
+        var result = TransportStreamReader.StreamStatistics(pid: stream.pid, samples: sampleCount, damagedSamples: damagedSamples, droppedPESPackets: droppedPESPackets,
+                                                            samplesLeftOut: otherFormatFrames + untimedFrames)
+        switch framing {
+        case .adts(let splitter):
+            result.samplesLeftOut += splitter.statistics.framesLeftOut
+            result.skippedBytes = splitter.statistics.skippedBytes
+        case .latm, .pes: break
+        }
+        return result
+    }
+
     /// What was wrong with the stream, as sentences, each naming it.
     var warnings: [String] {
         let name = "PID \(stream.pid) (\(stream.codecName)\(stream.language.map { ", \($0)" } ?? ""))"
@@ -225,6 +251,9 @@ struct ElementaryStreamReading {
             break
         }
         if droppedPESPackets > 0 { lines.append("\(name): \(droppedPESPackets) damaged PES packet(s) left out") }
+        if damagedSamples > 0 {
+            lines.append("\(name): \(damagedSamples) \(format?.mediaType == .audio ? "frame(s)" : "sample(s)") with bytes of a damaged PES packet, kept (a decoder conceals them)")
+        }
         if otherFormatFrames > 0 { lines.append("\(name): \(otherFormatFrames) frame(s) of another configuration than the first, left out") }
         if untimedFrames > 0 { lines.append("\(name): \(untimedFrames) frame(s) before the first timestamp, left out") }
         return lines

@@ -665,6 +665,27 @@ public final class TransportStreamReader {
                    largestClockReferenceInterval: largestClockGap.map { MediaTime(value: Int64($0), timescale: 27_000_000) }, clockReferences: clockCount)
     }
 
+    /// The counts of one stream read besides the H.264 one (an AAC or carried stream).
+    public struct StreamStatistics: Sendable, Hashable {
+        /// Its PID.
+        public var pid: UInt16
+        /// Samples handed out: AAC frames, or PES packets of a carried stream.
+        public var samples: Int
+        /// Samples handed out with bytes of a damaged PES packet (kept by
+        /// ``Options/keepsDamagedPESPackets``).
+        public var damagedSamples: Int
+        /// Damaged PES packets left out (``Options/keepsDamagedPESPackets`` false).
+        public var droppedPESPackets: Int
+        /// Frames left out: cut, of another configuration than the first, or before any
+        /// timestamp.
+        public var samplesLeftOut: Int
+        /// Bytes skipped looking for a frame's sync word.
+        public var skippedBytes: Int = 0
+    }
+
+    /// The counts of the streams read besides the H.264 one, in the order they were met.
+    public var streamStatistics: [StreamStatistics] { others.map(\.statistics) }
+
     /// The streams read, as tracks (ID: the PID), in the PMT's order, each once its format is
     /// known: the H.264 stream's from its first picture, AAC's from its first frame, a carried
     /// stream's from its PMT entry.

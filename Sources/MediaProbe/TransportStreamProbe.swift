@@ -2,6 +2,7 @@ public import ISOBMFF
 public import MPEGTS
 import MediaCore
 public import SampleFlow
+import MPEG4Audio
 import SystemPackage
 
 /// Reads a transport stream to its end and summarizes it: `h264kit inspect` of a `.ts` as one
@@ -25,6 +26,7 @@ public enum TransportStreamProbe {
     public static func probe(path: String, prefix: [UInt8] = [], program: UInt16? = nil, listsSamples: Bool = false, keepsRecords: Bool = true,
                              onSample: (SampleRecord) -> Void = { _ in }) throws(SampleFlowError) -> Result {
         var options = TransportStreamReader.Options(startsAtSyncSample: false, keepsDamagedPESPackets: true)
+        options.tracks = .all
         if let program { options.selection = .program(program) }
         let reader: TransportStreamReader
         if path == "-" {
@@ -43,11 +45,16 @@ public enum TransportStreamProbe {
         var first: MediaTime?
         var end: MediaTime?
         var interrupted = false
+        var others: [TrackID: TransportStreamSummary.TrackSpan] = [:]
         do {
             while let sample = try reader.next() {
                 if Task.isCancelled {
                     interrupted = true
                     break
+                }
+                guard sample.mediaType == .video else {
+                    others[sample.trackID, default: .init(first: sample.presentationTime, end: sample.presentationTime)].add(sample)
+                    continue
                 }
                 if first == nil || sample.presentationTime < first! { first = sample.presentationTime }
                 let sampleEnd = sample.presentationTime + sample.duration
@@ -63,7 +70,8 @@ public enum TransportStreamProbe {
             throw .container(error)
         }
         let duration = first.flatMap { start in end.map { $0 - start } }
-        return Result(summary: TransportStreamSummary(reader: reader, samples: count, duration: duration, sampleList: listsSamples && keepsRecords ? records : nil),
+        return Result(summary: TransportStreamSummary(reader: reader, samples: count, duration: duration, sampleList: listsSamples && keepsRecords ? records : nil,
+                                                      spans: others),
                       interrupted: interrupted)
     }
 }

@@ -22,6 +22,59 @@ public struct TransportStreamSummary: Codable, Hashable, Sendable {
         public var isRead: Bool
     }
 
+    /// A stream read besides the H.264 one: an AAC stream frame by frame, another carried a
+    /// PES packet per sample.
+    public struct Track: Codable, Hashable, Sendable {
+        /// Its PID.
+        public var pid: Int
+        /// "audio", "video", "subtitle" or "data".
+        public var mediaType: String
+        /// Its codec: an RFC 6381 string for AAC (`mp4a.40.2`), the codec's name otherwise.
+        public var codec: String
+        /// Samples per second, for audio.
+        public var sampleRate: Int?
+        /// Channels, for audio.
+        public var channels: Int?
+        /// Samples read (AAC frames, or PES packets).
+        public var samples: Int
+        /// When its first sample is presented, seconds on the reader's timeline (the first
+        /// sample of any stream at 0).
+        public var startSeconds: Double?
+        /// From its first sample's presentation to its last one's end, seconds.
+        public var durationSeconds: Double?
+        /// Its ISO 639 language, when the PMT gives one.
+        public var language: String?
+        /// Samples with bytes of a damaged PES packet.
+        public var damagedSamples: Int
+        /// Frames left out (cut, of another configuration, before any timestamp), and damaged
+        /// PES packets left out.
+        public var samplesLeftOut: Int
+    }
+
+    /// Where a stream's samples lie, as a probe reads them.
+    public struct TrackSpan: Sendable, Hashable {
+        /// The earliest presentation time.
+        public var first: MediaTime
+        /// The latest presentation end.
+        public var end: MediaTime
+        /// Samples seen.
+        public var count = 0
+
+        /// A span starting at `first`.
+        public init(first: MediaTime, end: MediaTime) {
+            self.first = first
+            self.end = end
+        }
+
+        /// Takes one more sample in.
+        public mutating func add(_ sample: SampleBuffer) {
+            if sample.presentationTime < first { first = sample.presentationTime }
+            let sampleEnd = sample.presentationTime + sample.duration
+            if sampleEnd > end { end = sampleEnd }
+            count += 1
+        }
+    }
+
     /// One program, from its PMT.
     public struct Program: Codable, Hashable, Sendable {
         /// `program_number`.
@@ -72,11 +125,14 @@ public struct TransportStreamSummary: Codable, Hashable, Sendable {
     public var warnings: [String]
     /// The H.264 stream read: profile, size, counts.
     public var video: StreamSummary?
+    /// The other streams read (AAC, carried), in the PMT's order.
+    public var tracks: [Track] = []
     /// Every sample in decoding order, when listed.
     public var sampleList: [SampleRecord]?
 
     /// The summary of what `reader` read (to its end), with the samples' count and span.
-    public init(reader: TransportStreamReader, samples: Int, duration: MediaTime?, sampleList: [SampleRecord]? = nil) {
+    /// `spans` gives where each other stream's samples lay (by track ID), as a probe read them.
+    public init(reader: TransportStreamReader, samples: Int, duration: MediaTime?, sampleList: [SampleRecord]? = nil, spans: [TrackID: TrackSpan] = [:]) {
         let demuxer = reader.transportStream
         let statistics = reader.statistics
         bytes = reader.bytesRead
@@ -93,7 +149,8 @@ public struct TransportStreamSummary: Codable, Hashable, Sendable {
                            streams: map.streams.map { stream in
                                named.insert(stream.pid)
                                return Stream(pid: Int(stream.pid), streamType: Int(stream.streamType.rawValue), typeName: stream.streamType.description,
-                                             packets: pids[stream.pid]?.packets ?? 0, isRead: demuxer.selected?.pid == stream.pid)
+                                             packets: pids[stream.pid]?.packets ?? 0,
+                                             isRead: demuxer.selected?.pid == stream.pid || spans[TrackID(rawValue: UInt32(stream.pid))] != nil)
                            })
         }
         otherPIDs = Dictionary(uniqueKeysWithValues: pids.values.filter { !named.contains($0.pid) }.map { ("0x" + String($0.pid, radix: 16), $0.packets) })
@@ -109,6 +166,16 @@ public struct TransportStreamSummary: Codable, Hashable, Sendable {
         warnings = reader.warnings
         video = reader.parser.nalUnitCount > 0 ? StreamSummary(parser: reader.parser, bytes: reader.elementaryStreamBytes) : nil
         self.sampleList = sampleList
+        let counts = Dictionary(reader.streamStatistics.map { ($0.pid, $0) }, uniquingKeysWith: { first, _ in first })
+        for track in reader.tracks where track.mediaType != .video || track.format.video == nil {
+            let span = spans[track.id]
+            let count = counts[UInt16(clamping: track.id.rawValue)]
+            let audio = track.format.audio
+            tracks.append(Track(pid: Int(track.id.rawValue), mediaType: "\(track.mediaType)", codec: audio?.codecString ?? track.format.codecName,
+                                sampleRate: audio?.sampleRate, channels: audio?.channelCount, samples: span?.count ?? 0,
+                                startSeconds: span.map(\.first.seconds), durationSeconds: span.map { ($0.end - $0.first).seconds }, language: track.language,
+                                damagedSamples: count?.damagedSamples ?? 0, samplesLeftOut: (count?.samplesLeftOut ?? 0) + (count?.droppedPESPackets ?? 0)))
+        }
     }
 
     /// The summary as text, for the stream called `name`.
@@ -133,6 +200,19 @@ public struct TransportStreamSummary: Codable, Hashable, Sendable {
         if let video {
             // The H.264 stream's own summary, its first line replaced.
             lines += video.text(name: "").split(separator: "\n").dropFirst().map { "  " + $0 }
+        }
+        for track in tracks {
+            var words = ["PID \(hex(track.pid))", track.codec]
+            if let rate = track.sampleRate { words.append("\(rate) Hz") }
+            if let channels = track.channels { words.append("\(channels) channel\(channels == 1 ? "" : "s")") }
+            if let language = track.language { words.append("[\(language)]") }
+            row(track.mediaType, words.joined(separator: " "))
+            var counts = "\(track.samples) \(track.sampleRate != nil ? "frames" : "samples")"
+            if let duration = track.durationSeconds { counts += ", \(decimalText(duration, 3)) s" }
+            if let start = track.startSeconds { counts += ", starting at \(decimalText(start, 3)) s" }
+            if track.damagedSamples > 0 { counts += ", \(track.damagedSamples) damaged" }
+            if track.samplesLeftOut > 0 { counts += ", \(track.samplesLeftOut) left out" }
+            lines.append(String(repeating: " ", count: 16) + counts)
         }
         return lines.joined(separator: "\n")
     }

@@ -4,12 +4,13 @@ import SystemIO
 
 struct Inspect: InterruptibleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Summarise an H.264 Annex-B elementary stream, an MPEG-2 transport stream, or the tracks of an MP4/MOV file.",
+        abstract: "Summarise an H.264 Annex-B or ADTS (AAC) stream, an MPEG-2 transport stream, or the tracks of an MP4/MOV file.",
         discussion: """
             Reads a raw H.264 stream (.264/.h264/.jsv/...) or standard input ("-") and prints its profile, \
             level, size, pixel format, frame rate and counts. A transport stream (told by content) is summarised \
             with its programs, PIDs and stream types, its PCR interval, its continuity errors and the summary of \
-            its H.264 stream. Problems are reported with their byte offset; the exit code is non-zero when any NAL \
+            its H.264 stream, and each audio stream (codec, rate, channels, frames, duration, language). A movie lists \
+            every track, audio with its priming. Problems are reported with their byte offset; the exit code is non-zero when any NAL \
             unit could not be parsed.
             """
     )
@@ -48,6 +49,10 @@ struct Inspect: InterruptibleCommand {
         if program != nil && detected.format != .transportStream { throw ToolError("\(file): --program picks a transport stream's program; this is not a transport stream") }
         if detected.format == .transportStream {
             try inspectTransportStream(prefix: detected.prefix)
+            return
+        }
+        if detected.format == .adts {
+            try inspectADTS(prefix: detected.prefix)
             return
         }
         if detected.format == .movie {
@@ -101,6 +106,31 @@ struct Inspect: InterruptibleCommand {
         }
         if parser.pictureCount == 0 {
             printError("\(name): no decodable picture (no slice with its SPS and PPS)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// An ADTS stream: its configuration and frames (or its frames listed).
+    private func inspectADTS(prefix: [UInt8]) throws {
+        let name = file == "-" ? "stdin" : file
+        if nals { throw ToolError("\(name): --nals lists an H.264 stream's NAL units; this is an ADTS (AAC) stream") }
+        let output = StandardOutput()
+        var listed = false
+        let summary: ADTSStreamSummary
+        do {
+            summary = try ADTSStreamSummary.probe(path: file, prefix: prefix, listsSamples: samples, keepsRecords: json) { record in
+                guard !json else { return }
+                if !output.line(listed ? record.line : SampleRecord.header + "\n" + record.line) { withUnsafeCurrentTask { $0?.cancel() } }
+                listed = true
+            }
+        } catch {
+            throw ToolError(error)
+        }
+        if !output.flush(), let failure = output.failure { throw ToolError("\(failure)") }
+        if json { try printJSON(summary) } else if !samples { print(summary.text(name: name)) }
+        for warning in summary.warnings { printError("\(name): warning: \(warning)") }
+        if summary.frames == 0 {
+            printError("\(name): no AAC frame")
             throw ExitCode(1)
         }
     }
