@@ -19,6 +19,12 @@ import Synchronization
 /// display transform. Damaged frames are what ``FrameReader`` makes of them: concealed frames
 /// are encoded, frames that gave no picture are skipped; both are counted in the summary.
 ///
+/// Sound is copied (``Options/audio``), as `ffmpeg -c:a copy` does: every audio track the
+/// output can carry (AAC into any output; another codec into a movie when it came from one),
+/// frame for frame with its times, the frames shown from the start to the end asked for;
+/// a track that cannot go is left out and said in the warnings. An Annex-B output holds
+/// the video alone.
+///
 /// Decoding and encoding overlap: the compression session is asynchronous, at most
 /// ``Options/framesInFlight`` pictures ahead of x264, so memory is bounded by that many
 /// pictures plus the decoder's own reorder and threading depth. The call checks
@@ -55,6 +61,16 @@ public struct Transcoder: Sendable {
         public var framesInFlight: Int
         /// Take over a movie input's timecode track, metadata and display transform.
         public var carriesOverMovieData: Bool
+        /// What becomes of the input's sound.
+        public var audio: AudioHandling = .copy
+
+        /// What a transcode does with the input's audio tracks.
+        public enum AudioHandling: Sendable, Hashable {
+            /// Copies every audio track the output can carry, frame for frame.
+            case copy
+            /// Leaves the sound out.
+            case none
+        }
 
         /// Options encoding with `encoder` (its size and rate are replaced by the input's).
         public init(encoder: EncoderSettings, passes: Int = 1, size: (width: Int, height: Int)? = nil, pixelFormat: PixelFormat? = nil,
@@ -116,6 +132,8 @@ public struct Transcoder: Sendable {
         /// What did not stop the transcode: the reader's and decoder's warnings (the first 100),
         /// and what could not be carried over.
         public var warnings: [String]
+        /// Samples of audio tracks copied.
+        public var audioSamples = 0
 
         /// A summary of these counts (the sum of a chunked transcode's, say).
         public init(decodedFrames: Int = 0, concealedFrames: Int = 0, droppedFrames: Int = 0, encodedFrames: Int = 0, bytes: Int = 0,
@@ -172,18 +190,35 @@ public struct Transcoder: Sendable {
             session?.invalidate()
             sink?.cancel()
         }
+        var sourceOptions = options.source
+        let copiesAudio = options.audio == .copy && !Self.isAnnexB(output)
+        if copiesAudio, sourceOptions.tracks == .firstVideo, sourceOptions.trackID == nil { sourceOptions.tracks = .allExcept([.timecode]) }
         for pass in 1...options.passes {
-            let source = try flowing { () throws(SampleFlowError) in try MediaSource(path: path, options: options.source) }
+            let source = try flowing { () throws(SampleFlowError) in try MediaSource(path: path, options: sourceOptions) }
             // A movie starts decoding at the sync sample before the start, not at its beginning.
             if let start = options.start { source.seek(toPresentationTime: start) }
-            let reader = try FrameReader(source: source, options: .init(threading: options.decoderThreading, pixelFormat: options.pixelFormat,
-                                                                         size: options.size.map { .fixed(width: $0.width, height: $0.height) } ?? .first,
-                                                                         interval: options.interval, limits: options.limits))
+            // The sound, in the last pass: held here until the output is open, then by the sink
+            // until the encoder's frames reach it.
+            let sound = Locked<[SampleBuffer]>([])
+            var readerOptions = FrameReader.Options(threading: options.decoderThreading, pixelFormat: options.pixelFormat,
+                                                    size: options.size.map { .fixed(width: $0.width, height: $0.height) } ?? .first,
+                                                    interval: options.interval, limits: options.limits)
+            if copiesAudio && pass == options.passes { readerOptions.otherSamples = { sample in sound.withLock { $0.append(sample) } } }
+            let reader = try FrameReader(source: source, options: readerOptions)
             summary = Summary(decodedFrames: 0, concealedFrames: 0, droppedFrames: 0, encodedFrames: 0, bytes: 0, width: summary.width, height: summary.height,
                               warnings: [])
             var end: MediaTime?
+            var copier = AudioCopier(output: output, start: options.start)
+            /// The sound read so far to the sink, once it is open (frames outside the range left out).
+            func passSound() {
+                guard let sink else { return }
+                for sample in sound.withLock({ (queue) -> [SampleBuffer] in defer { queue.removeAll() }; return queue }) {
+                    if let held = copier.place(sample, end: end, tracks: source.tracks) { sink.hold(held) }
+                }
+            }
             while let frame = try reader.next() {
                 if Task.isCancelled || stopping() { throw .cancelled }
+                passSound()
                 guard let picture = frame.pixelBuffer else {
                     if !frame.flags.contains(.notDisplayed) { summary.droppedFrames += 1 }
                     continue
@@ -195,7 +230,9 @@ public struct Transcoder: Sendable {
                 if let end, time >= end { break }  // frames come in presentation order: the rest is later still
                 if session == nil {
                     let settings = try encoderSettings(for: picture, reader: reader)
-                    (session, sink) = try open(settings, output: output, reader: reader, firstTime: time, warnings: &warnings)
+                    let others = copiesAudio ? copier.tracks(of: source.tracks) : []
+                    (session, sink) = try open(settings, output: output, reader: reader, firstTime: time, others: others, warnings: &warnings)
+                    passSound()
                     summary.width = settings.width
                     summary.height = settings.height
                 }
@@ -211,7 +248,12 @@ public struct Transcoder: Sendable {
                 progress(Progress(pass: pass, frames: summary.decodedFrames, bytes: sink!.bytes,
                                   fraction: read.total.map { $0 > 0 ? min(1, Double(read.read) / Double($0)) : 1 }))
             }
-            if pass == options.passes { warnings.append(contentsOf: reader.source.warnings.prefix(100)) }
+            if pass == options.passes {
+                // The sound to the video's end (a stream read to its end gives the rest now).
+                passSound()
+                warnings.append(contentsOf: reader.source.warnings.prefix(100))
+                warnings += copier.leftOut.map { "not copied: \($0)" }
+            }
             guard let session else {
                 throw .mediaIO(MediaIOError(.invalidData, "\(reader.source.name): no picture to encode (\(summary.droppedFrames) samples gave none); nothing written"))
             }
@@ -222,6 +264,7 @@ public struct Transcoder: Sendable {
         summary.encodedFrames = sink!.frames
         summary.bytes = sink!.bytes
         try sink!.finish()
+        summary.audioSamples = sink!.copiedSamples
         sink = nil
         summary.warnings = warnings
         return summary
@@ -269,7 +312,7 @@ public struct Transcoder: Sendable {
     }
 
     /// The session and the output, once the first picture says what to encode.
-    private func open(_ settings: EncoderSettings, output: SampleOutput, reader: FrameReader, firstTime: MediaTime,
+    private func open(_ settings: EncoderSettings, output: SampleOutput, reader: FrameReader, firstTime: MediaTime, others: [TrackDescription],
                       warnings: inout [String]) throws(SessionError) -> (CompressionSession, CompressedFrameSink) {
         var settings = settings
         var destination = output
@@ -296,10 +339,74 @@ public struct Transcoder: Sendable {
             // sets before every IDR picture.
             settings.annexB = false
         }
-        let sink = try CompressedFrameSink(destination, annexB: settings.annexB)
+        let sink = try CompressedFrameSink(destination, annexB: settings.annexB, others: others)
         let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true, maximumFramesInFlight: max(1, options.framesInFlight),
                                                                   passes: options.passes),
                                              outputHandler: { sink.take($0) })
         return (session, sink)
+    }
+
+    private static func isAnnexB(_ output: SampleOutput) -> Bool {
+        if case .annexB = output { true } else { false }
+    }
+}
+
+/// Which of a transcode's audio samples are copied, under which track IDs: every audio track
+/// the output can carry, renumbered from 2 (the encoded video is track 1), the frames shown
+/// from the start on (the end is the video's).
+struct AudioCopier {
+    let output: SampleOutput
+    let start: MediaTime?
+    /// Source track ID to output track ID; nil for a track left out.
+    private var numbering: [TrackID: TrackID?] = [:]
+    private var next: UInt32 = 2
+    /// The tracks left out, each with why.
+    private(set) var leftOut: [String] = []
+
+    init(output: SampleOutput, start: MediaTime?) {
+        self.output = output
+        self.start = start
+    }
+
+    /// The output's other tracks for the source's `tracks` known now, numbered as their samples will be.
+    mutating func tracks(of tracks: [TrackDescription]) -> [TrackDescription] {
+        tracks.compactMap { track in
+            guard track.mediaType == .audio, let id = number(track.id, format: track.format, name: track.description) else { return nil }
+            var renumbered = track
+            renumbered.id = id
+            return renumbered
+        }
+    }
+
+    /// The sample renumbered, or nil when it is not copied (another kind, a track left out,
+    /// outside the range).
+    mutating func place(_ sample: SampleBuffer, end: MediaTime?, tracks: [TrackDescription]) -> SampleBuffer? {
+        guard sample.mediaType == .audio else { return nil }
+        let name = tracks.first { $0.id == sample.trackID }?.description ?? "track \(sample.trackID): \(sample.formatDescription.codecName)"
+        guard let id = number(sample.trackID, format: sample.formatDescription, name: name) else { return nil }
+        if let start, sample.presentationTime < start { return nil }
+        if let end, sample.presentationTime >= end { return nil }
+        var copied = sample
+        copied.trackID = id
+        return copied
+    }
+
+    private mutating func number(_ source: TrackID, format: FormatDescription, name: String) -> TrackID? {
+        if let known = numbering[source] { return known }
+        var reason: String?
+        switch (format, output) {
+        case (.audio(let audio), .movie): if !audio.isAAC && audio.magicCookie.isEmpty { reason = "\(audio.codec) has no sample entry to write" }
+        case (.audio(let audio), .transportStream): if !audio.isAAC { reason = "a transport stream carries AAC" }
+        default: reason = "not audio"
+        }
+        if let reason {
+            numbering[source] = .some(nil)
+            if format.mediaType == .audio { leftOut.append("\(name): \(reason)") }
+            return nil
+        }
+        let id = TrackID(rawValue: next)
+        next += 1
+        numbering[source] = id
+        return id
     }
 }

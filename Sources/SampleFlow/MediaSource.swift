@@ -183,8 +183,13 @@ public final class MediaSource: SampleSource {
             guard let found = reader.firstVideoTrackIndex else { throw .container(ContainerError(.unsupported, "no H.264 video track (tracks: \(listing))", path: path)) }
             return [found]
         case .all, .allExcept:
-            let chosen = readable.filter { options.tracks.includes(TrackID(rawValue: reader.tracks[$0].id), reader.tracks[$0].mediaType) }
+            var chosen = readable.filter { options.tracks.includes(TrackID(rawValue: reader.tracks[$0].id), reader.tracks[$0].mediaType) }
             guard !chosen.isEmpty else { throw .container(ContainerError(.invalidInput, "no track left to read (tracks: \(listing))", path: path)) }
+            // The first H.264 track leads (``track``, the frame rate), wherever it is in the file.
+            if let video = reader.firstVideoTrackIndex, let place = chosen.firstIndex(of: video), place > 0 {
+                chosen.remove(at: place)
+                chosen.insert(video, at: 0)
+            }
             return chosen
         case .ids(let ids):
             var chosen: [Int] = []

@@ -14,7 +14,17 @@ import SystemIO
 /// a later start keeps its gap. Samples an input's edit list hides stay hidden at the ends of
 /// the joined movie (its one edit leaves them out); inside it they are shown. Inputs whose
 /// parameter sets differ get a new sample description at their first sample; inputs the writer
-/// cannot put in one track (another NAL unit length size, say) are an error naming the file. The samples are read from the mapped inputs: memory is the writer's index.
+/// cannot put in one track (another NAL unit length size, say) are an error naming the file.
+///
+/// Sound goes with the picture: each input's audio tracks are joined into the output's, the
+/// first audio track of every input into the first, and so on (at most
+/// ``maximumAudioTracks``). An input's audio is shifted as its video is; when that would start
+/// it before the previous input's audio ended (files that each start at 0 with a priming edit),
+/// it follows that audio instead, so that no frame is lost or overlaps (the sound may then lag
+/// the picture by less than a frame at each such join). The first input's priming stays trimmed
+/// by the joined movie's edit; the joined segments of ``MovieSplitter`` give back the source's
+/// audio frames and sound. The samples are read from the mapped inputs: memory is the writer's
+/// index.
 public struct MovieConcatenator: Sendable {
     /// How the joined movie is written; `MovieWriter/Options/keepsStartTime` keeps the first
     /// input's start.
@@ -32,6 +42,9 @@ public struct MovieConcatenator: Sendable {
         /// None: only what ``MovieConcatenator/options`` holds.
         case none
     }
+
+    /// The most audio tracks joined; an input's later ones are left out, said in the warnings.
+    public static let maximumAudioTracks = 8
 
     /// A concatenator writing with `options`, taking the movie data from `movieData`.
     public init(options: MovieWriter.Options = MovieWriter.Options(keepsStartTime: true), movieData: MovieDataSource = .firstInput) {
@@ -84,7 +97,7 @@ public struct MovieConcatenator: Sendable {
                 throw .container(error)
             }
         }
-        var inputs: [(path: String, samples: MovieSampleBuffers)] = []
+        var inputs: [(path: String, samples: MovieSampleBuffers, audio: [MovieSampleBuffers], languages: [String?])] = []
         for (number, path) in paths.enumerated() {
             let movie: MovieReader
             do { movie = try MovieReader(path: path) } catch { throw .container(error) }
@@ -92,15 +105,35 @@ public struct MovieConcatenator: Sendable {
                 throw .container(ContainerError(.unsupported, "no H.264 video track to join", path: path))
             }
             if number == 0, movieData == .firstInput { warnings = options.carryOver(from: movie, videoTrack: track) }
-            do { inputs.append((path, try movie.sampleBuffers(track: track, editList: .trim))) } catch { throw .container(error) }
+            let audioTracks = movie.tracks.indices.filter { movie.tracks[$0].mediaType == .audio && !movie.tracks[$0].samples.isEmpty }
+            if audioTracks.count > Self.maximumAudioTracks {
+                warnings.append("\(path): \(audioTracks.count - Self.maximumAudioTracks) audio track(s) past the first \(Self.maximumAudioTracks) left out")
+            }
+            do {
+                let audio = try audioTracks.prefix(Self.maximumAudioTracks).map { (index) throws(ContainerError) in try movie.sampleBuffers(track: index, editList: .trim) }
+                let languages = audioTracks.prefix(Self.maximumAudioTracks).map { movie.tracks[$0].language }
+                inputs.append((path, try movie.sampleBuffers(track: track, editList: .trim), audio, languages))
+            } catch {
+                throw .container(error)
+            }
         }
         if Task.isCancelled { throw .cancelled }
+        // The joined tracks, as the first input has them: its video, then its audio in order.
+        if let first = inputs.first, let video = first.samples.first {
+            options.tracks = [TrackDescription(id: TrackID(rawValue: 1), format: video.formatDescription)]
+            for (number, audio) in first.audio.enumerated() {
+                guard let sample = audio.first else { continue }
+                options.tracks.append(TrackDescription(id: TrackID(rawValue: UInt32(2 + number)), format: sample.formatDescription, language: first.languages[number]))
+            }
+        }
         let writer: MovieWriter
         do { writer = try MovieWriter(path: output, options: options) } catch { throw .container(error) }
         var shifts: [MediaTime] = []
         // Where the inputs so far end: the last shown frame's end, and the last sample's decode end.
         var presentationEnd: MediaTime?
         var decodeEnd: MediaTime?
+        // Where each audio track so far ends (its last frame's decode end).
+        var audioEnds: [Int: MediaTime] = [:]
         do throws(ContainerError) {
             for input in inputs {
                 guard let first = input.samples.first else { shifts.append(.zero); continue }
@@ -115,19 +148,41 @@ public struct MovieConcatenator: Sendable {
                     if byPresentation > .zero || byDecoding > .zero { shift = byPresentation > byDecoding ? byPresentation : byDecoding }
                 }
                 shifts.append(shift)
-                for var sample in input.samples {
-                    if Task.isCancelled { break }
-                    if shift != .zero {
-                        sample.timing = SampleTiming(presentationTime: sample.presentationTime + shift, decodeTime: sample.decodeTime + shift,
+                // Each audio track follows the video's shift, or its own previous end if later.
+                let audioShifts = input.audio.enumerated().map { (number, samples) -> MediaTime in
+                    guard let first = samples.first, let end = audioEnds[number], end > first.decodeTime + shift else { return shift }
+                    return end - first.decodeTime
+                }
+                // The input's tracks merged by decode time: the video's, then each audio track's.
+                var positions = [input.samples.startIndex] + input.audio.map(\.startIndex)
+                while !Task.isCancelled {
+                    var chosen: Int?
+                    var chosenTime = MediaTime.zero
+                    for track in positions.indices {
+                        let samples = track == 0 ? input.samples : input.audio[track - 1]
+                        guard positions[track] < samples.endIndex else { continue }
+                        let time = samples[positions[track]].decodeTime + (track == 0 ? shift : audioShifts[track - 1])
+                        if chosen == nil || time < chosenTime {
+                            chosen = track
+                            chosenTime = time
+                        }
+                    }
+                    guard let track = chosen else { break }
+                    var sample = track == 0 ? input.samples[positions[track]] : input.audio[track - 1][positions[track]]
+                    positions[track] += 1
+                    let trackShift = track == 0 ? shift : audioShifts[track - 1]
+                    if trackShift != .zero {
+                        sample.timing = SampleTiming(presentationTime: sample.presentationTime + trackShift, decodeTime: sample.decodeTime + trackShift,
                                                      duration: sample.duration)
                     }
+                    sample.trackID = TrackID(rawValue: UInt32(1 + track))
                     do { try writer.append(sample) } catch {
                         // The writer's error whole (its system error, box and byte), said of the input.
                         var failure = ContainerError(error.code, "joining \(input.path)", path: output, cause: error)
                         failure.systemError = error.systemError
                         throw failure
                     }
-                    decodeEnd = sample.decodeTime + sample.duration
+                    if track == 0 { decodeEnd = sample.decodeTime + sample.duration } else { audioEnds[track - 1] = sample.decodeTime + sample.duration }
                 }
                 presentationEnd = shown.end + shift
                 if Task.isCancelled { break }

@@ -102,6 +102,13 @@ public struct SegmentIndex: Sendable, Hashable, Codable {
 /// clean cut, as those pictures would not decode in the new segment; the cut moves to the next
 /// clean sync sample. Memory is bounded by the samples between a sync sample and the first
 /// sample decoded after it is shown.
+///
+/// Sound goes with the picture (``tracks``): every audio frame goes to the one segment whose
+/// video it starts within (a frame starting before the first frame shown goes to the first
+/// segment, with the source's priming trim), so each segment plays its own stretch of sound,
+/// within a frame of its video's, and the segments joined give back the source's frames and
+/// sound. Frames past the next possible cut wait until it is made: at most the audio of one
+/// run of samples between sync samples is held.
 public struct MovieSplitter: Sendable {
     /// The target length of a segment; segments are longer when sync samples are rarer.
     public var segmentDuration: MediaTime
@@ -119,6 +126,10 @@ public struct MovieSplitter: Sendable {
     /// transcode does). Either way a split cancelled before its first segment throws
     /// ``SampleFlowError/cancelled``.
     public var keepsSegmentsWhenCancelled = true
+    /// Which of the input's tracks go into the segments: all of them (video and sound) by
+    /// default; ``MediaSource/TrackSelection/firstVideo`` splits the picture alone. The cuts
+    /// are the video's.
+    public var tracks: MediaSource.TrackSelection = .all
 
     /// A splitter into segments of about `segmentDuration`.
     public init(segmentDuration: MediaTime, fileType: MovieFileType = .mp4, namePrefix: String = "seg-", carriesOverMovieData: Bool = true) {
@@ -142,6 +153,8 @@ public struct MovieSplitter: Sendable {
                       progress: (_ segment: Int) -> Void = { _ in }) throws(SampleFlowError) -> SegmentIndex {
         guard segmentDuration.isNumeric, segmentDuration > .zero else { throw .invalidOption("the segment duration \(segmentDuration) is not a positive time") }
         if Task.isCancelled { throw .cancelled }
+        var sourceOptions = sourceOptions
+        if sourceOptions.trackID == nil { sourceOptions.tracks = tracks }
         let source = try MediaSource(path: path, options: sourceOptions)
         var segments: [SegmentIndex.Segment] = []
         var writer: SegmentWriter?
@@ -169,24 +182,52 @@ public struct MovieSplitter: Sendable {
             _ = base.carryOver(from: movie, videoTrack: track)  // what does not fit a segment's type is left out
         }
 
+        // Audio frames not yet placed: those at or past the next possible cut, and those
+        // before the first segment is opened.
+        var sound: [SampleBuffer] = []
+        // Where the segment being written may end at the earliest (the next cut is at or after).
+        func nextDue() -> MediaTime? { origin.map { $0 + segmentDuration * Int64(segments.count + 1) } }
+        /// Writes the waiting frames that start before `end` (all with nil) to the open segment.
+        func placeSound(before end: MediaTime?) throws(SampleFlowError) {
+            guard writer != nil else { return }
+            var kept: [SampleBuffer] = []
+            for frame in sound {
+                if let end, frame.presentationTime >= end { kept.append(frame) } else { try writer!.append(frame) }
+            }
+            sound = kept
+        }
+
         func emit(_ sample: SampleBuffer) throws(SampleFlowError) {
             if writer == nil || (sample.isSync && isDue(sample, origin: origin, count: segments.count + 1) && isClean(sample, held)) {
+                // The frames that start before the cut end the segment.
+                if writer != nil { try placeSound(before: sample.presentationTime) }
                 if let finished = try writer?.finish() {
-                    segments.append(finished)
+                    segments.append(finished.segment)
+                    // One timeline for all: the first segment's start (its sound may start
+                    // before its picture) is every segment's time 0.
+                    if base.startTime == nil { base.startTime = finished.startTime }
                     progress(segments.count - 1)
                 }
                 var options = base
                 // A clean cut is the segment's first shown frame.
                 if let origin, writer != nil { options.timecode = base.timecode?.starting(at: sample.presentationTime - origin) }
                 writer = try SegmentWriter(path: directory + "/" + fileName(segments.count), fileName: fileName(segments.count), options: options)
+                // Every segment has the source's tracks in the source's order, whichever sample comes first.
+                try writer!.declare(source.tracks.filter { $0.mediaType != .timecode })
+                try placeSound(before: nextDue())
             }
             try writer!.append(sample)
         }
 
-        while let sample = try source.next() {
-            if Task.isCancelled {
-                if !keepsSegmentsWhenCancelled || writer == nil { throw .cancelled }
-                break
+        func take(_ sample: SampleBuffer) throws(SampleFlowError) {
+            if sample.mediaType != .video {
+                // Placed now when no cut can come before it; held until the cut otherwise.
+                if writer != nil, sound.isEmpty, let due = nextDue(), sample.presentationTime < due {
+                    try writer!.append(sample)
+                } else {
+                    sound.append(sample)
+                }
+                return
             }
             // Counted from the first frame shown (a pre-roll the edit list hides is not).
             if !sample.attachments.doNotDisplay, origin.map({ sample.presentationTime < $0 }) ?? true { origin = sample.presentationTime }
@@ -200,10 +241,25 @@ public struct MovieSplitter: Sendable {
                 try emit(first)
             }
         }
+
+        // The tracks in decoding order, so that a frame of sound comes before the cut it precedes.
+        var ordered = DecodeOrderBuffer()
+        while let sample = try source.next() {
+            if Task.isCancelled {
+                if !keepsSegmentsWhenCancelled || writer == nil { throw .cancelled }
+                break
+            }
+            for due in ordered.push(sample) { try take(due) }
+        }
+        for rest in ordered.drain() { try take(rest) }
         while !held.isEmpty { try emit(held.removeFirst()) }
+        if writer == nil && !sound.isEmpty {
+            throw .noSamples(input: source.name, reason: "no video to cut at (a split cuts at the video's sync samples); nothing written")
+        }
+        try placeSound(before: nil)
         if let finished = try writer?.finish() {
             writer = nil
-            segments.append(finished)
+            segments.append(finished.segment)
             progress(segments.count - 1)
         }
         if Task.isCancelled && (!keepsSegmentsWhenCancelled || segments.isEmpty) { throw .cancelled }
@@ -242,8 +298,15 @@ private struct SegmentWriter {
         self.fileName = fileName
     }
 
+    func declare(_ tracks: [TrackDescription]) throws(SampleFlowError) {
+        for track in tracks {
+            do { try writer.addTrack(track) } catch { throw .container(error) }
+        }
+    }
+
     mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) {
         do { try writer.append(sample) } catch { throw .sample(index: count, decodeTime: sample.decodeTime, underlying: .container(error)) }
+        guard sample.mediaType == .video else { return }  // the index counts and times frames
         count += 1
         if !sample.attachments.doNotDisplay {
             if first.map({ sample.presentationTime < $0 }) ?? true { first = sample.presentationTime }
@@ -251,9 +314,11 @@ private struct SegmentWriter {
         }
     }
 
-    func finish() throws(SampleFlowError) -> SegmentIndex.Segment {
-        do { _ = try writer.finish() } catch { throw .container(error) }
-        return SegmentIndex.Segment(file: fileName, firstPresentationTime: first ?? .zero, lastPresentationTime: last ?? .zero, frameCount: count)
+    /// The segment's entry, and the source time its movie starts at.
+    func finish() throws(SampleFlowError) -> (segment: SegmentIndex.Segment, startTime: MediaTime) {
+        let summary: MovieWriter.Summary
+        do { summary = try writer.finish() } catch { throw .container(error) }
+        return (SegmentIndex.Segment(file: fileName, firstPresentationTime: first ?? .zero, lastPresentationTime: last ?? .zero, frameCount: count), summary.startTime)
     }
 
     /// Drops the segment being written: nothing is left of it.

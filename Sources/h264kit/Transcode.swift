@@ -5,13 +5,14 @@ import SystemIO
 
 struct Transcode: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decode an H.264 stream, MPEG-TS, MP4 or MOV and encode it again with x264.",
+        abstract: "Decode an H.264 stream, MPEG-TS, MP4 or MOV and encode it again with x264, copying the sound.",
         discussion: """
             Presentation times carry over exactly (variable frame rates too; the output starts where the input \
             starts), with the colour description, sample aspect ratio, and from a movie its timecode track, metadata \
             and rotation. Damaged frames are concealed or skipped as decode does, and counted. --chunks N cuts the \
             input at clean sync samples, transcodes the chunks in parallel (one decoder thread each) and joins them: \
-            the same frames and times as one piece. Ctrl-C (SIGINT) or SIGTERM stops it, leaving no output.
+            the same frames and times as one piece. The sound is copied frame for frame (every audio track the \
+            output can carry: AAC into any, another codec into a movie from a movie; --no-audio leaves it out). Ctrl-C (SIGINT) or SIGTERM stops it, leaving no output.
             """
     )
 
@@ -42,6 +43,9 @@ struct Transcode: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Cut into chunks of about this long instead (at the first clean sync sample after each multiple).", valueName: "seconds"))
     var chunkDuration: Double?
 
+    @Flag(help: "Leave the sound out (by default every audio track the output can carry is copied, frame for frame).")
+    var noAudio = false
+
     @Option(help: "Decoder threads (0: automatic; chunks use 1).")
     var decoderThreads: Int?
 
@@ -71,6 +75,7 @@ struct Transcode: AsyncParsableCommand {
         if let rate = try parseRate(fps, "--fps") { options.interval = rate.frameDuration }
         options.start = start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }
         options.duration = duration.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }
+        if noAudio { options.audio = .none }
         return options
     }
 
@@ -140,6 +145,7 @@ struct Transcode: AsyncParsableCommand {
     /// duration (refused with chunks) and the decoder threads (each chunk decodes on one thread).
     var chunkArguments: [String] {
         encoder.arguments + limits.arguments + (size.map { ["--size", $0] } ?? []) + (fps.map { ["--fps", $0] } ?? []) + ["--decoder-threads", "1"]
+            + (noAudio ? ["--no-audio"] : [])
     }
 
     /// Each chunk runs this program again: `h264kit transcode CHUNK OUTPUT --report REPORT OPTIONS…`.

@@ -16,14 +16,15 @@ struct MovieIndex {
     init(options: MovieWriter.Options, tracks: [WrittenTrack]) {
         self.options = options
         if case .fragmented = options.layout {
-            self.tracks = tracks  // the header names every declared track, samples or not yet
+            // The header names the tracks with samples in the first fragment, under their IDs.
+            self.tracks = tracks.filter { $0.timeline.sampleCount > 0 }
         } else {
             // A declared track that got no sample is left out; the others are numbered from 1.
             var written = tracks.filter { $0.timeline.sampleCount > 0 }
             for index in written.indices { written[index].fileTrackID = UInt32(index + 1) }
             self.tracks = written
         }
-        origin = tracks.movieStart(keepingStartTime: options.keepsStartTime)
+        origin = options.startTime ?? tracks.movieStart(keepingStartTime: options.keepsStartTime)
     }
 
     static func fileType(_ options: MovieWriter.Options, hasVideo: Bool = true) -> FileTypeBox {
@@ -341,7 +342,7 @@ struct MovieIndex {
     /// where its value sits in the box's bytes.
     func fragmentedMovieBox() -> (box: MovieBox, mehdValueOffset: Int) {
         var moov = MovieBox()
-        moov.append(MovieHeaderBox(timescale: UInt32(movieTimescale), duration: 0, nextTrackID: UInt32(tracks.count + 1)))
+        moov.append(MovieHeaderBox(timescale: UInt32(movieTimescale), duration: 0, nextTrackID: (tracks.map(\.fileTrackID).max() ?? 0) + 1))
         for track in tracks {
             var trak = TrackBox()
             trak.append(trackHeader(track, duration: 0))

@@ -49,7 +49,7 @@ private func summary(_ tracks: [WrittenTrack], options: MovieWriter.Options, fil
     let written = index.tracks
     let first = index.primary
     let scale = index.movieTimescale
-    return MovieWriter.Summary(
+    var result = MovieWriter.Summary(
         sampleCount: first?.timeline.sampleCount ?? 0, sampleDescriptionCount: first?.timeline.descriptions.count ?? 0,
         duration: first.map { MediaTime(value: $0.timeline.presentationDuration, timescale: $0.timeline.timescale) } ?? .zero,
         fileSize: fileSize, fragmentCount: fragments, usesLargeOffsets: largeOffsets,
@@ -59,6 +59,8 @@ private func summary(_ tracks: [WrittenTrack], options: MovieWriter.Options, fil
                                             duration: MediaTime(value: track.timeline.presentationDuration, timescale: track.timeline.timescale),
                                             startOffset: MediaTime(value: Int64(index.startOffset(track)), timescale: scale))
         })
+    result.startTime = index.origin
+    return result
 }
 
 /// The media of a plain movie as it is written: the first video track's samples as they come,
@@ -315,7 +317,8 @@ final class FragmentedLayout: MovieLayout {
     private var randomAccess: [Int: [TrackFragmentRandomAccessBox.Entry]] = [:]
     private var mehdOffset: UInt64?
     /// The tracks the `moov` names, once written.
-    private var headerTracks: Int?
+    /// The file track IDs the header names, once written.
+    private var headerTracks: Set<UInt32>?
 
     init(path: String, options: MovieWriter.Options, fragmentDuration: MediaTime) throws(ContainerError) {
         self.options = options
@@ -339,6 +342,10 @@ final class FragmentedLayout: MovieLayout {
     }
 
     func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        if let named = headerTracks, !named.contains(tracks[index].fileTrackID) {
+            // Declared, but with no sample when the header was written: it is not in the file.
+            try acceptsNewTrack(tracks[index].sourceID, declared: true)
+        }
         while samples.count < tracks.count { samples.append([]) }
         // The previous sample lasts until this one is decoded (before its fragment is written).
         if sample.gapBefore != 0, let last = samples[index].indices.last {
@@ -362,7 +369,7 @@ final class FragmentedLayout: MovieLayout {
         try output.write(ftyp)
         try output.write(moov.serialized)
         try output.flush()
-        headerTracks = tracks.count
+        headerTracks = Set(tracks.filter { $0.timeline.sampleCount > 0 }.map(\.fileTrackID))
     }
 
     /// Writes the pending samples as one `moof` + `mdat` and flushes them to the file, so a

@@ -85,6 +85,12 @@ public final class MovieWriter: Sendable {
         /// frame is at time 0. Progressive and faststart layouts; a fragmented file keeps its
         /// decode times in `tfdt` instead.
         public var keepsStartTime: Bool
+        /// The samples' time that is the movie's time 0, for every track (nil: the earliest
+        /// track's start, or 0 with ``keepsStartTime`` when every track starts after 0). Pieces
+        /// cut from one source keep one timeline with it: a split gives every segment the first
+        /// segment's (``Summary/startTime``), whose sound may start before its picture. A track
+        /// starting before it starts at 0. Progressive and faststart layouts.
+        public var startTime: MediaTime?
         /// The tracks to write, declared before their samples come: their IDs, formats and
         /// languages, in the order they go in the file. A track not declared is made when its
         /// first sample comes (with no language).
@@ -178,6 +184,8 @@ public final class MovieWriter: Sendable {
         public var usesLargeOffsets: Bool
         /// Each track written, in file order.
         public var tracks: [WrittenTrackSummary] = []
+        /// The samples' time that is the movie's time 0 (see ``Options/startTime``).
+        public var startTime: MediaTime = .zero
 
         /// A summary of these values.
         public init(sampleCount: Int, sampleDescriptionCount: Int, duration: MediaTime, fileSize: UInt64, fragmentCount: Int, usesLargeOffsets: Bool,
@@ -236,11 +244,20 @@ public final class MovieWriter: Sendable {
         case .faststart: layout = try FaststartLayout(path: path, options: options)
         case .fragmented(let duration): layout = try FragmentedLayout(path: path, options: options, fragmentDuration: duration)
         }
-        state = Locked(State(layout: layout))
+        var initial = State(layout: layout)
+        // The declared tracks come first, in their order, whichever sample comes first.
+        for track in options.tracks where !initial.tracks.contains(where: { $0.sourceID == track.id }) {
+            _ = Self.makeTrack(for: track.id, into: &initial, options: options, path: path)
+        }
+        state = Locked(initial)
     }
 
     /// A new track for samples of `source`: file track IDs from 1 in order of creation.
     private func makeTrack(for source: TrackID, into state: inout State) -> Int {
+        Self.makeTrack(for: source, into: &state, options: options, path: path)
+    }
+
+    private static func makeTrack(for source: TrackID, into state: inout State, options: Options, path: String) -> Int {
         let fragmented = if case .fragmented = options.layout { true } else { false }
         let timeline = TrackTimeline(path: path, descriptions: options.parameterSets == .inBand || fragmented ? .single : .perChange,
                                      signedOffsets: options.negativeCompositionOffsets)
@@ -250,6 +267,9 @@ public final class MovieWriter: Sendable {
     }
 
     private static func check(_ options: Options, path: String) throws(ContainerError) {
+        if let start = options.startTime, !start.isNumeric {
+            throw ContainerError(.invalidInput, "start time \(start) is not a numeric time", path: path)
+        }
         if case .fragmented(let duration) = options.layout {
             guard duration.isNumeric, duration > .zero else { throw ContainerError(.invalidInput, "fragment duration \(duration) is not positive", path: path) }
             guard options.timecode == nil else {
