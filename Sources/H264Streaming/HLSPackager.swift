@@ -95,7 +95,8 @@ public struct HLSPackager: Sendable {
                 progress(source.progress.read, source.progress.total)
             }
             if Task.isCancelled { throw .source(.cancelled) }
-            return try Self.finish([rendition], playlist: output, dash: options.dashManifest, warnings: source.warnings, files: files)
+            return try Self.finish([rendition], playlist: output, dash: options.dashManifest,
+                                   warnings: source.warnings + source.leftOutTracks(reason: Self.videoOnly), files: files)
         } catch {
             files.removeAll()
             if Task.isCancelled { throw .source(.cancelled) }
@@ -214,6 +215,9 @@ public struct HLSPackager: Sendable {
     }
 
     /// Writes the playlists (and the MPD) of `renditions` and commits every file.
+    /// Why a packager leaves a track out.
+    static let videoOnly = "HLS and DASH packaging carries the video alone so far"
+
     static func finish(_ renditions: [Rendition], playlist output: String, dash: String?, warnings: [String], files: WrittenFiles) throws(StreamingError) -> Summary {
         let multivariant = HLSMultivariantPlaylist(variants: renditions.map(\.variant), iFrameVariants: renditions.map(\.iFrameVariant),
                                                    independentSegments: renditions.allSatisfy(\.independentSegments))

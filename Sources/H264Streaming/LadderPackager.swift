@@ -89,7 +89,9 @@ public struct LadderPackager: Sendable {
                 let encoded = HLSPackager.sibling(output, name, ".encoding.mp4")
                 defer { removeFile(encoded) }
                 do {
-                    _ = try Transcoder(options: .init(encoder: settings, size: (width, height), source: .decoding)).run(path: path, into: .movie(path: encoded, options: .init())) { state in
+                    var transcoding = Transcoder.Options(encoder: settings, size: (width, height), source: .decoding)
+                    transcoding.audio = .none  // a rendition is the picture (sound: a later rendition group)
+                    _ = try Transcoder(options: transcoding).run(path: path, into: .movie(path: encoded, options: .init())) { state in
                         progress(Progress(rendition: name, frames: state.frames))
                     }
                 } catch {
@@ -100,7 +102,9 @@ public struct LadderPackager: Sendable {
                 renditions.append(try HLSPackager.package(source, as: name, beside: output, options: packaging.segmenter, files: files))
             }
             if Task.isCancelled { throw .source(.cancelled) }
-            return try HLSPackager.finish(renditions, playlist: output, dash: packaging.dashManifest, warnings: [], files: files)
+            let others = (try? MediaSource.otherTracks(path: path)) ?? []
+            let warnings = others.map { "track \($0.id) (\($0.mediaType), \($0.format.codecName)\($0.language.map { ", \($0)" } ?? "")): left out: \(HLSPackager.videoOnly)" }
+            return try HLSPackager.finish(renditions, playlist: output, dash: packaging.dashManifest, warnings: warnings, files: files)
         } catch {
             files.removeAll()
             // Stopped by the caller, in whichever rendition's encode or packaging.

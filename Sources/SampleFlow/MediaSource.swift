@@ -367,3 +367,35 @@ public final class MediaSource: SampleSource {
         }
     }
 }
+
+extension MediaSource {
+    /// Sentences naming each of the input's tracks this source does not read, for a job that
+    /// carries only what it reads: "track 257 (audio, AAC, eng): left out: `reason`". A
+    /// transport stream's are known once its tables came (after reading).
+    public func leftOutTracks(reason: String) -> [String] {
+        unselectedTracks.map { track in
+            "track \(track.id) (\(track.mediaType), \(track.format.codecName)\(track.language.map { ", \($0)" } ?? "")): left out: \(reason)"
+        }
+    }
+
+    /// The tracks of the input at `path` besides its first H.264 track, for a job that carries
+    /// the video alone to say what it leaves out before it starts: a movie's from its index, a
+    /// transport stream's from its tables and first frames (at most ``tracksProbeSamples``
+    /// samples read); none for an elementary stream or standard input.
+    public static func otherTracks(path: String, options: Options = .decoding) throws(SampleFlowError) -> [TrackDescription] {
+        guard path != "-" else { return [] }
+        var options = options
+        options.tracks = .all
+        options.trackID = nil
+        let source = try MediaSource(path: path, options: options)
+        if case .transportStream = source.kind {
+            var read = 0
+            while read < tracksProbeSamples, try source.next() != nil { read += 1 }
+            return (source.tracks + source.unselectedTracks).filter { $0.format.video == nil }
+        }
+        return source.tracks.filter { $0.format.video == nil }
+    }
+
+    /// The most samples ``otherTracks(path:options:)`` reads of a transport stream.
+    public static let tracksProbeSamples = 500
+}

@@ -77,6 +77,9 @@ struct PreviewCommand: AsyncParsableCommand {
                 let rtsp = source.lowercased().hasPrefix("rtsp://")
                 previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600))))
             } else {
+                for track in (try? MediaSource.otherTracks(path: source)) ?? [] {
+                    printError("\(source): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: the preview shows the picture alone so far")
+                }
                 previewSource = .file(FilePreview(path: source, options: limits.mediaSource, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }, rate: rate))
             }
         } catch { throw ToolError("\(source): \(error)") }

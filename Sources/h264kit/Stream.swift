@@ -135,6 +135,12 @@ struct Stream: AsyncParsableCommand {
         let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
         do {
             let live = try isLive ? liveSamples() : nil
+            if live == nil {
+                // The picture goes; say what does not (sound over RTP and HLS: later).
+                for track in (try? MediaSource.otherTracks(path: input)) ?? [] {
+                    printError("\(input): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: streaming carries the video alone so far")
+                }
+            }
             if isHTTP {
                 try await serveHLS(live: live)
             } else if isRTSP {
