@@ -81,6 +81,7 @@ var targets: [Target] = [
     .testTarget(name: "SampleFlowTests", dependencies: ["SampleFlow", "ISOBMFF", "MPEGTS", "H264Bitstream", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
     .testTarget(name: "MediaProbeTests", dependencies: ["MediaProbe", "SampleFlow", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264BitstreamTests", dependencies: ["H264Bitstream", "TestSupport"]),
+    .testTarget(name: "MPEG4AudioTests", dependencies: ["MPEG4Audio", "Bitstream"]),
     .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "H264Bitstream", "TestSupport"]),
     .testTarget(name: "H264ContainerTests", dependencies: ["ISOBMFF", "MPEGTS", "MPEG4Audio", "MediaCore", "SystemIO", "TestSupport", systemPackage]),
     .testTarget(name: "H264CodecTests", dependencies: ["H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),

@@ -16,6 +16,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzSDP", ["H264Network"]),
     ("FuzzRTSP", ["H264Network"]),
     ("FuzzTransportStream", ["H264Bitstream", "MediaCore", "ISOBMFF", "MPEGTS"]),
+    ("FuzzAudio", ["Bitstream", "MPEG4Audio", "MediaCore", "SampleFlow"]),
 ]
 
 let package = Package(

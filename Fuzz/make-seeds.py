@@ -5,7 +5,7 @@ import glob, os, subprocess, sys, tempfile
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = sys.argv[1]
-targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP", "FuzzRTSP", "FuzzTransportStream"]
+targets = ["FuzzAnnexB", "FuzzParameterSets", "FuzzAVCC", "FuzzSampleBuffers", "FuzzMovie", "FuzzY4M", "FuzzRTP", "FuzzSDP", "FuzzRTSP", "FuzzTransportStream", "FuzzAudio"]
 for t in targets:
     os.makedirs(os.path.join(out, t), exist_ok=True)
 
@@ -148,3 +148,18 @@ put("FuzzRTSP", "play-tcp", bytes([0x07]) + (b"OPTIONS rtsp://127.0.0.1:8554/liv
 
 for t in targets:
     print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")
+
+# Audio: ADTS and LOAS streams ffmpeg makes (48 kHz stereo, 44.1 kHz mono, HE-AAC is not in
+# ffmpeg's encoder), an AudioSpecificConfig and esds of each kind, behind the selector byte.
+for rate, channels in [(48000, 2), (44100, 1)]:
+    adts = os.path.join(work, f"a{rate}.aac")
+    ffmpeg("-f", "lavfi", "-i", f"sine=frequency=440:sample_rate={rate}", "-ac", str(channels), "-t", "0.5", "-c:a", "aac", "-f", "adts", adts)
+    data = open(adts, "rb").read()
+    put("FuzzAudio", f"adts-{rate}", bytes([0x00, 0x02]) + data)
+    put("FuzzAudio", f"adts-reader-{rate}", bytes([0x04, 0x03]) + data)
+    latm = os.path.join(work, f"a{rate}.latm")
+    ffmpeg("-i", adts, "-c", "copy", "-f", "latm", latm)
+    put("FuzzAudio", f"loas-{rate}", bytes([0x01, 0x02]) + open(latm, "rb").read())
+for name, config in [("lc", "1190"), ("lc-sync", "119056e500"), ("he", "2b920800"), ("mono44", "1208")]:
+    put("FuzzAudio", "asc-" + name, bytes([0x02, 0x00]) + bytes.fromhex(config))
+put("FuzzAudio", "esds", bytes([0x03, 0x00]) + bytes.fromhex("0380808025000200048080801740150000000001f4000001f3700580808005119056e500068080800102"))

@@ -52,7 +52,7 @@ case "$sanitizer" in
     none) sanitize=fuzzer; scratch=build-fuzzer-only ;;
     *) echo "fuzz: -s address|none" >&2; exit 2 ;;
 esac
-all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M FuzzRTP FuzzSDP FuzzRTSP FuzzTransportStream)
+all=(FuzzAnnexB FuzzParameterSets FuzzAVCC FuzzSampleBuffers FuzzMovie FuzzY4M FuzzRTP FuzzSDP FuzzRTSP FuzzTransportStream FuzzAudio)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 work=.build/fuzz
@@ -67,7 +67,7 @@ done
 
 export SWIFT_BACKTRACE=enable=no   # the Swift crash handler and ASan both want the signal
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
-declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m [FuzzRTP]=rtp [FuzzSDP]=sdp [FuzzRTSP]=rtsp [FuzzTransportStream]=ts)
+declare -A dictionary=([FuzzAnnexB]=annexb [FuzzParameterSets]=annexb [FuzzSampleBuffers]=annexb [FuzzAVCC]=annexb [FuzzMovie]=movie [FuzzY4M]=y4m [FuzzRTP]=rtp [FuzzSDP]=sdp [FuzzRTSP]=rtsp [FuzzTransportStream]=ts [FuzzAudio]=audio)
 # The inputs that failed once: the target's own crash files, and the hostile fixtures the
 # unit tests replay (movies for the movie target, streams for the stream targets).
 regressionInputs() {
@@ -82,6 +82,7 @@ regressionInputs() {
         FuzzSDP) find Tests/Fixtures/Hostile -name '*.sdp' ;;
         FuzzRTSP) find Tests/Fixtures/Hostile -name '*.rtsp' ;;
         FuzzTransportStream) find Tests/Fixtures/Hostile -name '*.ts' ;;
+        FuzzAudio) find Tests/Fixtures/Hostile -name '*.aac' ;;
     esac
 }
 failed=()

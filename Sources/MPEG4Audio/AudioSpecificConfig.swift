@@ -27,6 +27,8 @@ public struct AudioSpecificConfig: Hashable, Sendable {
     public var specificConfig: SpecificConfig
     /// `epConfig`, for an error-resilient object type.
     public var epConfig: UInt8?
+    /// `extensionChannelConfiguration`: ER BSAC's, after SBR or PS signalled hierarchically.
+    public var extensionChannelConfiguration: UInt8?
 
     /// How SBR (and PS) are signalled in the configuration.
     public enum SignalledExtension: Hashable, Sendable {
@@ -212,7 +214,7 @@ public struct AudioSpecificConfig: Hashable, Sendable {
             let ext = try frequency("extensionSamplingFrequency")
             signalledExtension = .hierarchical(ps: type == .ps, extensionSamplingFrequencyIndex: ext.index, extensionSamplingFrequency: ext.rate)
             type = try objectType()
-            if type == .erBSAC { _ = try reader.bits(4, "extensionChannelConfiguration") }
+            if type == .erBSAC { extensionChannelConfiguration = UInt8(try reader.bits(4, "extensionChannelConfiguration")) }
         }
         guard type.rawValue != 0 else { throw BitstreamError(.valueOutOfRange, "audioObjectType 0 (null)", bitOffset: reader.bitPosition) }
         audioObjectType = type
@@ -327,6 +329,7 @@ public struct AudioSpecificConfig: Hashable, Sendable {
             writer.bits(UInt32(channelConfiguration & 15), 4)
             frequency(index, rate)
             objectType(audioObjectType)
+            if audioObjectType == .erBSAC { writer.bits(UInt32((extensionChannelConfiguration ?? channelConfiguration) & 15), 4) }
         } else {
             objectType(audioObjectType)
             frequency(samplingFrequencyIndex, samplingFrequency)

@@ -125,6 +125,41 @@ struct TranscodeTests {
         #expect(try ffmpegFrameHashes(chunked).count == 150)
     }
 
+    /// The sound is copied, frame for frame, whole and in chunks, into a movie and a transport
+    /// stream: the source's audio packets (a transport stream's after their ADTS headers: the
+    /// same as ffmpeg's copy of the source to a transport stream) and decoded PCM; --no-audio
+    /// (``Transcoder/Options/audio``) leaves it out.
+    @Test(.requires(.x264)) func theSoundIsCopied() throws {
+        let work = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = work + "/av.mp4"
+        _ = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                               "-t", "4", "-ac", "2", "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-pix_fmt", "yuv420p", "-c:a", "aac", "-y", source])
+        func audioPackets(_ path: String) throws -> [String] {
+            try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_packets", "-show_data_hash", "md5", "-show_entries", "packet=data_hash",
+                                "-of", "csv=p=0", path]).stdoutText.split(separator: "\n").map(String.init)
+        }
+        func pcm(_ path: String) throws -> Data { try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-f", "s16le", "-"]).stdout }
+        var options = Transcoder.Options(preset: "ultrafast", rateControl: .constantQuality(30))
+        options.encoder.threads = 1
+        let whole = work + "/whole.mp4", chunked = work + "/chunked.mp4", stream = work + "/whole.ts", reference = work + "/reference.ts"
+        let summary = try Transcoder(options: options).run(path: source, into: .movie(path: whole, options: .init()))
+        #expect(summary.audioSamples > 150)
+        _ = try ChunkedTranscoder(options: options, chunks: 2).run(path: source, into: chunked, workDirectory: work)
+        _ = try Transcoder(options: options).run(path: source, into: SampleOutput(path: stream))
+        _ = try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:a", "-c", "copy", "-y", reference])
+        let expected = try audioPackets(source)
+        #expect(try audioPackets(whole) == expected)
+        #expect(try audioPackets(chunked) == expected)
+        #expect(try audioPackets(stream) == audioPackets(reference))
+        #expect(try pcm(whole) == pcm(source))
+        #expect(try pcm(chunked) == pcm(source))
+        options.audio = .none
+        let silent = work + "/silent.mp4"
+        #expect(try Transcoder(options: options).run(path: source, into: .movie(path: silent, options: .init())).audioSamples == 0)
+        #expect(try audioPackets(silent).isEmpty)
+    }
+
     @Test(.requires(.x264)) func startSeeksToTheSyncSampleBeforeItAndKeepsTimes() throws {
         let work = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: work) }

@@ -1,0 +1,88 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The sound through the tool: `mux` carries every track and says what it leaves out,
+/// chooses with `--track` and `--no-audio`, takes several inputs; `demux OUT.aac` writes the
+/// AAC track; `inspect` lists audio streams; `package` says the sound it does not carry.
+@Suite("Audio through the command line", .requires(.ffmpeg, .ffprobe))
+struct AudioCommandTests {
+    static let inputs: String = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-audio-cli-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func make(_ name: String, _ arguments: [String]) { _ = try? run("ffmpeg", ["-v", "error", "-y"] + arguments + [directory + "/" + name]) }
+        make("langs.mp4", ["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=sample_rate=48000", "-f", "lavfi",
+                           "-i", "sine=frequency=880:sample_rate=44100", "-t", "2", "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "veryfast",
+                           "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra"])
+        make("langs.ts", ["-i", directory + "/langs.mp4", "-map", "0", "-c", "copy"])
+        make("ac3.ts", ["-i", directory + "/langs.mp4", "-map", "0:v", "-map", "0:a:0", "-c:v", "copy", "-c:a", "ac3"])
+        make("v.264", ["-i", directory + "/langs.mp4", "-map", "0:v", "-c", "copy", "-f", "h264"])
+        make("a.aac", ["-i", directory + "/langs.mp4", "-map", "0:a:1", "-c", "copy", "-f", "adts"])
+        return directory
+    }()
+
+    static func path(_ name: String) -> String { inputs + "/" + name }
+
+    static func streams(_ path: String) throws -> [String] {
+        try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name:stream_tags=language", "-of", "csv=p=0", path]).stdoutText
+            .split(separator: "\n").map(String.init)
+    }
+
+    @Test func muxCarriesEveryTrackAndChoosesWithTrackAndNoAudio() throws {
+        let all = Self.path("all.mp4"), one = Self.path("one.mov"), none = Self.path("none.ts")
+        var result = try h264kit(["mux", Self.path("langs.ts"), all])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Self.streams(all) == ["h264,und", "aac,eng", "aac,fra"])
+        #expect(result.stderr.contains("track 2: audio mp4a"), "\(result.stderr)")
+        result = try h264kit(["mux", "--track", "256", "--track", "258", Self.path("langs.ts"), one])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Self.streams(one).map { $0.split(separator: ",").first.map(String.init) ?? "" } == ["h264", "aac"])
+        result = try h264kit(["mux", "--no-audio", Self.path("langs.mp4"), none])
+        #expect(result.status == 0 && !result.stderr.contains("warning"), "\(result.stderr)")
+        #expect(try !Self.streams(none).contains { $0.hasPrefix("aac") })
+        result = try h264kit(["mux", "--track", "9", Self.path("langs.mp4"), Self.path("bad.mp4")])
+        #expect(result.status != 0 && result.stderr.contains("no track 9"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: Self.path("bad.mp4")))
+    }
+
+    @Test func muxPutsAnAnnexBAndAnADTSStreamTogether() throws {
+        let output = Self.path("es.mp4")
+        let result = try h264kit(["mux", Self.path("v.264"), Self.path("a.aac"), output])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Self.streams(output).map { $0.split(separator: ",").first.map(String.init) ?? "" } == ["h264", "aac"])
+    }
+
+    @Test func aTrackThatCannotGoIsLeftOutWithAWarning() throws {
+        let result = try h264kit(["mux", Self.path("ac3.ts"), Self.path("ac3.mp4")])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("warning: track 257 (audio, AC-3") && result.stderr.contains("left out"), "\(result.stderr)")
+    }
+
+    @Test func demuxWritesTheAACTrackAsADTS() throws {
+        let output = Self.path("fra.aac"), theirs = Self.path("fra.ffmpeg.aac")
+        let result = try h264kit(["demux", "--track", "3", Self.path("langs.mp4"), output])
+        #expect(result.status == 0, "\(result.stderr)")
+        _ = try run("ffmpeg", ["-v", "error", "-y", "-i", Self.path("langs.mp4"), "-map", "0:a:1", "-c", "copy", "-f", "adts", theirs])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == Data(contentsOf: URL(fileURLWithPath: theirs)))
+        let missing = try h264kit(["demux", Self.path("ac3.ts"), Self.path("none.aac")])
+        #expect(missing.status != 0 && missing.stderr.contains("no AAC track"), "\(missing.stderr)")
+    }
+
+    @Test func inspectListsTheAudio() throws {
+        let stream = try h264kit(["inspect", Self.path("langs.ts")])
+        #expect(stream.status == 0)
+        #expect(stream.stdout.contains("audio         PID 0x101 mp4a.40.2 48000 Hz 2 channels [eng]"), "\(stream.stdout)")
+        #expect(stream.stdout.contains("PID 0x102 mp4a.40.2 44100 Hz 2 channels [fra]"))
+        let movie = try h264kit(["inspect", Self.path("langs.mp4")])
+        #expect(movie.stdout.contains("mp4a (mp4a.40.2) AAC 48000 Hz 2 channels [eng]") && movie.stdout.contains("priming 1024 samples"), "\(movie.stdout)")
+        let adts = try h264kit(["inspect", Self.path("a.aac")])
+        #expect(adts.status == 0 && adts.stdout.contains("ADTS (AAC) stream") && adts.stdout.contains("44100 Hz"), "\(adts.stdout)")
+    }
+
+    @Test func packageSaysTheSoundItLeavesOut() throws {
+        let directory = Self.path("hls")
+        let result = try h264kit(["package", Self.path("langs.mp4"), directory + "/index.m3u8"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("track 2 (audio, AAC, eng): left out"), "\(result.stderr)")
+    }
+}
