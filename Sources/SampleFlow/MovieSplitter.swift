@@ -251,7 +251,8 @@ public struct MovieSplitter: Sendable {
             }
             for due in ordered.push(sample) { try take(due) }
         }
-        for rest in ordered.drain() { try take(rest) }
+        // A cancelled split ends with what was placed: the window still held goes unread.
+        if !Task.isCancelled { for rest in ordered.drain() { try take(rest) } }
         while !held.isEmpty { try emit(held.removeFirst()) }
         if writer == nil && !sound.isEmpty {
             throw .noSamples(input: source.name, reason: "no video to cut at (a split cuts at the video's sync samples); nothing written")

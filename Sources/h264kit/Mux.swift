@@ -173,7 +173,8 @@ struct Mux: InterruptibleCommand {
             printError("\(name): \(summary.problemCount - summary.diagnostics.count) more problems not shown")
         }
         if output != "-", let movie = summary.movie {
-            printError("\(output): \(movie.sampleCount) samples, \(movie.duration.seconds) s at \(summary.frameRate) fps, \(movie.fileSize) bytes"
+            let rate = movie.tracks.contains { $0.mediaType == .video } ? " at \(summary.frameRate) fps" : ""
+            printError("\(output): \(movie.sampleCount) samples, \(movie.duration.seconds) s\(rate), \(movie.fileSize) bytes"
                 + (movie.fragmentCount > 0 ? ", \(movie.fragmentCount) fragments" : "")
                 + (movie.sampleDescriptionCount > 1 ? ", \(movie.sampleDescriptionCount) sample descriptions" : ""))
             if movie.tracks.count > 1 {

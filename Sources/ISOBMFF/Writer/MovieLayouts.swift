@@ -140,8 +140,9 @@ final class ProgressiveLayout: MovieLayout {
     func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         if !started {
             started = true
-            try output.write(MovieIndex.fileType(options, hasVideo: options.tracks.isEmpty || options.tracks.contains { $0.mediaType == .video }
-                                                 || tracks.contains { $0.timeline.kind == .video }).serialized)
+            // The brands are written before the index: a video track declared or begun (the
+            // sample being written is placed already) says `avc1`.
+            try output.write(MovieIndex.fileType(options, hasVideo: tracks.contains { ($0.timeline.mediaType ?? $0.declaredType) == .video }).serialized)
             // `free` is rewritten as the first half of a 64-bit mdat header if the media passes 4 GiB.
             var header = BoxWriter()
             header.u32(8); header.fourCC("free")

@@ -263,6 +263,7 @@ public final class MovieWriter: Sendable {
                                      signedOffsets: options.negativeCompositionOffsets)
         let declared = options.tracks.first { $0.id == source }
         state.tracks.append(WrittenTrack(timeline: timeline, fileTrackID: UInt32(state.tracks.count + 1), sourceID: source, language: declared?.language))
+        state.tracks[state.tracks.count - 1].declaredType = declared?.mediaType
         return state.tracks.count - 1
     }
 
@@ -322,6 +323,7 @@ public final class MovieWriter: Sendable {
             try state.layout.acceptsNewTrack(track.id, declared: true)
             let index = makeTrack(for: track.id, into: &state)
             state.tracks[index].language = track.language
+            state.tracks[index].declaredType = track.mediaType
         }
     }
 

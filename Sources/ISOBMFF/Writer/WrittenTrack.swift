@@ -12,6 +12,8 @@ struct WrittenTrack {
     let sourceID: TrackID
     /// Its language (ISO 639-2/T), when declared.
     var language: String?
+    /// Its kind of media as declared, before its first sample.
+    var declaredType: MediaType?
     /// Samples gathered into a chunk not yet written (plain layouts; every track but the first
     /// video track).
     var pending: [PlacedSample] = []
