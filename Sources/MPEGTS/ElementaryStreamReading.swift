@@ -34,6 +34,10 @@ struct ElementaryStreamReading {
     private(set) var sampleCount = 0
     private(set) var droppedPESPackets = 0
     private var otherFormatFrames = 0
+    /// The header of the ADTS frame that gave the format.
+    private var firstHeader: ADTSHeader?
+    /// The last LATM configuration seen, and whether it is the first one's (once compared).
+    private var lastConfiguration: (config: StreamMuxConfig, same: Bool?)?
     private var untimedFrames = 0
     /// Stream bytes that came from damaged PES packets (kept), not yet behind the frames made.
     private var damagedRanges: [Range<Int>] = []
@@ -83,28 +87,53 @@ struct ElementaryStreamReading {
             let dts = packet.header.decodingTimestamp ?? pts
             pts90 = timeline.place(pts: pts, dts: dts, discontinuity: packet.discontinuityIndicator, threshold: threshold, step: lastDuration).pts
         }
-        let payload = packet.withPayload { Array($0) }
+        let payloadCount = packet.payloadRange.count
         if packet.damage != nil {
-            if case .pes = framing { damagedSamples += 1 } else { damagedRanges.append(streamOffset..<(streamOffset + payload.count)) }
+            if case .pes = framing { damagedSamples += 1 } else { damagedRanges.append(streamOffset..<(streamOffset + payloadCount)) }
         }
         switch framing {
         case .pes:
-            return takeCarried(payload, packet: packet, pts: pts90, origin: &origin)
+            return takeCarried(packet.withPayload { Array($0) }, packet: packet, pts: pts90, origin: &origin)
         case .adts(var splitter):
             if let pts90 { stamps.append((streamOffset, pts90, false)) }
-            let frames = splitter.append(payload)
-            streamOffset += payload.count
+            framing = .pes  // (the splitter is taken out while it works: no copy of its buffer)
+            let frames = packet.withPayload { splitter.append($0) }
+            streamOffset += payloadCount
             framing = .adts(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
-                frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
-            }, origin: &origin) }
+            return frames.compactMap { frame in
+                aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
+                    frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
+                }, sameAsFirst: sameStream(frame.header), origin: &origin)
+            }
         case .latm(var splitter):
             if let pts90 { stamps.append((streamOffset, pts90, false)) }
-            let frames = splitter.append(payload)
-            streamOffset += payload.count
+            framing = .pes
+            let frames = packet.withPayload { splitter.append($0) }
+            streamOffset += payloadCount
             framing = .latm(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig }, origin: &origin) }
+            return frames.compactMap { frame in
+                aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
+                          sameAsFirst: sameConfiguration(frame.config), origin: &origin)
+            }
         }
+    }
+
+    /// Whether an ADTS frame's header says the first frame's stream (nil for the first): the
+    /// header's fields, not a description made for every frame.
+    private mutating func sameStream(_ header: ADTSHeader) -> Bool? {
+        guard let first = firstHeader else {
+            firstHeader = header
+            return nil
+        }
+        return header.isSameStream(as: first)
+    }
+
+    /// Whether a LATM frame's configuration is the first one's (nil for the first, or a
+    /// configuration not compared yet: its description is compared then).
+    private mutating func sameConfiguration(_ config: StreamMuxConfig) -> Bool? {
+        if let known = lastConfiguration, known.config == config { return known.same }
+        lastConfiguration = (config, nil)
+        return nil
     }
 
     /// Ends the stream: what its splitter or its waiting packet still holds.
@@ -113,13 +142,18 @@ struct ElementaryStreamReading {
         case .adts(var splitter):
             let frames = splitter.finish()
             framing = .adts(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: {
-                frame.header.audioSpecificConfig(programConfigElement: nil)
-            }, origin: &origin) }
+            return frames.compactMap { frame in
+                aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: {
+                    frame.header.audioSpecificConfig(programConfigElement: nil)
+                }, sameAsFirst: sameStream(frame.header), origin: &origin)
+            }
         case .latm(var splitter):
             let frames = splitter.finish()
             framing = .latm(splitter)
-            return frames.compactMap { frame in aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig }, origin: &origin) }
+            return frames.compactMap { frame in
+                aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
+                          sameAsFirst: sameConfiguration(frame.config), origin: &origin)
+            }
         case .pes:
             guard let waiting else { return [] }
             self.waiting = nil
@@ -140,16 +174,26 @@ struct ElementaryStreamReading {
     }
 
     /// An AAC frame as a sample, timed from the PES packet it began in or after the frame before.
-    private mutating func aacSample(_ payload: [UInt8], offset: Int, length: Int, config: () -> AudioSpecificConfig?, origin: inout Int64?) -> SampleBuffer? {
+    /// `sameAsFirst`: whether the frame is of the first frame's stream, when the caller knows
+    /// (nil: its configuration's description is made and compared).
+    private mutating func aacSample(_ payload: [UInt8], offset: Int, length: Int, config: () -> AudioSpecificConfig?, sameAsFirst: Bool?,
+                                    origin: inout Int64?) -> SampleBuffer? {
         if format == nil {
             guard let asc = config(), let audio = try? AudioFormatDescription(aac: asc) else {
                 otherFormatFrames += 1
+                firstHeader = nil
                 return nil
             }
             format = .audio(audio)
         }
         guard let audio = format?.audio else { return nil }
-        if let asc = config(), let other = try? AudioFormatDescription(aac: asc), other != audio {
+        var same = sameAsFirst
+        if same == nil {
+            let other = config().flatMap { try? AudioFormatDescription(aac: $0) }
+            same = other == audio
+            if let known = lastConfiguration, known.same == nil { lastConfiguration = (known.config, same) }
+        }
+        if same == false {
             otherFormatFrames += 1
             return nil
         }

@@ -656,6 +656,8 @@ public final class TransportStreamReader {
 
     /// The H.264 parser underneath: parameter sets, diagnostics, counts.
     public var parser: H264StreamParser { assembler.parser }
+    /// How many diagnostics the parser has kept, without a copy of it (checked per sample).
+    public var diagnosticCount: Int { assembler.parser.diagnostics.count }
 
     /// The counts of what was read, damaged, dropped and corrected.
     public var statistics: Statistics {

@@ -10,14 +10,19 @@ public import H264Bitstream
 /// hands the pieces to a gathering write without a copy. The bytes are immutable once
 /// wrapped, so a block buffer is `Sendable` and can be handed between threads.
 public struct BlockBuffer: Sendable {
+    // The storage and its segments are visible to inlined code: `withUnsafeBytes(_:)` and
+    // `forEachSegment(_:)` are generic over their body's error, and unspecialized across a
+    // module they instantiate generic metadata at every call (a writer calls them per sample).
+    @usableFromInline
     final class Storage: @unchecked Sendable {
+        @usableFromInline
         enum Kind {
             case owned([UInt8])
             case referenced(UnsafeRawBufferPointer, deallocator: (@Sendable (UnsafeRawBufferPointer) -> Void)?)
             /// Memory kept alive by an object (a mapping, a reader's buffer).
             case retained(UnsafeRawBufferPointer, owner: AnyObject)
         }
-        let kind: Kind
+        @usableFromInline let kind: Kind
         init(_ kind: Kind) { self.kind = kind }
         deinit {
             if case .referenced(let bytes, let deallocator?) = kind { deallocator(bytes) }
@@ -25,10 +30,18 @@ public struct BlockBuffer: Sendable {
     }
 
     /// One contiguous range of one storage.
+    @usableFromInline
     struct Segment: Sendable {
-        let storage: Storage
-        let range: Range<Int>
+        @usableFromInline let storage: Storage
+        @usableFromInline let range: Range<Int>
 
+        @usableFromInline
+        init(storage: Storage, range: Range<Int>) {
+            self.storage = storage
+            self.range = range
+        }
+
+        @inlinable
         func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
             switch storage.kind {
             case .owned(let array):
@@ -44,13 +57,14 @@ public struct BlockBuffer: Sendable {
         }
     }
 
+    @usableFromInline
     enum Representation: Sendable {
         case contiguous(Segment)
         /// Two or more non-empty segments.
         case chain([Segment])
     }
 
-    let representation: Representation
+    @usableFromInline let representation: Representation
     /// The number of bytes.
     public let count: Int
 
@@ -160,6 +174,7 @@ public struct BlockBuffer: Sendable {
 
     /// Calls `body` with the bytes. The pointer is valid only inside `body`. A chained buffer
     /// is copied into one temporary range first; ``forEachSegment(_:)`` avoids that.
+    @inlinable
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         switch representation {
         case .contiguous(let segment):
@@ -176,6 +191,7 @@ public struct BlockBuffer: Sendable {
 
     /// Calls `body` with each contiguous piece of the bytes, in order (one call for a
     /// contiguous buffer).
+    @inlinable
     public func forEachSegment<E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) {
         switch representation {
         case .contiguous(let segment):

@@ -45,6 +45,8 @@ public struct SampleBufferBuilder: Sendable {
     /// ``retainedPictures`` pictures (a builder runs as long as its stream: its memory must
     /// not grow with it).
     public var parser: H264StreamParser { assembler.parser }
+    /// How many diagnostics the parser has kept, without a copy of it.
+    public var diagnosticCount: Int { assembler.parser.diagnostics.count }
     /// Pictures the parser keeps: four times the most samples held back.
     public static let retainedPictures = 4 * maximumHeldSamples
     /// The frame rate in use, known from the first picture on.

@@ -346,6 +346,16 @@ public final class MediaSource: SampleSource {
         }
     }
 
+    /// How many diagnostics the H.264 parser has kept (nil without one), cheap enough to check
+    /// after every sample: ``parser`` is a copy of the parser's whole state.
+    public var diagnosticCount: Int? {
+        switch kind {
+        case .annexB(let reader): reader.diagnosticCount
+        case .transportStream(let reader): reader.diagnosticCount
+        case .movie, .adts: nil
+        }
+    }
+
     /// The H.264 stream parser of an Annex-B stream or a transport stream (a movie's samples
     /// are not parsed): its diagnostics, parameter sets, counts.
     public var parser: H264StreamParser? {

@@ -112,6 +112,8 @@ public final class SampleBufferReader {
     public var name: String { nalUnits.name }
     /// The stream parser: pictures, parameter sets, diagnostics, counts.
     public var parser: H264StreamParser { builder.parser }
+    /// How many diagnostics the parser has kept, without a copy of it (checked per sample).
+    public var diagnosticCount: Int { builder.diagnosticCount }
     /// The frame rate the samples are timed with, known from the first sample on.
     public var frameRate: FrameRate? { builder.frameRate }
     /// Whether ``frameRate`` is the stream's own VUI timing.

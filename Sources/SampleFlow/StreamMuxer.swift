@@ -174,7 +174,9 @@ public struct StreamMuxer: Sendable {
         var told = 0
         var written = 0
         func tell() {
-            guard let parser = inputs.lazy.compactMap(\.parser).first else { return }
+            // The count first: the parser is copied only when it has something new to say.
+            guard let count = inputs.lazy.compactMap(\.diagnosticCount).first, count != told,
+                  let parser = inputs.lazy.compactMap(\.parser).first else { return }
             let diagnostics = parser.diagnostics
             for diagnostic in diagnostics.dropFirst(told) { onDiagnostic(diagnostic) }
             told = diagnostics.count

@@ -90,14 +90,14 @@ final class Progress {
     private var shown = false
 
     /// A bar for `done` of `total` (bytes, or samples) and a note.
-    func update(done: Int, total: Int?, unit: String, note: String) {
+    func update(done: Int, total: Int?, unit: String, note: @autoclosure () -> String) {
         guard enabled, tick() else { return }
         var line = ""
         if let total, total > 0 {
             let percent = min(100, done * 100 / total)
             line = "[" + String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5) + "] \(percent)% "
         }
-        writeToStandardError("\r\u{1B}[K" + line + (unit == "MB" ? "\(done >> 20) MB" : "\(done) \(unit)") + ", " + note)
+        writeToStandardError("\r\u{1B}[K" + line + (unit == "MB" ? "\(done >> 20) MB" : "\(done) \(unit)") + ", " + note())
         shown = true
     }
 

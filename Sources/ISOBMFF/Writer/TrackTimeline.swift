@@ -53,6 +53,8 @@ struct TrackTimeline {
     private(set) var descriptions: [FormatDescription] = []
     /// The description of the previous sample (for in-band parameter sets).
     private var previousDescription: FormatDescription?
+    /// The previous sample's description index (the answer again for the same description).
+    private var previousIndex: Int?
     private(set) var timescale: Int32 = 0
     private(set) var firstDecodeTime: MediaTime?
     private(set) var nextDecodeTime: Int64 = 0
@@ -190,7 +192,15 @@ struct TrackTimeline {
 
     /// The description a sample uses, and whether its parameter sets must go in band.
     private mutating func descriptionIndex(for description: FormatDescription) throws(ContainerError) -> (index: Int, inBand: Bool) {
-        defer { previousDescription = description }
+        // Most samples have the previous one's description: no search, no copy.
+        if let index = previousIndex, let previous = previousDescription, previous == description { return (index, false) }
+        let found = try findDescription(description)
+        previousDescription = description
+        previousIndex = found.index
+        return found
+    }
+
+    private mutating func findDescription(_ description: FormatDescription) throws(ContainerError) -> (index: Int, inBand: Bool) {
         if let first = descriptions.first, first.mediaType != description.mediaType {
             throw error("a \(description.mediaType) sample in a \(first.mediaType) track; a track holds one kind of media")
         }
