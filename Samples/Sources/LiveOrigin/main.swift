@@ -27,6 +27,7 @@ do {
             try await origin.run(onListening: { url in
                 print(url)
                 print(origin.mediaPlaylistURL(port: port))
+                fflush(nil)  // at once, for whoever reads them through a pipe or a file
             })
         }
         group.addTask {
