@@ -3,7 +3,7 @@
 /// Implements the descriptors of ITU-T H.264 §7.2: `u(n)`, `f(n)`, `ue(v)`, `se(v)`,
 /// `more_rbsp_data()` and the trailing bits of §7.3.2.11. The reader is a view over
 /// borrowed bytes (a `Span`), so it copies nothing; emulation-prevention bytes must already
-/// be removed (see ``RBSP``).
+/// be removed (see `RBSP`).
 public struct BitReader: ~Escapable {
     @usableFromInline let bytes: Span<UInt8>
     @usableFromInline var position: Int

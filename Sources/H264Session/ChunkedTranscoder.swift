@@ -3,7 +3,7 @@ import Dispatch
 import FoundationEssentials
 import H264Codec
 public import ISOBMFF
-public import MPEGTS
+import MPEGTS
 public import MediaCore
 import MediaIO
 import Synchronization

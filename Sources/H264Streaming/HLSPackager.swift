@@ -1,6 +1,6 @@
 import H264Bitstream
 public import ISOBMFF
-public import MPEGTS
+import MPEGTS
 public import H264Network
 import MediaCore
 public import SampleFlow

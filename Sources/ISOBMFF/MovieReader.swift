@@ -7,7 +7,7 @@ import SystemIO
 /// lists, sample tables and fragments, timecode and metadata (the AVAssetReader analogue).
 /// The file is mapped, and samples reference the mapping without copying.
 ///
-/// A broken file gives a ``ContainerError`` with the box path and offset, or, when the index
+/// A broken file gives a `ContainerError` with the box path and offset, or, when the index
 /// is intact but the media is cut short (a truncated download, `mdat` past the end), the intact
 /// samples and a warning in ``warnings``. Every count read from the file is checked against
 /// what the file can hold before anything is allocated from it.

@@ -1,4 +1,4 @@
-public import Bitstream
+import Bitstream
 
 /// Cuts an ADTS byte stream (a `.aac` file, the payload of an MPEG-2 transport stream's AAC
 /// PES packets) into AAC frames, whatever the chunks it comes in: a frame may straddle chunks

@@ -1,4 +1,4 @@
-public import Bitstream
+import Bitstream
 
 /// Cuts a LOAS stream (`AudioSyncStream()`, ISO/IEC 14496-3 §1.7.2: AAC in LATM in an MPEG-2
 /// transport stream, `stream_type` 0x11) into AAC frames: each sync word 0x2B7 and 13-bit length

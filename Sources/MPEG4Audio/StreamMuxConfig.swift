@@ -8,7 +8,7 @@ public import Bitstream
 /// What is read whole is what encoders write: one program of one layer, every stream on the same
 /// time framing, payloads whose length precedes them (`frameLengthType` 0), any number of
 /// subframes. Anything else (several programs or layers, fixed frame lengths, CELP and HVXC
-/// framings, `audioMuxVersionA` 1) is refused with ``BitstreamError/Code/unsupported``.
+/// framings, `audioMuxVersionA` 1) is refused with `BitstreamError/Code/unsupported`.
 public struct StreamMuxConfig: Hashable, Sendable {
     /// `audioMuxVersion`: 1 gives the AudioSpecificConfig's length and `taraBufferFullness`.
     public var audioMuxVersion: UInt8

@@ -5,12 +5,12 @@ import SystemIO
 public import SystemPackage
 
 /// Reads the H.264 stream of an MPEG-2 transport stream (ISO/IEC 13818-1), and with
-/// ``Options/tracks`` its program's other streams, as sample buffers, as ``MovieReader`` reads a
+/// ``Options/tracks`` its program's other streams, as sample buffers, as `MovieReader` reads a
 /// movie's tracks: from a file, a pipe or standard input (read in chunks of
 /// ``Options/chunkSize``, never seeking), or bytes in memory. Each sample carries its stream's
 /// PID as its track ID; samples of several streams come in the order their PES packets do.
 /// AAC (in ADTS or LATM) is cut into frames, one sample each, timed in the sample rate's clock
-/// from the PTS of the PES packet the frame begins in (``ElementaryStreamReading``); the
+/// from the PTS of the PES packet the frame begins in (`ElementaryStreamReading`); the
 /// program's other streams (AC-3, subtitles, data) come a sample per PES packet with what their
 /// PMT entry says, for a transport stream writer to carry as they are.
 ///
@@ -27,7 +27,7 @@ public import SystemPackage
 /// Damage is counted and said (``warnings``, ``damagedPictures``): the pictures of a PES packet
 /// that lost transport packets (a continuity counter jump), had the transport error indicator or
 /// ended short are kept as they arrived, for a decoder to conceal, as `ffmpeg -c copy` keeps
-/// them and as ``MediaSource/Options/decoding`` reads them; with
+/// them and as `MediaSource/Options/decoding` reads them; with
 /// ``Options/keepsDamagedPESPackets`` false they are left out instead (the access unit the
 /// packet belonged to). Sync lost is found again at the next run of sync bytes. Memory: the chunk being read, the
 /// PES packet being gathered and the few access units waiting for their successor.

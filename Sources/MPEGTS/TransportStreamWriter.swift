@@ -2,7 +2,7 @@ public import MediaCore
 import SystemIO
 
 /// Writes samples as a transport stream file (or to standard output, a pipe, a device), through
-/// a ``TransportStreamMuxer``, as ``MovieWriter`` writes a movie.
+/// a ``TransportStreamMuxer``, as `MovieWriter` writes a movie.
 ///
 /// A file is written under a temporary name and renamed into place by ``finish()``; a writer
 /// let go unfinished, or ``cancel()``ed, leaves nothing. Standard output and pipes are written

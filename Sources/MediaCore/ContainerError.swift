@@ -17,7 +17,7 @@ public struct ContainerError: Error, Hashable, Sendable, CustomStringConvertible
         /// Samples or settings the container cannot hold.
         public static let invalidInput = Code(name: "invalid input")
         /// A value the format allows but over a limit set for untrusted input (see
-        /// ``MovieReader/Limits``); the message names the field, its value and the limit.
+        /// `MovieReader/Limits`); the message names the field, its value and the limit.
         public static let limitExceeded = Code(name: "over a limit")
         /// The kind's name in lowercase words, as messages print it.
         public var description: String { name }

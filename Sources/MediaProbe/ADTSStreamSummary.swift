@@ -1,11 +1,11 @@
-public import MediaCore
+import MediaCore
 import MPEG4Audio
 public import SampleFlow
 import SystemPackage
 
 /// What an ADTS stream (a `.aac` file) holds: its AAC configuration, its frames and their
 /// span, and what was wrong (skipped bytes, cut or changed frames). `h264kit inspect` prints
-/// it (as JSON with `--json`); ``probe(path:prefix:onSample:)`` reads a stream to its end
+/// it (as JSON with `--json`); ``probe(path:prefix:listsSamples:keepsRecords:onSample:)`` reads a stream to its end
 /// and makes it.
 public struct ADTSStreamSummary: Codable, Hashable, Sendable {
     /// Always "adts".

@@ -1,4 +1,4 @@
-public import ISOBMFF
+import ISOBMFF
 public import MPEGTS
 import MediaCore
 public import SampleFlow

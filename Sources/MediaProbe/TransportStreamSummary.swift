@@ -1,4 +1,4 @@
-public import ISOBMFF
+import ISOBMFF
 public import MPEGTS
 public import MediaCore
 import H264Bitstream

@@ -1,7 +1,7 @@
 import Bitstream
 public import H264Bitstream
 public import MediaCore
-public import MPEG4Audio
+import MPEG4Audio
 import SystemIO
 public import SystemPackage
 
@@ -10,7 +10,7 @@ public import SystemPackage
 /// the format description (with the program config element a frame of channel configuration 0
 /// begins with). The frames are timed back to back in the sample rate's clock from 0 (an ADTS
 /// stream has no timestamps): frame n at n × 1024. Damage is skipped, counted and said
-/// (``warnings``), as ``ADTSFrameSplitter`` finds it; a frame whose rate, object type or
+/// (``warnings``), as `ADTSFrameSplitter` finds it; a frame whose rate, object type or
 /// channels differ from the first's is left out.
 public final class ADTSReader: SampleSource {
     /// The input's name in messages ("stdin" for standard input).

@@ -1,5 +1,5 @@
 public import ISOBMFF
-public import MPEGTS
+import MPEGTS
 public import MediaCore
 import SystemIO
 

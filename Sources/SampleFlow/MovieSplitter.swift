@@ -1,6 +1,6 @@
 import FoundationEssentials
 public import ISOBMFF
-public import MPEGTS
+import MPEGTS
 public import MediaCore
 import SystemIO
 

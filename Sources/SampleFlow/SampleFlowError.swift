@@ -1,6 +1,6 @@
 public import H264Bitstream
-public import ISOBMFF
-public import MPEGTS
+import ISOBMFF
+import MPEGTS
 public import MediaCore
 public import SystemIO
 

@@ -1,5 +1,5 @@
 public import ISOBMFF
-public import MPEGTS
+import MPEGTS
 import MediaCore
 
 /// Extracts a movie's H.264 track, or a transport stream's H.264 stream, as an Annex-B

@@ -19,7 +19,7 @@ public struct BoxHeader: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Reads a box's payload: big-endian fields, every read bounds-checked, so running past the
-/// box is a ``ContainerError`` naming the file, the box path and the offset, never a trap.
+/// box is a `ContainerError` naming the file, the box path and the offset, never a trap.
 /// Box types parse themselves from it (``Box/init(parsing:)``); counts read from the data
 /// are checked against the bytes left (``checkEntries(_:size:_:)``) before anything is
 /// allocated from them.
