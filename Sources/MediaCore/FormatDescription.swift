@@ -1,7 +1,7 @@
 /// What a sample's bytes are (`CMFormatDescription`): one case per kind of media H264Kit reads,
 /// and one for what it only carries. A ``SampleBuffer`` carries one; a source's tracks say
 /// their first.
-public enum FormatDescription: Hashable, Sendable, CustomStringConvertible {
+public indirect enum FormatDescription: Hashable, Sendable, CustomStringConvertible {
     /// H.264 video: parameter sets and NAL unit framing.
     case video(VideoFormatDescription)
     /// Compressed audio: AAC (or G.711), its rate, channels and configuration.

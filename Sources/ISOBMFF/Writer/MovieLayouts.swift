@@ -79,7 +79,8 @@ final class PlainMedia {
 
     func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         if index == tracks.primaryIndex {
-            try write([sample], track: index, tracks: &tracks)
+            try write(sample, track: index, continuesChunk: lastWritten == index, tracks: &tracks)
+            lastWritten = index
             return
         }
         tracks[index].pending.append(sample)
@@ -91,10 +92,17 @@ final class PlainMedia {
     /// Writes the chunk track `index` gathered.
     func flush(_ index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         guard !tracks[index].pending.isEmpty else { return }
-        let samples = tracks[index].pending
-        tracks[index].pending.removeAll(keepingCapacity: true)
+        // Taken out while written (no copy of the array, no retain of each sample), given back
+        // empty with its capacity.
+        var samples: [PlacedSample] = []
+        swap(&samples, &tracks[index].pending)
         tracks[index].pendingBytes = 0
-        try write(samples, track: index, tracks: &tracks)
+        for number in samples.indices {
+            try write(samples[number], track: index, continuesChunk: number > 0 || lastWritten == index, tracks: &tracks)
+        }
+        lastWritten = index
+        samples.removeAll(keepingCapacity: true)
+        swap(&samples, &tracks[index].pending)
     }
 
     /// Writes every gathered chunk, the earliest first.
@@ -106,13 +114,9 @@ final class PlainMedia {
         for index in order { try flush(index, tracks: &tracks) }
     }
 
-    private func write(_ samples: [PlacedSample], track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
-        for (number, sample) in samples.enumerated() {
-            tracks[index].tables.append(sample, at: output.position, timescale: tracks[index].timeline.timescale,
-                                        continuesChunk: number > 0 || lastWritten == index)
-            try output.write(sample.data)
-        }
-        lastWritten = index
+    private func write(_ sample: borrowing PlacedSample, track index: Int, continuesChunk: Bool, tracks: inout [WrittenTrack]) throws(ContainerError) {
+        tracks[index].tables.append(sample, at: output.position, timescale: tracks[index].timeline.timescale, continuesChunk: continuesChunk)
+        try output.write(sample.data)
     }
 }
 
