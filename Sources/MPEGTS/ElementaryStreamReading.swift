@@ -8,7 +8,8 @@ import MPEG4Audio
 /// stream type and descriptors. Frames are timed as FFmpeg times them: the first frame that
 /// begins in a PES packet takes that packet's PTS, the frames after it follow one frame length
 /// apart (1024 samples), in the sample rate's clock (a PTS that is within a tick of where the
-/// frames already are is rounding, and the frames keep their step).
+/// frames already are is rounding, and the frames keep their step; a PTS before the previous
+/// frame's end is an overlap, counted and said, and the frame follows that one).
 struct ElementaryStreamReading {
     let stream: ProgramMapTable.ElementaryStream
     let trackID: TrackID
@@ -43,6 +44,11 @@ struct ElementaryStreamReading {
     private var damagedRanges: [Range<Int>] = []
     /// Frames (or carried packets) handed out with bytes of a damaged PES packet.
     private(set) var damagedSamples = 0
+    /// Times a frame was stamped before the frame before it ended (placed after it instead),
+    /// the largest such overlap and the last, in the sample rate's clock.
+    private(set) var overlaps = 0
+    private var largestOverlap: Int64 = 0
+    private var lastLag: Int64 = 0
 
     init(stream: ProgramMapTable.ElementaryStream) {
         self.stream = stream
@@ -212,7 +218,25 @@ struct ElementaryStreamReading {
         var ticks: Int64
         if let stamped, let base = origin {
             ticks = Self.ticks(stamped - base, rate: rate)
-            if let predicted = nextTicks, abs(ticks - predicted) <= max(1, rate / 45_000) { ticks = predicted }
+            if let predicted = nextTicks {
+                if abs(ticks - predicted) <= max(1, rate / 45_000) {
+                    ticks = predicted
+                    lastLag = 0
+                } else if ticks < predicted {
+                    // Stamped before the frame before it ends (a splice, an encoder's slip): the
+                    // frames of a track cannot overlap, so it follows that frame (a movie writer
+                    // refuses a frame that goes back; FFmpeg moves it after the last one too).
+                    // The frames after it keep the lag until a stamp is past it again; a lag
+                    // kept by packet after packet is one overlap, counted once.
+                    let lag = predicted - ticks
+                    if lastLag == 0 || abs(lag - lastLag) > step { overlaps += 1 }
+                    largestOverlap = max(largestOverlap, lag)
+                    lastLag = lag
+                    ticks = predicted
+                } else {
+                    lastLag = 0
+                }
+            }
         } else if let predicted = nextTicks {
             ticks = predicted
         } else {
@@ -300,6 +324,11 @@ struct ElementaryStreamReading {
         }
         if otherFormatFrames > 0 { lines.append("\(name): \(otherFormatFrames) frame(s) of another configuration than the first, left out") }
         if untimedFrames > 0 { lines.append("\(name): \(untimedFrames) frame(s) before the first timestamp, left out") }
+        if overlaps > 0, let rate = format?.audio?.sampleRate, rate > 0 {
+            let milliseconds = (largestOverlap * 1000 + Int64(rate) - 1) / Int64(rate)
+            lines.append("\(name): \(overlaps) time(s) a frame was stamped before the frame before it ended (by up to \(milliseconds) ms): "
+                         + "placed after it, and the frames after it as much later")
+        }
         return lines
     }
 }

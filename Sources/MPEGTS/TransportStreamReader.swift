@@ -10,7 +10,8 @@ public import SystemPackage
 /// ``Options/chunkSize``, never seeking), or bytes in memory. Each sample carries its stream's
 /// PID as its track ID; samples of several streams come in the order their PES packets do.
 /// AAC (in ADTS or LATM) is cut into frames, one sample each, timed in the sample rate's clock
-/// from the PTS of the PES packet the frame begins in (`ElementaryStreamReading`); the
+/// from the PTS of the PES packet the frame begins in (`ElementaryStreamReading`; a frame
+/// stamped before the previous one ends follows it instead, and ``warnings`` says so); the
 /// program's other streams (AC-3, subtitles, data) come a sample per PES packet with what their
 /// PMT entry says, for a transport stream writer to carry as they are.
 ///

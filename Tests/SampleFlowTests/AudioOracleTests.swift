@@ -221,6 +221,43 @@ struct AudioOracleTests {
         #expect(kept >= all - 3 && kept <= all, "\(kept) of \(all) frames")
     }
 
+    /// An audio PES packet stamped 33 ms before the frames already read end (a splice, an
+    /// encoder's slip): the mux goes through (a movie writer refuses a frame that goes back),
+    /// every frame is carried, one after another, and the overlap is said.
+    @Test func anAudioFrameStampedBackIsPlacedAfterTheOneBefore() throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.path("av48.ts"))))
+        let starts = stride(from: 0, to: bytes.count - 187, by: 188).filter { offset in
+            let pid = (Int(bytes[offset + 1]) & 0x1F) << 8 | Int(bytes[offset + 2])
+            return pid == 0x101 && bytes[offset + 1] & 0x40 != 0  // a packet starting a PES packet
+        }
+        #expect(starts.count > 10)
+        let packet = starts[starts.count / 2]
+        let pes = packet + (bytes[packet + 3] & 0x20 != 0 ? 5 + Int(bytes[packet + 4]) : 4)
+        #expect(bytes[pes..<(pes + 3)] == [0, 0, 1] && bytes[pes + 7] >> 6 != 0, "a PES header with a PTS")
+        let at = pes + 9
+        let pts = UInt64(bytes[at] & 0x0E) << 29 | UInt64(bytes[at + 1]) << 22 | UInt64(bytes[at + 2] & 0xFE) << 14
+            | UInt64(bytes[at + 3]) << 7 | UInt64(bytes[at + 4]) >> 1
+        let earlier = pts - 3000
+        bytes[at] = bytes[at] & 0xF1 | UInt8(truncatingIfNeeded: earlier >> 29) & 0x0E
+        bytes[at + 1] = UInt8(truncatingIfNeeded: earlier >> 22)
+        bytes[at + 2] = UInt8(truncatingIfNeeded: earlier >> 14) & 0xFE | 1
+        bytes[at + 3] = UInt8(truncatingIfNeeded: earlier >> 7)
+        bytes[at + 4] = UInt8(truncatingIfNeeded: earlier << 1) & 0xFE | 1
+        let stamped = Self.path("av48-back.ts")
+        try Data(bytes).write(to: URL(fileURLWithPath: stamped))
+        let output = Self.path("av48-back.mp4")
+        let summary = try Self.mux([stamped], output)
+        #expect(summary.inputWarnings.contains { $0.contains("PID 257") && $0.contains("1 time(s) a frame was stamped before") && $0.contains("34 ms") },
+                "\(summary.inputWarnings)")
+        let reference = Self.path("av48-back.ffmpeg.mp4")
+        try Self.ffmpegCopy(Self.path("av48.ts"), reference)
+        #expect(try Self.packets(output) == Self.packets(reference), "every frame, its bytes")
+        let times = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=dts", "-of", "csv=p=0", output])
+            .stdoutText.split(whereSeparator: \.isNewline).compactMap { Int($0) }
+        #expect(times.count > 100 && zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 1024 }, "one frame after another")
+        #expect(try ffmpegFrameHashes(output) == ffmpegFrameHashes(Self.path("av48.ts")), "the video is untouched")
+    }
+
     /// Garbage inside an ADTS file: skipped and said, every frame around it kept.
     @Test func garbageInAnADTSStreamIsSkippedAndSaid() throws {
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.path("a.aac"))))
