@@ -91,8 +91,17 @@ public struct ADTSFrameSplitter: Sendable {
 
     /// Takes the next bytes of the stream; returns the frames they complete, in order.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) -> [Frame] {
+        var frames: [Frame] = []
+        append(bytes) { frames.append($0) }
+        return frames
+    }
+
+    /// Takes the next bytes of the stream and gives `body` each frame they complete, in order
+    /// (no array of them: the form a reader of many frames uses). `body` must not use the
+    /// splitter.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer, each body: (Frame) -> Void) {
         pending.append(contentsOf: bytes.bindMemory(to: UInt8.self))
-        return cut(atEnd: false)
+        cut(atEnd: false, each: body)
     }
 
     /// Takes the next bytes of the stream.
@@ -102,7 +111,8 @@ public struct ADTSFrameSplitter: Sendable {
 
     /// Ends the stream: a frame it ends inside is left out (and said).
     public mutating func finish() -> [Frame] {
-        let frames = cut(atEnd: true)
+        var frames: [Frame] = []
+        cut(atEnd: true) { frames.append($0) }
         if !pending.isEmpty {
             if let header = try? pending.withTypedBytes({ (raw) throws(BitstreamError) in try ADTSHeader(bytes: raw) }), header.frameLength > pending.count {
                 note(.truncated(missing: header.frameLength - pending.count), at: pendingOffset)
@@ -135,8 +145,7 @@ public struct ADTSFrameSplitter: Sendable {
     }
 
     /// Cuts every whole frame from `pending`.
-    private mutating func cut(atEnd: Bool) -> [Frame] {
-        var frames: [Frame] = []
+    private mutating func cut(atEnd: Bool, each body: (Frame) -> Void) {
         var start = 0
         defer {
             if start > 0 {
@@ -194,12 +203,11 @@ public struct ADTSFrameSplitter: Sendable {
                 note(.severalRawDataBlocks(count: header.rawDataBlockCount), at: pendingOffset + start)
                 statistics.framesLeftOut += 1
             } else {
-                frames.append(Frame(header: header, payload: Array(pending[(start + header.size)..<end]), offset: pendingOffset + start))
+                body(Frame(header: header, payload: Array(pending[(start + header.size)..<end]), offset: pendingOffset + start))
                 statistics.frames += 1
             }
             start = end
         }
-        return frames
     }
 
     /// Counts `count` bytes skipped at `offset`, merged into the last skip when it ends there.

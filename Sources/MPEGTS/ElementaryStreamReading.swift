@@ -27,6 +27,8 @@ struct ElementaryStreamReading {
     private var streamOffset = 0
     /// The AAC format, once the first frame is read; the carried format otherwise.
     private(set) var format: FormatDescription?
+    /// The AAC format (``format``'s), kept apart so that a frame does not take it out of the case.
+    private var audioFormat: AudioFormatDescription?
     /// The next frame's time in the sample rate's clock, from the origin.
     private var nextTicks: Int64?
     /// A carried PES packet waiting for the next one's time (its duration).
@@ -82,11 +84,11 @@ struct ElementaryStreamReading {
 
     /// Takes a PES packet of the stream; returns the samples it completes. `origin` is the
     /// reader's time origin (90 kHz), set by the first sample of any stream.
-    mutating func take(_ packet: PESPacket, keepsDamaged: Bool, origin: inout Int64?, threshold: Int64) -> [SampleBuffer] {
+    mutating func take(_ packet: PESPacket, keepsDamaged: Bool, origin: inout Int64?, threshold: Int64, into samples: inout [SampleBuffer?]) {
         if packet.damage != nil && !keepsDamaged {
             droppedPESPackets += 1
             resynchronize()
-            return []
+            return
         }
         var pts90: Int64?
         if let pts = packet.header.presentationTimestamp {
@@ -99,27 +101,30 @@ struct ElementaryStreamReading {
         }
         switch framing {
         case .pes:
-            return takeCarried(packet.withPayload { Array($0) }, packet: packet, pts: pts90, origin: &origin)
+            for sample in takeCarried(packet.withPayload { Array($0) }, packet: packet, pts: pts90, origin: &origin) { samples.append(sample) }
         case .adts(var splitter):
             if let pts90 { stamps.append((streamOffset, pts90, false)) }
             framing = .pes  // (the splitter is taken out while it works: no copy of its buffer)
-            let frames = packet.withPayload { splitter.append($0) }
+            packet.withPayload { payload in
+                splitter.append(payload) { frame in
+                    let sample = aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
+                        frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
+                    }, sameAsFirst: sameStream(frame.header), origin: &origin)
+                    if let sample { samples.append(sample) }
+                }
+            }
             streamOffset += payloadCount
             framing = .adts(splitter)
-            return frames.compactMap { frame in
-                aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
-                    frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
-                }, sameAsFirst: sameStream(frame.header), origin: &origin)
-            }
         case .latm(var splitter):
             if let pts90 { stamps.append((streamOffset, pts90, false)) }
             framing = .pes
             let frames = packet.withPayload { splitter.append($0) }
             streamOffset += payloadCount
             framing = .latm(splitter)
-            return frames.compactMap { frame in
-                aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
-                          sameAsFirst: sameConfiguration(frame.config), origin: &origin)
+            for frame in frames {
+                let sample = aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
+                                       sameAsFirst: sameConfiguration(frame.config), origin: &origin)
+                if let sample { samples.append(sample) }
             }
         }
     }
@@ -191,8 +196,9 @@ struct ElementaryStreamReading {
                 return nil
             }
             format = .audio(audio)
+            audioFormat = audio
         }
-        guard let audio = format?.audio else { return nil }
+        guard let format, let audio = audioFormat else { return nil }
         var same = sameAsFirst
         if same == nil {
             let other = config().flatMap { try? AudioFormatDescription(aac: $0) }
@@ -253,7 +259,7 @@ struct ElementaryStreamReading {
             damagedRanges.removeAll { $0.upperBound <= bytes.upperBound }
         }
         let time = MediaTime(value: ticks, timescale: Int32(clamping: rate))
-        return SampleBuffer(data: BlockBuffer(payload), formatDescription: .audio(audio),
+        return SampleBuffer(data: BlockBuffer(payload), formatDescription: format,  // (one reference for every frame)
                             timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: step, timescale: Int32(clamping: rate))),
                             attachments: SampleAttachments(isSync: true), trackID: trackID)
     }

@@ -179,7 +179,8 @@ public final class TransportStreamReader {
     @exclusivity(unchecked) private var assembler: AccessUnitAssembler
     private var ended = false
     private var inputEnded = false
-    @exclusivity(unchecked) private var ready: [SampleBuffer] = []
+    /// Samples made, waiting to be handed out from `readyStart` (each taken out, not copied).
+    @exclusivity(unchecked) private var ready: [SampleBuffer?] = []
     private var readyStart = 0
     /// The sample whose duration waits for the next one's decoding time.
     private var waiting: (unit: AccessUnitAssembler.AccessUnit, pts: Int64, dts: Int64)?
@@ -299,7 +300,7 @@ public final class TransportStreamReader {
     public func next() throws(ContainerError) -> SampleBuffer? {
         while true {
             if readyStart < ready.count {
-                let sample = ready[readyStart]
+                let sample = ready[readyStart].take()
                 readyStart += 1
                 if readyStart == ready.count { ready.removeAll(keepingCapacity: true); readyStart = 0 }
                 sampleCount += 1
@@ -408,7 +409,7 @@ public final class TransportStreamReader {
         if let last { take(last) }
         if let waiting { release(waiting.unit, pts: waiting.pts, dts: waiting.dts, duration: fallbackDuration, end: elementaryOffset) }
         waiting = nil
-        for index in others.indices { ready += others[index].finish(origin: &origin) }
+        for index in others.indices { for sample in others[index].finish(origin: &origin) { ready.append(sample) } }
         ended = true
     }
 
@@ -452,10 +453,10 @@ public final class TransportStreamReader {
     private func takeOther(_ packet: PESPacket) {
         let threshold = Int64(options.discontinuityThreshold.converted(toTimescale: Self.timescale).value)
         if let index = others.firstIndex(where: { $0.stream.pid == packet.pid }) {
-            ready += others[index].take(packet, keepsDamaged: options.keepsDamagedPESPackets, origin: &origin, threshold: threshold)
+            others[index].take(packet, keepsDamaged: options.keepsDamagedPESPackets, origin: &origin, threshold: threshold, into: &ready)
         } else if let stream = demuxer.gatheredStreams.first(where: { $0.pid == packet.pid }) {
             others.append(ElementaryStreamReading(stream: stream))
-            ready += others[others.count - 1].take(packet, keepsDamaged: options.keepsDamagedPESPackets, origin: &origin, threshold: threshold)
+            others[others.count - 1].take(packet, keepsDamaged: options.keepsDamagedPESPackets, origin: &origin, threshold: threshold, into: &ready)
         }
     }
 
@@ -722,7 +723,7 @@ public final class TransportStreamReader {
     /// (which may be before ``next()`` hands the sample out: a sample waits for the next one's
     /// decoding time) and for good after, also once reading has ended. A stream whose parameter
     /// sets change later gives its samples other descriptions: each sample carries its own.
-    public var formatDescription: VideoFormatDescription? { firstFormatDescription ?? ready.first?.videoFormatDescription ?? waiting?.unit.formatDescription }
+    public var formatDescription: VideoFormatDescription? { firstFormatDescription ?? ready.lazy.compactMap({ $0?.videoFormatDescription }).first ?? waiting?.unit.formatDescription }
 
     private var firstFormatDescription: VideoFormatDescription?
 

@@ -18,7 +18,11 @@ public final class ADTSReader: SampleSource {
     /// The track ID the samples carry.
     public let trackID: TrackID
     /// The format of the samples, once the first frame is read.
-    public private(set) var audioFormatDescription: AudioFormatDescription?
+    public private(set) var audioFormatDescription: AudioFormatDescription? {
+        didSet { sampleFormat = audioFormatDescription.map { .audio($0) } }
+    }
+    /// ``audioFormatDescription`` as every sample carries it (made once: one reference shared).
+    private var sampleFormat: FormatDescription?
     /// Samples handed out.
     public private(set) var sampleCount = 0
     /// Bytes read.
@@ -125,14 +129,14 @@ public final class ADTSReader: SampleSource {
                 throw .bitstream(error, input: name)
             }
         }
-        guard let format = audioFormatDescription, splitter.firstHeader.map({ frame.header.isSameStream(as: $0) }) ?? true else {
+        guard let format = audioFormatDescription, let sampleFormat, splitter.firstHeader.map({ frame.header.isSameStream(as: $0) }) ?? true else {
             leftOut += 1
             return nil
         }
         let duration = MediaTime(value: Int64(format.framesPerPacket), timescale: Int32(clamping: format.sampleRate))
         let time = MediaTime(value: Int64(sampleCount) * Int64(format.framesPerPacket), timescale: Int32(clamping: format.sampleRate))
         sampleCount += 1
-        return SampleBuffer(data: BlockBuffer(frame.payload), formatDescription: .audio(format),
+        return SampleBuffer(data: BlockBuffer(frame.payload), formatDescription: sampleFormat,
                             timing: SampleTiming(presentationTime: time, decodeTime: time, duration: duration),
                             attachments: SampleAttachments(isSync: true), trackID: trackID)
     }

@@ -119,6 +119,8 @@ public final class MediaSource: SampleSource {
 
     /// What the input is, with its reader.
     public let kind: Kind
+    /// ``kind``'s reader when it is a transport stream's.
+    private var transportStreamReader: TransportStreamReader?
     /// The input's name in messages ("stdin" for standard input).
     public let name: String
     /// The first video sample's format description, once read.
@@ -132,9 +134,14 @@ public final class MediaSource: SampleSource {
         let (format, prefix) = try InputFormat.detect(path: path)
         switch format {
         case .transportStream where path == "-":
-            kind = .transportStream(TransportStreamReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.transportStreamOptions))
+            let reader = TransportStreamReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.transportStreamOptions)
+            kind = .transportStream(reader)
+            transportStreamReader = reader
         case .transportStream:
-            do { kind = .transportStream(try TransportStreamReader(path: path, options: options.transportStreamOptions)) } catch { throw .container(error) }
+            let reader: TransportStreamReader
+            do { reader = try TransportStreamReader(path: path, options: options.transportStreamOptions) } catch { throw .container(error) }
+            kind = .transportStream(reader)
+            transportStreamReader = reader
         case .annexB where path == "-":
             kind = .annexB(SampleBufferReader(nalUnits: AnnexBReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.annexB.reader),
                                               options: options.annexB))
@@ -239,6 +246,21 @@ public final class MediaSource: SampleSource {
 
     /// The next sample in decoding order, or nil at the end.
     public func next() throws(SampleFlowError) -> SampleBuffer? {
+        if let reader = transportStreamReader {
+            // (The hot path of a transport stream: its reader without a copy of `kind`, the
+            // sample moved straight out.)
+            let sample: SampleBuffer?
+            do { sample = try reader.next() } catch { throw .container(error) }
+            guard let sample else {
+                if reader.sampleCount == 0 {
+                    throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
+                }
+                return nil
+            }
+            samplesRead += 1
+            if formatDescription == nil, case .video(let video) = sample.formatDescription { formatDescription = video }
+            return sample
+        }
         let sample: SampleBuffer?
         switch kind {
         case .annexB(let reader):
@@ -247,11 +269,8 @@ public final class MediaSource: SampleSource {
             sample = nextMovieSample()
         case .adts(let reader):
             sample = try reader.next()
-        case .transportStream(let reader):
+        case .transportStream(let reader):  // (read above)
             do { sample = try reader.next() } catch { throw .container(error) }
-            if sample == nil, reader.sampleCount == 0 {
-                throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
-            }
         }
         if formatDescription == nil, let video = sample?.videoFormatDescription { formatDescription = video }
         if sample != nil { samplesRead += 1 }

@@ -163,6 +163,8 @@ public struct StreamMuxer: Sendable {
         sourceOptions.tracks = options.tracks
         let inputs = try paths.map { (path) throws(SampleFlowError) in try MediaSource(path: path, options: sourceOptions) }
         let source: any SampleSource = inputs.count == 1 ? inputs[0] : MergedSource(inputs)
+        // One input is read without the protocol's witness (which copies every sample once more).
+        let single = inputs.count == 1 ? inputs[0] : nil
         var leftOut: [LeftOutTrack] = []
         for input in inputs {
             for track in input.unselectedTracks where options.tracks != .firstVideo {
@@ -170,6 +172,7 @@ public struct StreamMuxer: Sendable {
             }
         }
         var decided: [TrackID: Bool] = [:]
+        var lastDecision: (track: TrackID, carried: Bool)?
         var sink: (any SampleSink)?
         var told = 0
         var written = 0
@@ -188,8 +191,16 @@ public struct StreamMuxer: Sendable {
         defer { tell() }
         do throws(SampleFlowError) {
             var interrupted = false
-            while let sample = try source.next() {
-                if Task.isCancelled {
+            var read = 0
+            func nextSample() throws(SampleFlowError) -> SampleBuffer? {
+                if let single { return try single.next() }
+                return try source.next()
+            }
+            while let sample = try nextSample() {
+                read &+= 1
+                // (At the first sample and every 16th after: asking the task costs as much as the rest of a
+                // small sample's loop.)
+                if read & 15 == 1, Task.isCancelled {
                     interrupted = true
                     break
                 }
@@ -199,7 +210,9 @@ public struct StreamMuxer: Sendable {
                     try sink!.prepare(source.tracks.filter { carries($0.format) == nil })
                 }
                 let carried: Bool
-                if let known = decided[sample.trackID] {
+                if let last = lastDecision, last.track == sample.trackID {
+                    carried = last.carried  // (no hashing for a run of one track's samples)
+                } else if let known = decided[sample.trackID] {
                     carried = known
                 } else {
                     let track = source.tracks.first { $0.id == sample.trackID } ?? TrackDescription(id: sample.trackID, format: sample.formatDescription)
@@ -208,6 +221,7 @@ public struct StreamMuxer: Sendable {
                     carried = refusal == nil
                     decided[sample.trackID] = carried
                 }
+                lastDecision = (sample.trackID, carried)
                 if carried {
                     try sink!.append(sample)
                     written += 1
