@@ -48,6 +48,7 @@ for run in range(runs):
         began = time.monotonic()
         child = subprocess.Popen([*commands[who]], stdout=subprocess.DEVNULL, stderr=(log := tempfile.TemporaryFile()))
         _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: Popen must not wait again)
         e = time.monotonic() - began
         log.seek(0); stderr = log.read().decode(errors="replace"); log.close()
         if os.waitstatus_to_exitcode(status) != 0:

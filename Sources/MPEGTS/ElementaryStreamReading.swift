@@ -8,8 +8,8 @@ import MPEG4Audio
 /// stream type and descriptors. Frames are timed as FFmpeg times them: the first frame that
 /// begins in a PES packet takes that packet's PTS, the frames after it follow one frame length
 /// apart (1024 samples), in the sample rate's clock (a PTS that is within a tick of where the
-/// frames already are is rounding, and the frames keep their step; a PTS before the previous
-/// frame's end is an overlap, counted and said, and the frame follows that one).
+/// frames already are is rounding, and the frames keep their step; a PTS at or before the
+/// previous frame's start is an overlap, counted and said, and the frame follows that one).
 struct ElementaryStreamReading {
     let stream: ProgramMapTable.ElementaryStream
     let trackID: TrackID
@@ -23,7 +23,9 @@ struct ElementaryStreamReading {
     private var framing: Framing
     private var timeline = Timeline()
     /// The PTS of each PES packet (unwrapped, 90 kHz) by the stream offset its payload starts at.
-    private var stamps: [(offset: Int, pts: Int64, used: Bool)] = []
+    /// `restarted`: the stamp began a new time base (``Timeline``), placed one PES packet's
+    /// duration after the old one rather than where the frames are.
+    private var stamps: [(offset: Int, pts: Int64, used: Bool, restarted: Bool)] = []
     private var streamOffset = 0
     /// The AAC format, once the first frame is read; the carried format otherwise.
     private(set) var format: FormatDescription?
@@ -46,10 +48,12 @@ struct ElementaryStreamReading {
     private var damagedRanges: [Range<Int>] = []
     /// Frames (or carried packets) handed out with bytes of a damaged PES packet.
     private(set) var damagedSamples = 0
-    /// Times a frame was stamped before the frame before it ended (placed after it instead),
-    /// the largest such overlap and the last, in the sample rate's clock.
+    /// Times a frame was stamped at or before the previous frame's start (placed after that
+    /// frame instead).
     private(set) var overlaps = 0
+    /// The largest such overlap, in the sample rate's clock.
     private var largestOverlap: Int64 = 0
+    /// How far the last stamped frame was placed after its stamp (0 when it kept it).
     private var lastLag: Int64 = 0
 
     init(stream: ProgramMapTable.ElementaryStream) {
@@ -103,7 +107,7 @@ struct ElementaryStreamReading {
         case .pes:
             for sample in takeCarried(packet.withPayload { Array($0) }, packet: packet, pts: pts90, origin: &origin) { samples.append(sample) }
         case .adts(var splitter):
-            if let pts90 { stamps.append((streamOffset, pts90, false)) }
+            if let pts90 { stamps.append((streamOffset, pts90, false, timeline.restarted)) }
             framing = .pes  // (the splitter is taken out while it works: no copy of its buffer)
             packet.withPayload { payload in
                 splitter.append(payload) { frame in
@@ -116,7 +120,7 @@ struct ElementaryStreamReading {
             streamOffset += payloadCount
             framing = .adts(splitter)
         case .latm(var splitter):
-            if let pts90 { stamps.append((streamOffset, pts90, false)) }
+            if let pts90 { stamps.append((streamOffset, pts90, false, timeline.restarted)) }
             framing = .pes
             let frames = packet.withPayload { splitter.append($0) }
             streamOffset += payloadCount
@@ -213,9 +217,11 @@ struct ElementaryStreamReading {
         let step = Int64(audio.framesPerPacket)
         // The stamp of the PES packet the frame begins in, if the frame is its first.
         var stamped: Int64?
+        var restarted = false
         if let index = stamps.lastIndex(where: { $0.offset <= offset }) {
             if !stamps[index].used {
                 stamped = stamps[index].pts
+                restarted = stamps[index].restarted
                 stamps[index].used = true
             }
             stamps.removeFirst(index)
@@ -225,21 +231,26 @@ struct ElementaryStreamReading {
         if let stamped, let base = origin {
             ticks = Self.ticks(stamped - base, rate: rate)
             if let predicted = nextTicks {
-                if abs(ticks - predicted) <= max(1, rate / 45_000) {
-                    ticks = predicted
+                let lag = predicted - ticks, tolerance = max(1, rate / 45_000)
+                if abs(lag) <= tolerance {
+                    ticks = predicted  // rounding
                     lastLag = 0
-                } else if ticks < predicted {
-                    // Stamped before the frame before it ends (a splice, an encoder's slip): the
-                    // frames of a track cannot overlap, so it follows that frame (a movie writer
-                    // refuses a frame that goes back; FFmpeg moves it after the last one too).
-                    // The frames after it keep the lag until a stamp is past it again; a lag
-                    // kept by packet after packet is one overlap, counted once.
-                    let lag = predicted - ticks
-                    if lastLag == 0 || abs(lag - lastLag) > step { overlaps += 1 }
-                    largestOverlap = max(largestOverlap, lag)
+                } else if lag > 0 && (lag >= step || restarted) {
+                    // Stamped at or before the previous frame's start (a splice, an encoder's
+                    // slip), or on a new time base: decoding order cannot go back (a movie writer
+                    // refuses it), so the frame follows that one, as FFmpeg places it past 0.1 s.
+                    // The frames after it keep the lag while their stamps do; a new, larger lag
+                    // is a new overlap. A new time base starts one PES packet's duration on
+                    // (``Timeline``), not where the frames are: no overlap, only its lag kept.
+                    if !restarted && lag - lastLag > tolerance {
+                        overlaps += 1
+                        largestOverlap = max(largestOverlap, lag)
+                    }
                     lastLag = lag
                     ticks = predicted
                 } else {
+                    // Ahead (a gap: frames lost), or behind by less than a frame (the previous
+                    // frame is shortened to meet it, as FFmpeg keeps such a stamp): the stamp holds.
                     lastLag = 0
                 }
             }
@@ -332,7 +343,7 @@ struct ElementaryStreamReading {
         if untimedFrames > 0 { lines.append("\(name): \(untimedFrames) frame(s) before the first timestamp, left out") }
         if overlaps > 0, let rate = format?.audio?.sampleRate, rate > 0 {
             let milliseconds = (largestOverlap * 1000 + Int64(rate) - 1) / Int64(rate)
-            lines.append("\(name): \(overlaps) time(s) a frame was stamped before the frame before it ended (by up to \(milliseconds) ms): "
+            lines.append("\(name): \(overlaps) time(s) a frame was stamped at or before the previous frame's start (by up to \(milliseconds) ms): "
                          + "placed after it, and the frames after it as much later")
         }
         return lines

@@ -11,7 +11,7 @@ public import SystemPackage
 /// PID as its track ID; samples of several streams come in the order their PES packets do.
 /// AAC (in ADTS or LATM) is cut into frames, one sample each, timed in the sample rate's clock
 /// from the PTS of the PES packet the frame begins in (`ElementaryStreamReading`; a frame
-/// stamped before the previous one ends follows it instead, and ``warnings`` says so); the
+/// stamped at or before the previous one's start follows it instead, and ``warnings`` says so); the
 /// program's other streams (AC-3, subtitles, data) come a sample per PES packet with what their
 /// PMT entry says, for a transport stream writer to carry as they are.
 ///
@@ -303,6 +303,7 @@ public final class TransportStreamReader {
                 let sample = ready[readyStart].take()
                 readyStart += 1
                 if readyStart == ready.count { ready.removeAll(keepingCapacity: true); readyStart = 0 }
+                guard let sample else { continue }  // (never: only samples go in)
                 sampleCount += 1
                 return sample
             }

@@ -269,8 +269,11 @@ public final class MediaSource: SampleSource {
             sample = nextMovieSample()
         case .adts(let reader):
             sample = try reader.next()
-        case .transportStream(let reader):  // (read above)
+        case .transportStream(let reader):  // (read above; kept for a reader set only in `kind`)
             do { sample = try reader.next() } catch { throw .container(error) }
+            if sample == nil, reader.sampleCount == 0 {
+                throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
+            }
         }
         if formatDescription == nil, let video = sample?.videoFormatDescription { formatDescription = video }
         if sample != nil { samplesRead += 1 }

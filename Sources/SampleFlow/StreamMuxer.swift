@@ -144,8 +144,9 @@ public struct StreamMuxer: Sendable {
     /// parser finds (damaged NAL units, units cut off), as it finds it, a failure's too.
     /// A failure leaves nothing at `output`; its error carries where it stopped (the stream's
     /// byte and NAL unit, the sample, the movie's box). Cancelling the calling task stops the
-    /// reading and finishes the movie with what was read (``Summary/interrupted``), as ffmpeg
-    /// does at `q`.
+    /// reading within 16 samples and finishes the movie with what was read
+    /// (``Summary/interrupted``), as ffmpeg does at `q`; a task cancelled before the first
+    /// sample writes nothing and ends in ``SampleFlowError/cancelled``.
     public func run(path: String, to output: String, progress: (Progress) -> Void = { _ in },
                     onDiagnostic: (StreamDiagnostic) -> Void = { _ in }) throws(SampleFlowError) -> Summary {
         try run(paths: [path], to: output, progress: progress, onDiagnostic: onDiagnostic)

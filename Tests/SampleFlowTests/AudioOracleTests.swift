@@ -221,41 +221,80 @@ struct AudioOracleTests {
         #expect(kept >= all - 3 && kept <= all, "\(kept) of \(all) frames")
     }
 
-    /// An audio PES packet stamped 33 ms before the frames already read end (a splice, an
-    /// encoder's slip): the mux goes through (a movie writer refuses a frame that goes back),
-    /// every frame is carried, one after another, and the overlap is said.
-    @Test func anAudioFrameStampedBackIsPlacedAfterTheOneBefore() throws {
-        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.path("av48.ts"))))
+    /// av48.ts with the PTS of audio PES packets moved by `ticks` (90 kHz): the middle one, or
+    /// (`fromTheMiddleOn`) every one from the middle on; written beside it as `name`.
+    static func movingAudioStamps(by ticks: Int64, fromTheMiddleOn: Bool = false, _ name: String) throws -> String {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path("av48.ts"))))
         let starts = stride(from: 0, to: bytes.count - 187, by: 188).filter { offset in
             let pid = (Int(bytes[offset + 1]) & 0x1F) << 8 | Int(bytes[offset + 2])
             return pid == 0x101 && bytes[offset + 1] & 0x40 != 0  // a packet starting a PES packet
         }
-        #expect(starts.count > 10)
-        let packet = starts[starts.count / 2]
-        let pes = packet + (bytes[packet + 3] & 0x20 != 0 ? 5 + Int(bytes[packet + 4]) : 4)
-        #expect(bytes[pes..<(pes + 3)] == [0, 0, 1] && bytes[pes + 7] >> 6 != 0, "a PES header with a PTS")
-        let at = pes + 9
-        let pts = UInt64(bytes[at] & 0x0E) << 29 | UInt64(bytes[at + 1]) << 22 | UInt64(bytes[at + 2] & 0xFE) << 14
-            | UInt64(bytes[at + 3]) << 7 | UInt64(bytes[at + 4]) >> 1
-        let earlier = pts - 3000
-        bytes[at] = bytes[at] & 0xF1 | UInt8(truncatingIfNeeded: earlier >> 29) & 0x0E
-        bytes[at + 1] = UInt8(truncatingIfNeeded: earlier >> 22)
-        bytes[at + 2] = UInt8(truncatingIfNeeded: earlier >> 14) & 0xFE | 1
-        bytes[at + 3] = UInt8(truncatingIfNeeded: earlier >> 7)
-        bytes[at + 4] = UInt8(truncatingIfNeeded: earlier << 1) & 0xFE | 1
-        let stamped = Self.path("av48-back.ts")
-        try Data(bytes).write(to: URL(fileURLWithPath: stamped))
+        guard starts.count > 10 else { throw TestFailure("only \(starts.count) audio PES packets") }
+        for packet in fromTheMiddleOn ? Array(starts[(starts.count / 2)...]) : [starts[starts.count / 2]] {
+            let pes = packet + (bytes[packet + 3] & 0x20 != 0 ? 5 + Int(bytes[packet + 4]) : 4)
+            guard bytes[pes..<(pes + 3)] == [0, 0, 1], bytes[pes + 7] >> 6 == 2 else { throw TestFailure("no PES header with a PTS alone at \(pes)") }
+            let at = pes + 9
+            let pts = Int64(bytes[at] & 0x0E) << 29 | Int64(bytes[at + 1]) << 22 | Int64(bytes[at + 2] & 0xFE) << 14
+                | Int64(bytes[at + 3]) << 7 | Int64(bytes[at + 4]) >> 1
+            let moved = UInt64(pts + ticks)
+            bytes[at] = bytes[at] & 0xF1 | UInt8(truncatingIfNeeded: moved >> 29) & 0x0E
+            bytes[at + 1] = UInt8(truncatingIfNeeded: moved >> 22)
+            bytes[at + 2] = UInt8(truncatingIfNeeded: moved >> 14) & 0xFE | 1
+            bytes[at + 3] = UInt8(truncatingIfNeeded: moved >> 7)
+            bytes[at + 4] = UInt8(truncatingIfNeeded: moved << 1) & 0xFE | 1
+        }
+        let output = path(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: output))
+        return output
+    }
+
+    /// The decode times of a movie's first audio track, in its timescale.
+    static func audioDecodeTimes(_ path: String) throws -> [Int] {
+        try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=dts", "-of", "csv=p=0", path])
+            .stdoutText.split(whereSeparator: \.isNewline).compactMap { Int($0) }
+    }
+
+    /// An audio PES packet stamped 33 ms back, before the previous frame's start (a splice, an
+    /// encoder's slip): the mux goes through (a movie writer refuses a frame that goes back),
+    /// every frame is carried, one after another, and the overlap is said.
+    @Test func anAudioFrameStampedBackIsPlacedAfterTheOneBefore() throws {
+        let stamped = try Self.movingAudioStamps(by: -3000, "av48-back.ts")
         let output = Self.path("av48-back.mp4")
         let summary = try Self.mux([stamped], output)
-        #expect(summary.inputWarnings.contains { $0.contains("PID 257") && $0.contains("1 time(s) a frame was stamped before") && $0.contains("34 ms") },
-                "\(summary.inputWarnings)")
+        #expect(summary.inputWarnings.contains { $0.contains("PID 257") && $0.contains("1 time(s) a frame was stamped at or before the previous frame's start")
+                && $0.contains("34 ms") }, "\(summary.inputWarnings)")
         let reference = Self.path("av48-back.ffmpeg.mp4")
         try Self.ffmpegCopy(Self.path("av48.ts"), reference)
         #expect(try Self.packets(output) == Self.packets(reference), "every frame, its bytes")
-        let times = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=dts", "-of", "csv=p=0", output])
-            .stdoutText.split(whereSeparator: \.isNewline).compactMap { Int($0) }
+        let times = try Self.audioDecodeTimes(output)
         #expect(times.count > 100 && zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 1024 }, "one frame after another")
         #expect(try ffmpegFrameHashes(output) == ffmpegFrameHashes(Self.path("av48.ts")), "the video is untouched")
+    }
+
+    /// A stamp 10 ms back (less than a frame) is kept, as FFmpeg keeps it: the frame before is
+    /// shortened to meet it, the next packet's stamp holds again; no overlap is said.
+    @Test func anAudioStampJitteringBackLessThanAFrameIsKept() throws {
+        let stamped = try Self.movingAudioStamps(by: -900, "av48-jitter.ts")
+        let output = Self.path("av48-jitter.mp4")
+        let summary = try Self.mux([stamped], output)
+        #expect(!summary.inputWarnings.contains { $0.contains("was stamped") }, "\(summary.inputWarnings)")
+        let times = try Self.audioDecodeTimes(output)
+        let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(steps.filter { $0 != 1024 }.sorted() == [1024 - 480, 1024 + 480], "\(steps.filter { $0 != 1024 })")
+    }
+
+    /// The audio's time base jumps 20 s on (past the 10 s discontinuity threshold) from the
+    /// middle on: a new time base, the frames go on one after another, no overlap is said.
+    @Test func anAudioTimeBaseJumpGoesOnFromTheFrameBefore() throws {
+        let jumped = try Self.movingAudioStamps(by: 20 * 90_000, fromTheMiddleOn: true, "av48-jump.ts")
+        let output = Self.path("av48-jump.mp4")
+        let summary = try Self.mux([jumped], output)
+        #expect(!summary.inputWarnings.contains { $0.contains("was stamped") }, "\(summary.inputWarnings)")
+        let times = try Self.audioDecodeTimes(output)
+        #expect(times.count > 100 && zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 1024 }, "one frame after another")
+        let reference = Self.path("av48-jump.ffmpeg.mp4")
+        try Self.ffmpegCopy(Self.path("av48.ts"), reference)
+        #expect(try Self.packets(output) == Self.packets(reference), "every frame, its bytes")
     }
 
     /// Garbage inside an ADTS file: skipped and said, every frame around it kept.
