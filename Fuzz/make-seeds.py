@@ -146,8 +146,6 @@ put("FuzzRTSP", "play-tcp", bytes([0x07]) + (b"OPTIONS rtsp://127.0.0.1:8554/liv
     b"RTSP/1.0 200 OK\r\nCSeq: 3\r\nSession: 1234;timeout=60\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1;ssrc=DEADBEEF\r\n\r\n"
     b"$\x00\x00\x0c\x80\x60\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01"))
 
-for t in targets:
-    print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")
 
 # Audio: ADTS and LOAS streams ffmpeg makes (48 kHz stereo, 44.1 kHz mono, HE-AAC is not in
 # ffmpeg's encoder), an AudioSpecificConfig and esds of each kind, behind the selector byte.
@@ -163,3 +161,6 @@ for rate, channels in [(48000, 2), (44100, 1)]:
 for name, config in [("lc", "1190"), ("lc-sync", "119056e500"), ("he", "2b920800"), ("mono44", "1208")]:
     put("FuzzAudio", "asc-" + name, bytes([0x02, 0x00]) + bytes.fromhex(config))
 put("FuzzAudio", "esds", bytes([0x03, 0x00]) + bytes.fromhex("0380808025000200048080801740150000000001f4000001f3700580808005119056e500068080800102"))
+
+for t in targets:
+    print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")
