@@ -30,7 +30,9 @@ mkdir -p "$out"
 cat "$video" "$av" > /dev/null
 
 python3 - "$out" "$runs" "$bin" "$video" "$av" <<'PY'
-import subprocess, sys, statistics, shlex, os, time, tempfile
+import subprocess, sys, statistics, shlex
+sys.path.insert(0, "Benchmarks")  # (data.sh works from the repository's root)
+from measure import measure
 out, runs, tool, video, av = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 commands = {
     "AV, every track": [tool, "mux", av, f"{out}/av.mp4"],
@@ -44,17 +46,10 @@ for run in range(runs):
     order = names if run % 2 == 0 else names[::-1]
     for who in order:
         subprocess.run(f"rm -f {shlex.quote(out)}/*; sync", shell=True, check=True)
-        # getrusage through wait4: microseconds (/usr/bin/time prints hundredths, 3% of a 0.3 s run).
-        began = time.monotonic()
-        child = subprocess.Popen([*commands[who]], stdout=subprocess.DEVNULL, stderr=(log := tempfile.TemporaryFile()))
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: Popen must not wait again)
-        e = time.monotonic() - began
-        log.seek(0); stderr = log.read().decode(errors="replace"); log.close()
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"{who} failed: {stderr[-500:]}")
-        u, s, m = usage.ru_utime, usage.ru_stime, usage.ru_maxrss
-        rows[who].append((u + s, e, m / 1024))
+        result = measure(commands[who])
+        if result.exit_code != 0:
+            sys.exit(f"{who} failed: {result.stderr[-500:]}")
+        rows[who].append((result.user + result.system, result.wall, result.peak_rss_mb))
 for who in names:
     cpu = statistics.median(r[0] for r in rows[who]); wall = statistics.median(r[1] for r in rows[who])
     print(f"  {who:24s}: cpu {cpu:.3f} s, wall {wall:.3f} s, peak RSS {max(r[2] for r in rows[who]):.1f} MB")

@@ -36,7 +36,9 @@ mkdir -p "$out"
 # compare NAME RUNS OURS... -- THEIRS...: alternating runs, medians and the paired CPU ratio.
 compare() {
     python3 - "$out" "$@" <<'PY'
-import subprocess, sys, statistics, shlex, os, time, tempfile
+import subprocess, sys, statistics, shlex
+sys.path.insert(0, "Benchmarks")  # (data.sh works from the repository's root)
+from measure import measure
 out, name, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rest = sys.argv[4:]
 cut = rest.index("--")
@@ -48,17 +50,10 @@ for run in range(runs):
     order = list(commands.items()) if run % 2 == 0 else list(commands.items())[::-1]
     for who, command in order:
         subprocess.run(f"rm -f {shlex.quote(out)}/*; sync", shell=True, check=True)
-        # getrusage through wait4: microseconds (/usr/bin/time prints hundredths, 3% of a 0.3 s run).
-        began = time.monotonic()
-        child = subprocess.Popen([*command], stdout=subprocess.DEVNULL, stderr=(log := tempfile.TemporaryFile()))
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: Popen must not wait again)
-        e = time.monotonic() - began
-        log.seek(0); stderr = log.read().decode(errors="replace"); log.close()
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"{name}: {who} failed: {stderr[-500:]}")
-        u, s, m = usage.ru_utime, usage.ru_stime, usage.ru_maxrss
-        rows[who].append((u + s, s, e, m / 1024))
+        result = measure(command)
+        if result.exit_code != 0:
+            sys.exit(f"{name}: {who} failed: {result.stderr[-500:]}")
+        rows[who].append((result.user + result.system, result.system, result.wall, result.peak_rss_mb))
 def median(who, i): return statistics.median(r[i] for r in rows[who])
 ratios = [a[0] / b[0] for a, b in zip(rows["h264kit"], rows["ffmpeg"])]
 for who in rows:
