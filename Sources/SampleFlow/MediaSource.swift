@@ -247,18 +247,10 @@ public final class MediaSource: SampleSource {
     /// The next sample in decoding order, or nil at the end.
     public func next() throws(SampleFlowError) -> SampleBuffer? {
         if let reader = transportStreamReader {
-            // (The hot path of a transport stream: its reader without a copy of `kind`, the
-            // sample moved straight out.)
-            let sample: SampleBuffer?
-            do { sample = try reader.next() } catch { throw .container(error) }
-            guard let sample else {
-                if reader.sampleCount == 0 {
-                    throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
-                }
-                return nil
-            }
-            samplesRead += 1
-            if formatDescription == nil, case .video(let video) = sample.formatDescription { formatDescription = video }
+            // (The hot path of a transport stream: its reader without a copy of `kind`.)
+            let sample = try next(from: reader)
+            if formatDescription == nil, let sample, case .video(let video) = sample.formatDescription { formatDescription = video }
+            if sample != nil { samplesRead += 1 }
             return sample
         }
         let sample: SampleBuffer?
@@ -270,13 +262,20 @@ public final class MediaSource: SampleSource {
         case .adts(let reader):
             sample = try reader.next()
         case .transportStream(let reader):  // (read above; kept for a reader set only in `kind`)
-            do { sample = try reader.next() } catch { throw .container(error) }
-            if sample == nil, reader.sampleCount == 0 {
-                throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
-            }
+            sample = try next(from: reader)
         }
         if formatDescription == nil, let video = sample?.videoFormatDescription { formatDescription = video }
         if sample != nil { samplesRead += 1 }
+        return sample
+    }
+
+    /// A transport stream's next sample; its end before any sample is an error naming why.
+    private func next(from reader: TransportStreamReader) throws(SampleFlowError) -> SampleBuffer? {
+        let sample: SampleBuffer?
+        do { sample = try reader.next() } catch { throw .container(error) }
+        if sample == nil, reader.sampleCount == 0 {
+            throw .noSamples(input: name, reason: "no decodable picture in the transport stream's H.264 stream" + (reader.warnings.isEmpty ? "" : " (\(reader.warnings.joined(separator: "; ")))"))
+        }
         return sample
     }
 
