@@ -86,8 +86,8 @@ struct ElementaryStreamReading {
         format.map { TrackDescription(id: trackID, format: $0, language: stream.language, timescale: $0.audio.map { Int32(clamping: $0.sampleRate) } ?? 90_000) }
     }
 
-    /// Takes a PES packet of the stream; returns the samples it completes. `origin` is the
-    /// reader's time origin (90 kHz), set by the first sample of any stream.
+    /// Takes a PES packet of the stream; appends the samples it completes to `samples`.
+    /// `origin` is the reader's time origin (90 kHz), set by the first sample of any stream.
     mutating func take(_ packet: PESPacket, keepsDamaged: Bool, origin: inout Int64?, threshold: Int64, into samples: inout [SampleBuffer?]) {
         if packet.damage != nil && !keepsDamaged {
             droppedPESPackets += 1
