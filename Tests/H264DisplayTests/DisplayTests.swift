@@ -450,7 +450,7 @@ extension RealTimeDisplay.DisplayTests {
     static let corpusStreams = Corpus.entries().filter { !$0.ffmpegFailed && ($0.frames ?? 0) > 0 }
 
     @Test("every corpus stream this Chromium decodes plays whole at 1x: every frame ffmpeg decodes presented, no decode error, late by at most a frame at p95; any other ends with a clear error or warning",
-          arguments: corpusStreams)
+          .requiresCorpus, arguments: corpusStreams)
     func corpusInChromium(_ entry: Corpus.Entry) async throws {
         let file = FilePreview(path: entry.url.path)
         let times = try file.presentationTimes()
