@@ -228,7 +228,7 @@ public final class HLSOrigin: Sendable {
                 let entered = WallClock.seconds
                 let made: MediaSegmenter.Output
                 do { made = try segmenter.append(sample) } catch { throw StreamingError.output(error) }
-                gathering.take(made, from: segmenter, sampleEntered: entered, into: store)
+                gathering.take(made, from: segmenter, sampleEntered: entered, decodeTime: sample.decodeTime, into: store)
             }
         } catch is CancellationError {
         } catch let error as StreamingError {
@@ -238,7 +238,7 @@ public final class HLSOrigin: Sendable {
         }
         let last: MediaSegmenter.Output
         do { last = try segmenter.finish() } catch { throw .output(error) }
-        gathering.take(last, from: segmenter, sampleEntered: WallClock.seconds, into: store)
+        gathering.take(last, from: segmenter, sampleEntered: WallClock.seconds, decodeTime: nil, into: store)
         if !Task.isCancelled { store.end(rendition) }
     }
 
@@ -296,16 +296,21 @@ struct SegmentGathering {
     private var pending = ByteBuffer()
     /// The parts of the segment being made (low latency).
     private var parts: [ByteBuffer] = []
-    /// When the segment being made started: its first sample's entry on the wall clock.
+    /// When the segment being made started: its first sample's date on the program clock.
     private var segmentStart: Double?
+    /// Dates segments from the media timeline (``ProgramDateTimeClock``).
+    private var clock = ProgramDateTimeClock()
 
     init(lowLatency: Bool, rendition: String) {
         self.lowLatency = lowLatency
         self.rendition = rendition
     }
 
-    mutating func take(_ made: MediaSegmenter.Output, from segmenter: MediaSegmenter, sampleEntered: Double, into store: OriginStore) {
-        if segmentStart == nil, !made.chunks.isEmpty { segmentStart = sampleEntered }
+    /// Publishes what the segmenter made of the sample that entered at `sampleEntered` (with
+    /// `decodeTime`; nil when the segmenter was finished).
+    mutating func take(_ made: MediaSegmenter.Output, from segmenter: MediaSegmenter, sampleEntered: Double, decodeTime: MediaTime?, into store: OriginStore) {
+        let date = decodeTime.flatMap { $0.isNumeric ? clock.date(ofMediaTime: $0.seconds, arrival: sampleEntered) : nil } ?? sampleEntered
+        if segmentStart == nil, !made.chunks.isEmpty { segmentStart = date }
         var chunks = made.chunks[...]
         // The chunks of each completed segment, then its report; then the next segment's.
         for report in made.completed {
@@ -332,8 +337,8 @@ struct SegmentGathering {
             pending = ByteBuffer()
             if !lowLatency { pending.reserveCapacity(size + size / 4) }
             store.publish(bytes, rendition: rendition, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
-                          timescale: segmenter.timescale, startedAt: segmentStart ?? sampleEntered)
-            segmentStart = sampleEntered
+                          timescale: segmenter.timescale, startedAt: segmentStart ?? date)
+            segmentStart = date
         }
         for chunk in chunks { add(chunk, segmenter: segmenter, store: store) }
     }

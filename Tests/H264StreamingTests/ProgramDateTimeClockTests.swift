@@ -1,0 +1,36 @@
+@testable import H264Streaming
+import Testing
+
+/// The program date-time of live segments follows the media timeline, not the jitter of when
+/// each segment's first sample arrived.
+@Suite struct ProgramDateTimeClockTests {
+    @Test func aLateSampleIsDatedByTheMediaTimeline() {
+        var clock = ProgramDateTimeClock()
+        #expect(clock.date(ofMediaTime: 10, arrival: 1000) == 1000)
+        #expect(clock.date(ofMediaTime: 12, arrival: 1002.004) == 1002)
+        // Held up 300 ms: still dated where the media puts it, before its arrival.
+        #expect(clock.date(ofMediaTime: 14, arrival: 1004.3) == 1004)
+        // Catching up: a sample on time keeps the mapping.
+        #expect(clock.date(ofMediaTime: 16, arrival: 1006.001) == 1006)
+    }
+
+    @Test func anEarlierSampleMovesTheMappingBack() {
+        var clock = ProgramDateTimeClock()
+        // The first sample came 200 ms late; the next on time shows it.
+        #expect(clock.date(ofMediaTime: 0, arrival: 100.2) == 100.2)
+        #expect(clock.date(ofMediaTime: 2, arrival: 102) == 102)
+        #expect(clock.date(ofMediaTime: 4, arrival: 104.1) == 104)
+    }
+
+    @Test func aJumpInTheTimestampsStartsAgain() {
+        var clock = ProgramDateTimeClock()
+        #expect(clock.date(ofMediaTime: 50, arrival: 1000) == 1000)
+        // The timestamps go back (a source restarted): dated by arrival, then followed.
+        #expect(clock.date(ofMediaTime: 0, arrival: 1002) == 1002)
+        #expect(clock.date(ofMediaTime: 2, arrival: 1004.01) == 1004)
+        // And forward by a minute.
+        #expect(clock.date(ofMediaTime: 64, arrival: 1006) == 1006)
+        // Slower than the wall clock by more than a second: started again from the arrival.
+        #expect(clock.date(ofMediaTime: 66, arrival: 1009.5) == 1009.5)
+    }
+}
