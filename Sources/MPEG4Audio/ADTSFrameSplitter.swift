@@ -22,6 +22,20 @@ public struct ADTSFrameSplitter: Sendable {
         public var offset: Int
     }
 
+    /// One AAC frame seen where its bytes lie, for the length of one call: a reader that keeps
+    /// frames as slices of the buffers it was given (no copy per frame) uses this form.
+    public struct FrameView {
+        /// Its ADTS header.
+        public var header: ADTSHeader
+        /// The raw data block (the header and any CRC left out), valid during the call only.
+        public var payload: UnsafeRawBufferPointer
+        /// Where the raw data block lies in the bytes given to the `append` that cut it, when
+        /// it lies wholly there; nil for a frame gathered from several appends.
+        public var rangeInAppendedBytes: Range<Int>?
+        /// Where its header started in the stream (the bytes given so far, from 0).
+        public var offset: Int
+    }
+
     /// Something wrong in the stream, with where.
     public struct Problem: Sendable, Hashable, CustomStringConvertible {
         /// What was wrong.
@@ -100,8 +114,42 @@ public struct ADTSFrameSplitter: Sendable {
     /// (no array of them: the form a reader of many frames uses). `body` must not use the
     /// splitter.
     public mutating func append(_ bytes: UnsafeRawBufferPointer, each body: (Frame) -> Void) {
-        pending.append(contentsOf: bytes.bindMemory(to: UInt8.self))
-        cut(atEnd: false, each: body)
+        append(bytes) { (view: FrameView) in body(Frame(header: view.header, payload: Array(view.payload.bindMemory(to: UInt8.self)), offset: view.offset)) }
+    }
+
+    /// Takes the next bytes of the stream and shows `body` each frame they complete, in order,
+    /// where it lies: a frame wholly inside `bytes` is cut from them in place (with its range
+    /// there), and only a frame begun in an earlier append is gathered. Whatever the chunks,
+    /// the frames, their offsets and the problems said are those of ``append(_:each:)``.
+    /// `body` must not use the splitter.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer, viewing body: (FrameView) -> Void) {
+        let buffer = bytes.bindMemory(to: UInt8.self)
+        var start = 0
+        if !pending.isEmpty {
+            // A frame begun before: complete it with just the bytes it lacks (its header says
+            // how many), so the frames after it are cut where they lie.
+            func gather(_ count: Int) {
+                pending.append(contentsOf: buffer[start..<(start + count)])
+                start += count
+            }
+            if pending.count < ADTSHeader.minimumSize { gather(min(buffer.count - start, ADTSHeader.minimumSize - pending.count)) }
+            let lacking = pending.count >= ADTSHeader.minimumSize && pending[0] == 0xFF && pending[1] & 0xF6 == 0xF0
+                ? (try? pending.withTypedBytes { (raw) throws(BitstreamError) in try ADTSHeader(bytes: raw) }).map { $0.frameLength - pending.count } : nil
+            gather(min(buffer.count - start, max(0, lacking ?? buffer.count)))
+            cutPending(atEnd: false, each: body)
+            if !pending.isEmpty {
+                gather(buffer.count - start)
+                cutPending(atEnd: false, each: body)
+                return
+            }
+        }
+        let rest = UnsafeBufferPointer(rebasing: buffer[start...])
+        let used = cut(rest, from: pendingOffset, atEnd: false) { header, range, offset in
+            let inBytes = (range.lowerBound + start)..<(range.upperBound + start)
+            body(FrameView(header: header, payload: UnsafeRawBufferPointer(rebasing: bytes[inBytes]), rangeInAppendedBytes: inBytes, offset: offset))
+        }
+        pendingOffset += used
+        pending.append(contentsOf: rest[used...])
     }
 
     /// Takes the next bytes of the stream.
@@ -112,7 +160,7 @@ public struct ADTSFrameSplitter: Sendable {
     /// Ends the stream: a frame it ends inside is left out (and said).
     public mutating func finish() -> [Frame] {
         var frames: [Frame] = []
-        cut(atEnd: true) { frames.append($0) }
+        cutPending(atEnd: true) { view in frames.append(Frame(header: view.header, payload: Array(view.payload.bindMemory(to: UInt8.self)), offset: view.offset)) }
         if !pending.isEmpty {
             if let header = try? pending.withTypedBytes({ (raw) throws(BitstreamError) in try ADTSHeader(bytes: raw) }), header.frameLength > pending.count {
                 note(.truncated(missing: header.frameLength - pending.count), at: pendingOffset)
@@ -144,15 +192,26 @@ public struct ADTSFrameSplitter: Sendable {
         if problems.count < Self.maximumProblemsKept { problems.append(Problem(kind: kind, offset: offset)) }
     }
 
-    /// Cuts every whole frame from `pending`.
-    private mutating func cut(atEnd: Bool, each body: (Frame) -> Void) {
-        var start = 0
-        defer {
-            if start > 0 {
-                pending.removeFirst(start)
-                pendingOffset += start
+    /// Cuts every whole frame from `pending`, showing each gathered there.
+    private mutating func cutPending(atEnd: Bool, each body: (FrameView) -> Void) {
+        var bytes = pending
+        pending = []
+        let used = bytes.withUnsafeBufferPointer { buffer in
+            cut(buffer, from: pendingOffset, atEnd: atEnd) { header, range, offset in
+                body(FrameView(header: header, payload: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[range]), rangeInAppendedBytes: nil, offset: offset))
             }
         }
+        bytes.removeFirst(used)
+        pendingOffset += used
+        pending = consume bytes
+    }
+
+    /// Cuts every whole frame from `pending` (the stream from `streamOffset` on): gives `body`
+    /// each frame's header, its raw data block's range in `pending` and its offset in the
+    /// stream; returns how many bytes it used (the rest waits for more, unless `atEnd`).
+    private mutating func cut(_ pending: UnsafeBufferPointer<UInt8>, from streamOffset: Int, atEnd: Bool,
+                              each body: (ADTSHeader, Range<Int>, Int) -> Void) -> Int {
+        var start = 0
         while pending.count - start >= ADTSHeader.minimumSize {
             // Find a sync word.
             if !(pending[start] == 0xFF && pending[start + 1] & 0xF6 == 0xF0) {
@@ -160,19 +219,19 @@ public struct ADTSFrameSplitter: Sendable {
                 while next + 1 < pending.count && !(pending[next] == 0xFF && pending[next + 1] & 0xF6 == 0xF0) { next += 1 }
                 if next + 1 >= pending.count && !atEnd { next = pending.count - 1 }  // the last byte may begin a sync word
                 if next + 1 >= pending.count && atEnd { next = pending.count }
-                skip(next - start, at: pendingOffset + start)
+                skip(next - start, at: streamOffset + start)
                 start = next
                 inStep = false
                 continue
             }
             let header: ADTSHeader
             do throws(BitstreamError) {
-                header = try pending.withTypedBytes { (raw) throws(BitstreamError) in try ADTSHeader(bytes: UnsafeRawBufferPointer(rebasing: raw[start...])) }
+                header = try ADTSHeader(bytes: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pending)[start...]))
             } catch where error.code == .truncated && !atEnd {
                 break
             } catch {
-                note(.invalidHeader(error.reason), at: pendingOffset + start)
-                skip(1, at: pendingOffset + start, said: false)
+                note(.invalidHeader(error.reason), at: streamOffset + start)
+                skip(1, at: streamOffset + start, said: false)
                 start += 1
                 inStep = false
                 continue
@@ -184,7 +243,7 @@ public struct ADTSFrameSplitter: Sendable {
                 let matches = lastHeader.map { header.isSameStream(as: $0) } ?? false
                 if end + 1 < pending.count {
                     if !(pending[end] == 0xFF && pending[end + 1] & 0xF6 == 0xF0) && !matches {
-                        skip(1, at: pendingOffset + start)
+                        skip(1, at: streamOffset + start)
                         start += 1
                         continue
                     }
@@ -195,19 +254,20 @@ public struct ADTSFrameSplitter: Sendable {
             guard end <= pending.count else { break }
             inStep = true
             if let first = firstHeader, !header.isSameStream(as: first), !(lastHeader.map { header.isSameStream(as: $0) } ?? false) {
-                note(.changedStream(header), at: pendingOffset + start)
+                note(.changedStream(header), at: streamOffset + start)
             }
             lastHeader = header
             if firstHeader == nil { firstHeader = header }
             if header.rawDataBlockCount > 1 {
-                note(.severalRawDataBlocks(count: header.rawDataBlockCount), at: pendingOffset + start)
+                note(.severalRawDataBlocks(count: header.rawDataBlockCount), at: streamOffset + start)
                 statistics.framesLeftOut += 1
             } else {
-                body(Frame(header: header, payload: Array(pending[(start + header.size)..<end]), offset: pendingOffset + start))
+                body(header, (start + header.size)..<end, streamOffset + start)
                 statistics.frames += 1
             }
             start = end
         }
+        return start
     }
 
     /// Counts `count` bytes skipped at `offset`, merged into the last skip when it ends there.

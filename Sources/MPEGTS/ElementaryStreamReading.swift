@@ -109,10 +109,17 @@ struct ElementaryStreamReading {
         case .adts(var splitter):
             if let pts90 { stamps.append((streamOffset, pts90, false, timeline.restarted)) }
             framing = .pes  // (the splitter is taken out while it works: no copy of its buffer)
+            // The frames wholly inside the packet are slices of its bytes (one storage for them
+            // all, no copy); one begun in the packet before is gathered.
+            let packetBytes = BlockBuffer(packet.bytes)
+            let base = packet.payloadRange.lowerBound
             packet.withPayload { payload in
-                splitter.append(payload) { frame in
-                    let sample = aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
-                        frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0 ? ProgramConfigElement.leading(frame.payload) : nil)
+                splitter.append(payload) { (frame: ADTSFrameSplitter.FrameView) in
+                    let data = frame.rangeInAppendedBytes.map { packetBytes[(base + $0.lowerBound)..<(base + $0.upperBound)] }
+                        ?? BlockBuffer(Array(frame.payload.bindMemory(to: UInt8.self)))
+                    let sample = aacSample(data, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
+                        frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0
+                                                         ? ProgramConfigElement.leading(Array(frame.payload.bindMemory(to: UInt8.self))) : nil)
                     }, sameAsFirst: sameStream(frame.header), origin: &origin)
                     if let sample { samples.append(sample) }
                 }
@@ -126,7 +133,7 @@ struct ElementaryStreamReading {
             streamOffset += payloadCount
             framing = .latm(splitter)
             for frame in frames {
-                let sample = aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
+                let sample = aacSample(BlockBuffer(frame.payload), offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
                                        sameAsFirst: sameConfiguration(frame.config), origin: &origin)
                 if let sample { samples.append(sample) }
             }
@@ -158,7 +165,7 @@ struct ElementaryStreamReading {
             let frames = splitter.finish()
             framing = .adts(splitter)
             return frames.compactMap { frame in
-                aacSample(frame.payload, offset: frame.offset, length: frame.header.frameLength, config: {
+                aacSample(BlockBuffer(frame.payload), offset: frame.offset, length: frame.header.frameLength, config: {
                     frame.header.audioSpecificConfig(programConfigElement: nil)
                 }, sameAsFirst: sameStream(frame.header), origin: &origin)
             }
@@ -166,7 +173,7 @@ struct ElementaryStreamReading {
             let frames = splitter.finish()
             framing = .latm(splitter)
             return frames.compactMap { frame in
-                aacSample(frame.payload, offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
+                aacSample(BlockBuffer(frame.payload), offset: frame.offset, length: frame.payload.count + 3, config: { frame.config.audioSpecificConfig },
                           sameAsFirst: sameConfiguration(frame.config), origin: &origin)
             }
         case .pes:
@@ -191,7 +198,7 @@ struct ElementaryStreamReading {
     /// An AAC frame as a sample, timed from the PES packet it began in or after the frame before.
     /// `sameAsFirst`: whether the frame is of the first frame's stream, when the caller knows
     /// (nil: its configuration's description is made and compared).
-    private mutating func aacSample(_ payload: [UInt8], offset: Int, length: Int, config: () -> AudioSpecificConfig?, sameAsFirst: Bool?,
+    private mutating func aacSample(_ payload: BlockBuffer, offset: Int, length: Int, config: () -> AudioSpecificConfig?, sameAsFirst: Bool?,
                                     origin: inout Int64?) -> SampleBuffer? {
         if format == nil {
             guard let asc = config(), let audio = try? AudioFormatDescription(aac: asc) else {
@@ -270,7 +277,7 @@ struct ElementaryStreamReading {
             damagedRanges.removeAll { $0.upperBound <= bytes.upperBound }
         }
         let time = MediaTime(value: ticks, timescale: Int32(clamping: rate))
-        return SampleBuffer(data: BlockBuffer(payload), formatDescription: format,  // (one reference for every frame)
+        return SampleBuffer(data: payload, formatDescription: format,  // (one reference for every frame)
                             timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: step, timescale: Int32(clamping: rate))),
                             attachments: SampleAttachments(isSync: true), trackID: trackID)
     }

@@ -156,7 +156,8 @@ public struct BlockBuffer: Sendable {
         switch representation {
         case .contiguous(let segment):
             let base = segment.range.lowerBound
-            return BlockBuffer(segments: [Segment(storage: segment.storage, range: (base + bounds.lowerBound)..<(base + bounds.upperBound))], count: bounds.count)
+            // (No array of one segment: a reader slices every frame of a packet this way.)
+            return BlockBuffer(representation: .contiguous(Segment(storage: segment.storage, range: (base + bounds.lowerBound)..<(base + bounds.upperBound))), count: bounds.count)
         case .chain(let segments):
             var picked: [Segment] = []
             var position = 0

@@ -45,6 +45,50 @@ struct FramingTests {
         #expect(frames.first?.payload == [UInt8](repeating: 0x11, count: 10))
     }
 
+    /// Viewed where they lie: a frame wholly inside the chunk given is shown with its range
+    /// there (what a reader slices without copying), one begun in an earlier chunk gathered;
+    /// whatever the cut, every frame at its offset, and garbage between frames said once.
+    @Test(arguments: [5, 7, 100, 333, 1 << 20])
+    func framesViewedWhereTheyLie(chunk: Int) {
+        let half = Self.payloads.prefix(6).reduce(0) { $0 + 7 + $1.count }
+        let garbage: [UInt8] = [0x12, 0x34, 0xFF]
+        let stream = Array(Self.stream[..<half]) + garbage + Array(Self.stream[half...])
+        var expectedOffsets: [Int] = []
+        var position = 0
+        for (index, payload) in Self.payloads.enumerated() {
+            if index == 6 { position += garbage.count }
+            expectedOffsets.append(position)
+            position += 7 + payload.count
+        }
+        var splitter = ADTSFrameSplitter()
+        var viewed: [(payload: [UInt8], offset: Int)] = []
+        var inPlace = 0
+        var start = 0
+        while start < stream.count {
+            let bytes = Array(stream[start..<min(start + chunk, stream.count)])
+            bytes.withUnsafeBytes { raw in
+                splitter.append(raw) { (view: ADTSFrameSplitter.FrameView) in
+                    let payload = Array(view.payload.bindMemory(to: UInt8.self))
+                    if let range = view.rangeInAppendedBytes {
+                        #expect(Array(bytes[range]) == payload, "the range is where the payload lies in the chunk")
+                        inPlace += 1
+                    }
+                    viewed.append((payload, view.offset))
+                }
+            }
+            start += chunk
+        }
+        viewed += splitter.finish().map { ($0.payload, $0.offset) }
+        #expect(viewed.map(\.payload) == Self.payloads)
+        #expect(viewed.map(\.offset) == expectedOffsets)
+        #expect(splitter.problems.map(\.description) == ["byte \(half): 3 byte(s) that are no ADTS frame, skipped"])
+        #expect(splitter.statistics.frames == Self.payloads.count && splitter.statistics.skippedBytes == garbage.count)
+        // In one chunk every frame lies in place; in chunks of 100 bytes or more, those that
+        // do not straddle a cut.
+        if chunk == 1 << 20 { #expect(inPlace == Self.payloads.count) }
+        if chunk >= 100 { #expect(inPlace > 0, "frames seen in place: \(inPlace)") }
+    }
+
     /// Whatever the chunk size, the same frames at the same offsets.
     @Test(arguments: [1, 2, 3, 6, 7, 8, 64, 1000, 1 << 20])
     func framesAcrossChunks(chunk: Int) {

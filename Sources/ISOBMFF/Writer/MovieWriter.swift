@@ -343,7 +343,13 @@ public final class MovieWriter: Sendable {
             case .finished: throw ContainerError(.invalidInput, "the movie is finished; no more samples can be added", path: path)
             }
             do throws(ContainerError) {
-                var index = state.tracks.firstIndex { $0.sourceID == sample.trackID }
+                // By index, not `firstIndex(where:)`: its closure would be handed a copy of each
+                // track (its tables' every array retained and released) for every sample.
+                var index: Int?
+                for candidate in state.tracks.indices where state.tracks[candidate].sourceID == sample.trackID {
+                    index = candidate
+                    break
+                }
                 if index == nil {
                     try state.layout.acceptsNewTrack(sample.trackID, declared: options.tracks.contains { $0.id == sample.trackID })
                     index = makeTrack(for: sample.trackID, into: &state)

@@ -39,7 +39,11 @@ struct WrittenTrack {
 extension [WrittenTrack] {
     /// The track whose samples are written as they come and the others' chunks between: the
     /// first video track, else the first track.
-    var primaryIndex: Int? { firstIndex { $0.timeline.kind == .video } ?? (isEmpty ? nil : 0) }
+    var primaryIndex: Int? {
+        // By index: a closure over the elements would be handed a copy of each track.
+        for index in indices where self[index].timeline.kind == .video { return index }
+        return isEmpty ? nil : 0
+    }
 
     /// Where the movie's presentation starts on the common timeline: the earliest start of a
     /// track with samples, or 0 when the start time is kept and every track starts after 0.
