@@ -298,8 +298,8 @@ struct SegmentGathering {
     private var parts: [ByteBuffer] = []
     /// When the segment being made started: its first sample's date on the program clock.
     private var segmentStart: Double?
-    /// Dates segments from the media timeline (``ProgramDateTimeClock``).
-    private var clock = ProgramDateTimeClock()
+    /// Dates segments from the media timeline (``WallClockMapping``).
+    private var clock = WallClockMapping()
 
     init(lowLatency: Bool, rendition: String) {
         self.lowLatency = lowLatency

@@ -6,6 +6,13 @@ enum NTPTime {
     /// Seconds from the NTP epoch (1900) to the Unix epoch (1970).
     static let unixEpochOffset: UInt64 = 2_208_988_800
 
+    /// A wall-clock time given in seconds since 1970.
+    static func time(secondsSince1970 seconds: Double) -> UInt64 {
+        let whole = seconds.rounded(.down)
+        let fraction = UInt64(((seconds - whole) * 4_294_967_296).rounded(.down))
+        return (UInt64(max(0, whole)) + unixEpochOffset) << 32 | min(fraction, 0xFFFF_FFFF)
+    }
+
     /// The current wall-clock time.
     static func now() -> UInt64 {
         let (seconds, nanoseconds) = WallClock.now

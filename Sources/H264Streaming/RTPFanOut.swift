@@ -25,6 +25,10 @@ struct PacketizedUnit: Sendable {
     var packets: [RTPPacket]
     var timestamp: UInt32
     var isSync: Bool
+    /// Its decode time (seconds) and that time as an RTP timestamp: where the sender's RTP
+    /// clock stands when it goes out (for sender reports).
+    var decodeTime: Double? = nil
+    var decodeTimestamp: UInt32 = 0
 }
 
 /// One playing client: its own SSRC, sequence numbers and timestamps (as its `SETUP` and
@@ -57,6 +61,10 @@ final class RTPSubscriber: Sendable {
         var lastTimestamp: UInt32
         var nextReport: NIODeadline = .now()
         var finished = false
+        /// The RTP clock against the wall clock, from when each unit went (its decode time),
+        /// and the last unit's decode time with its RTP timestamp: what a sender report pairs.
+        var clock = WallClockMapping()
+        var lastDecode: (seconds: Double, timestamp: UInt32)?
     }
 
     let id: String
@@ -127,6 +135,10 @@ final class RTPSubscriber: Sendable {
             }
             state.counts.accessUnits += 1
             state.lastTimestamp = timestamp
+            if let decodeTime = unit.decodeTime {
+                state.clock.date(ofMediaTime: decodeTime, arrival: WallClock.seconds)
+                state.lastDecode = (decodeTime, unit.decodeTimestamp &+ delta)
+            }
             var report: [UInt8]?
             let now = NIODeadline.now()
             if now >= state.nextReport {
@@ -182,9 +194,17 @@ final class RTPSubscriber: Sendable {
         state.withLock { $0.finished = true }
     }
 
+    /// A sender report for now: the wall clock and the RTP clock at that same instant (RFC 3550
+    /// §6.4.1), from the decode times of the units sent (see ``RTPSender``'s report); before
+    /// any, the last timestamp.
     private func senderReport(_ state: State) -> RTCPPacket.SenderReport {
-        RTCPPacket.SenderReport(ssrc: ssrc, ntpTimestamp: NTPTime.now(), rtpTimestamp: state.lastTimestamp,
-                                packetCount: UInt32(truncatingIfNeeded: state.counts.packets), octetCount: UInt32(truncatingIfNeeded: state.counts.octets))
+        let now = WallClock.seconds
+        var rtp = state.lastTimestamp
+        if let media = state.clock.mediaTime(atDate: now), let last = state.lastDecode {
+            rtp = last.timestamp &+ UInt32(truncatingIfNeeded: Int64(((media - last.seconds) * Double(H264Packetizer.clockRate)).rounded()))
+        }
+        return RTCPPacket.SenderReport(ssrc: ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
+                                       packetCount: UInt32(truncatingIfNeeded: state.counts.packets), octetCount: UInt32(truncatingIfNeeded: state.counts.octets))
     }
 
     private func write(_ packets: [[UInt8]], control: [UInt8]?) {
@@ -266,10 +286,12 @@ final class RTPFanOut: Sendable {
 
     /// Packetizes `sample` and hands it to every subscriber.
     func deliver(_ sample: SampleBuffer) throws(StreamingError) {
-        let (packets, timestamp) = try packetizer.withLock { (packetizer) throws(StreamingError) in
-            (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime))
+        let (packets, timestamp, decodeTimestamp) = try packetizer.withLock { (packetizer) throws(StreamingError) in
+            (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime),
+             packetizer.timestamp(for: sample.decodeTime))
         }
-        let unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync)
+        let unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync,
+                                  decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: decodeTimestamp)
         for subscriber in subscribers.withLock({ Array($0.all.values) }) { subscriber.deliver(unit) }
     }
 

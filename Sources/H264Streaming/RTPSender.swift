@@ -218,6 +218,9 @@ private struct SendingSession {
     let timebase = Timebase()
     var nextReport: ContinuousClock.Instant?
     var lastSampleEnd: MediaTime?
+    /// The RTP clock against the wall clock, from when each sample went (its decode time):
+    /// what a sender report pairs.
+    var clock = WallClockMapping()
 
     init(options: RTPSender.Options) throws(StreamingError) {
         self.options = options
@@ -248,6 +251,7 @@ private struct SendingSession {
                 try await rtp.write(contentsOf: packets.map { AddressedEnvelope(remoteAddress: rtpAddress, data: ByteBuffer(bytes: $0.bytes)) })
                 samples += 1
                 lastRTPTimestamp = timestamp
+                if sample.decodeTime.isNumeric { clock.date(ofMediaTime: sample.decodeTime.seconds, arrival: WallClock.seconds) }
                 lastSampleEnd = sample.decodeTime + sample.duration
                 let now = ContinuousClock.now
                 if nextReport.map({ now >= $0 }) ?? true {
@@ -272,9 +276,17 @@ private struct SendingSession {
         if let failure { throw failure }
     }
 
-    /// A sender report for now: the wall clock in NTP format against the last RTP timestamp sent.
+    /// A sender report for now: the wall clock in NTP format and the RTP clock at that same
+    /// instant (RFC 3550 §6.4.1), the media time the samples sent so far put there, in the
+    /// stream's timestamps (presentation times, so a receiver places a frame at the moment it
+    /// is to be shown, and lines up another medium's samples with it). Not the last packet's
+    /// timestamp: that is a presentation time, ahead of the decode time it was sent at by the
+    /// frame's reordering delay (up to a few frames with B-frames), and would move the report
+    /// by that much from one report to the next. Before any sample, the first timestamp.
     func senderReport() -> RTCPPacket.SenderReport {
-        RTCPPacket.SenderReport(ssrc: packetizer.configuration.ssrc, ntpTimestamp: NTPTime.now(), rtpTimestamp: lastRTPTimestamp,
-                                packetCount: UInt32(truncatingIfNeeded: packetizer.packetCount), octetCount: UInt32(truncatingIfNeeded: packetizer.octetCount))
+        let now = WallClock.seconds
+        let rtp = clock.mediaTime(atDate: now).map { packetizer.timestamp(for: MediaTime(seconds: $0, preferredTimescale: H264Packetizer.clockRate)) } ?? lastRTPTimestamp
+        return RTCPPacket.SenderReport(ssrc: packetizer.configuration.ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
+                                       packetCount: UInt32(truncatingIfNeeded: packetizer.packetCount), octetCount: UInt32(truncatingIfNeeded: packetizer.octetCount))
     }
 }

@@ -317,6 +317,73 @@ struct RTPStreamingTests {
         #expect(received.ending == .goodbye && received.samples == 10, "\(received)")
     }
 
+    /// RFC 3550 §6.4.1: a sender report's RTP timestamp is the RTP clock at the instant of its
+    /// NTP timestamp. A receiver maps every packet's timestamp to the wall clock through it
+    /// (lip sync across media): on a stream with B-frames (timestamps are presentation times,
+    /// sent at their decode times), every report must tell the same linear clock, and each
+    /// frame must map to a moment no earlier than it was sent and no later than its reordering
+    /// delay after. (Before: the last packet's timestamp against the moment of the report,
+    /// moving by up to four frames from report to report.)
+    @Test("sender reports pair the NTP time with the RTP clock at that instant: one linear clock across reports, each frame mapped to its moment (B-frames)")
+    func senderReportsTellOneClock() async throws {
+        let port = try freeUDPPortPair()
+        let rtp = try LoopbackUDPSocket(port: UInt16(port), receiveTimeout: 3)
+        let rtcp = try LoopbackUDPSocket(port: UInt16(port + 1), receiveTimeout: 3)
+        // Each socket read on a thread of its own (a blocking read on the cooperative pool
+        // would hold up the sender on two cores), stamped as it comes.
+        @Sendable func collect(_ socket: LoopbackUDPSocket) async -> [(bytes: [UInt8], at: Double)] {
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    var all: [(bytes: [UInt8], at: Double)] = []
+                    while let bytes = socket.receive() {
+                        all.append((bytes, Date().timeIntervalSince1970))
+                        if all.count > 10_000 { break }
+                    }
+                    continuation.resume(returning: all)
+                }
+            }
+        }
+        async let packets = collect(rtp)
+        async let reports = collect(rtcp)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port),
+                                   options: .init(senderReportInterval: .milliseconds(100), sampleLimit: 60, goodbyeDelay: .milliseconds(100)))
+        _ = try await sender.send(MediaFileSamples(path: Self.source))
+        let (received, control) = await (packets, reports)
+        let senderReports = control.flatMap { (try? RTCPPacket.parse(compound: $0.bytes)) ?? [] }.compactMap { packet -> RTCPPacket.SenderReport? in
+            if case .senderReport(let report) = packet { return report }
+            return nil
+        }
+        try #require(senderReports.count >= 10, "\(senderReports.count) sender reports")
+        func seconds(_ ntp: UInt64) -> Double { Double(ntp >> 32) - 2_208_988_800 + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296 }
+        // One clock: between any two reports, the RTP clock advanced by the wall time between them.
+        let first = senderReports.first!
+        var deviations: [Double] = []
+        for report in senderReports.dropFirst() {
+            let rtpSeconds = Double(Int32(bitPattern: report.rtpTimestamp &- first.rtpTimestamp)) / 90_000
+            deviations.append(rtpSeconds - (seconds(report.ntpTimestamp) - seconds(first.ntpTimestamp)))
+        }
+        #expect(deviations.allSatisfy { abs($0) < 0.012 }, "RTP clock minus wall clock since the first report, ms: \(deviations.map { Int($0 * 1000) })")
+        // Each frame mapped through the last report before it: at or after it went, within its
+        // reordering delay (the source's largest presentation-minus-decode time).
+        let source = try MediaSource(path: Self.source)
+        var reordering = 0.0
+        while let sample = try source.next() { reordering = max(reordering, (sample.presentationTime - sample.decodeTime).seconds) }
+        var lags: [Double] = []
+        for (bytes, arrived) in received {
+            guard let packet = try? RTPPacket(parsing: bytes),
+                  let report = senderReports.last(where: { seconds($0.ntpTimestamp) <= arrived }) ?? senderReports.first else { continue }
+            let moment = seconds(report.ntpTimestamp) + Double(Int32(bitPattern: packet.timestamp &- report.rtpTimestamp)) / 90_000
+            lags.append(moment - arrived)
+        }
+        try #require(!lags.isEmpty)
+        // (A frame the loaded machine sent late maps before its arrival by that lateness: the
+        // lower bound holds for nine in ten.)
+        let sorted = lags.sorted()
+        let tenth = sorted[sorted.count / 10]
+        #expect(tenth > -0.04 && sorted.last! < reordering + 0.015,
+                "each frame's moment by the reports minus when it arrived, ms: \(Int(sorted.first! * 1000))...\(Int(sorted.last! * 1000)), p10 \(Int(tenth * 1000)) (reordering \(Int(reordering * 1000)))")
+    }
+
     @Test("a second receiver on a port in use fails with a clear error, and never takes the first one's packets")
     func aPortInUseIsRefused() async throws {
         let port = try freeUDPPortPair()

@@ -3,9 +3,9 @@ import Testing
 
 /// The program date-time of live segments follows the media timeline, not the jitter of when
 /// each segment's first sample arrived.
-@Suite struct ProgramDateTimeClockTests {
+@Suite struct WallClockMappingTests {
     @Test func aLateSampleIsDatedByTheMediaTimeline() {
-        var clock = ProgramDateTimeClock()
+        var clock = WallClockMapping()
         #expect(clock.date(ofMediaTime: 10, arrival: 1000) == 1000)
         #expect(clock.date(ofMediaTime: 12, arrival: 1002.004) == 1002)
         // Held up 300 ms: still dated where the media puts it, before its arrival.
@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test func anEarlierSampleMovesTheMappingBack() {
-        var clock = ProgramDateTimeClock()
+        var clock = WallClockMapping()
         // The first sample came 200 ms late; the next on time shows it.
         #expect(clock.date(ofMediaTime: 0, arrival: 100.2) == 100.2)
         #expect(clock.date(ofMediaTime: 2, arrival: 102) == 102)
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func aJumpInTheTimestampsStartsAgain() {
-        var clock = ProgramDateTimeClock()
+        var clock = WallClockMapping()
         #expect(clock.date(ofMediaTime: 50, arrival: 1000) == 1000)
         // The timestamps go back (a source restarted): dated by arrival, then followed.
         #expect(clock.date(ofMediaTime: 0, arrival: 1002) == 1002)
@@ -32,5 +32,23 @@ import Testing
         #expect(clock.date(ofMediaTime: 64, arrival: 1006) == 1006)
         // Slower than the wall clock by more than a second: started again from the arrival.
         #expect(clock.date(ofMediaTime: 66, arrival: 1009.5) == 1009.5)
+    }
+}
+
+/// The inverse, for a sender report: the media time at a wall-clock moment; and NTP's form of it.
+@Suite struct SenderReportClockTests {
+    @Test func theMediaTimeAtAMoment() {
+        var clock = WallClockMapping()
+        #expect(clock.mediaTime(atDate: 1000) == nil)
+        clock.date(ofMediaTime: 5, arrival: 1000.1)
+        clock.date(ofMediaTime: 6, arrival: 1001)  // the first went 100 ms late
+        #expect(clock.mediaTime(atDate: 1001.5) == 6.5)
+    }
+
+    @Test func ntpTimeOfSecondsSince1970() {
+        // 2026-01-01T00:00:00.5Z: 1767225600.5 s since 1970.
+        let ntp = NTPTime.time(secondsSince1970: 1_767_225_600.5)
+        #expect(ntp >> 32 == 1_767_225_600 + 2_208_988_800)
+        #expect(ntp & 0xFFFF_FFFF == 0x8000_0000)
     }
 }
