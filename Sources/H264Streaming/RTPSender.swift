@@ -219,7 +219,7 @@ private struct SendingSession {
     var nextReport: ContinuousClock.Instant?
     var lastSampleEnd: MediaTime?
     /// The RTP clock against the wall clock, from when each sample went (its decode time):
-    /// what a sender report pairs.
+    /// what a sender report pairs when the samples are not paced (paced, the timebase is it).
     var clock = WallClockMapping()
 
     init(options: RTPSender.Options) throws(StreamingError) {
@@ -247,11 +247,13 @@ private struct SendingSession {
                 }
                 let timestamp = packetizer.timestamp(for: sample.presentationTime)
                 if samples == 0 { lastRTPTimestamp = timestamp }
+                // When it went: its due time, not after the write (whose time varies).
+                let went = WallClock.seconds
                 let packets = try packetizer.packets(for: sample)
                 try await rtp.write(contentsOf: packets.map { AddressedEnvelope(remoteAddress: rtpAddress, data: ByteBuffer(bytes: $0.bytes)) })
                 samples += 1
                 lastRTPTimestamp = timestamp
-                if sample.decodeTime.isNumeric { clock.date(ofMediaTime: sample.decodeTime.seconds, arrival: WallClock.seconds) }
+                if sample.decodeTime.isNumeric { clock.date(ofMediaTime: sample.decodeTime.seconds, arrival: went) }
                 lastSampleEnd = sample.decodeTime + sample.duration
                 let now = ContinuousClock.now
                 if nextReport.map({ now >= $0 }) ?? true {
@@ -282,10 +284,14 @@ private struct SendingSession {
     /// is to be shown, and lines up another medium's samples with it). Not the last packet's
     /// timestamp: that is a presentation time, ahead of the decode time it was sent at by the
     /// frame's reordering delay (up to a few frames with B-frames), and would move the report
-    /// by that much from one report to the next. Before any sample, the first timestamp.
+    /// by that much from one report to the next. Paced, the media time is the pacing
+    /// timebase's (exact, at any rate); unpaced, the one the samples' sending times put there
+    /// (``WallClockMapping``). Before any sample, the first timestamp.
     func senderReport() -> RTCPPacket.SenderReport {
         let now = WallClock.seconds
-        let rtp = clock.mediaTime(atDate: now).map { packetizer.timestamp(for: MediaTime(seconds: $0, preferredTimescale: H264Packetizer.clockRate)) } ?? lastRTPTimestamp
+        let media: MediaTime? = options.paced && samples > 0 && timebase.time.isNumeric ? timebase.time
+            : clock.mediaTime(atDate: now).map { MediaTime(seconds: $0, preferredTimescale: H264Packetizer.clockRate) }
+        let rtp = media.map { packetizer.timestamp(for: $0) } ?? lastRTPTimestamp
         return RTCPPacket.SenderReport(ssrc: packetizer.configuration.ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
                                        packetCount: UInt32(truncatingIfNeeded: packetizer.packetCount), octetCount: UInt32(truncatingIfNeeded: packetizer.octetCount))
     }

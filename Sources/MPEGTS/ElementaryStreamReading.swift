@@ -109,13 +109,15 @@ struct ElementaryStreamReading {
         case .adts(var splitter):
             if let pts90 { stamps.append((streamOffset, pts90, false, timeline.restarted)) }
             framing = .pes  // (the splitter is taken out while it works: no copy of its buffer)
-            // The frames wholly inside the packet are slices of its bytes (one storage for them
-            // all, no copy); one begun in the packet before is gathered.
-            let packetBytes = BlockBuffer(packet.bytes)
+            // The frames wholly inside a packet of ordinary size are slices of its bytes (one
+            // storage for them all, no copy); one begun in the packet before is gathered. A
+            // larger packet's frames are copied: a slice keeps the whole packet (and its spare
+            // capacity) while the sample lives.
+            let packetBytes = packet.bytes.count <= Self.largestPacketSliced ? BlockBuffer(packet.bytes) : nil
             let base = packet.payloadRange.lowerBound
             packet.withPayload { payload in
                 splitter.append(payload) { (frame: ADTSFrameSplitter.FrameView) in
-                    let data = frame.rangeInAppendedBytes.map { packetBytes[(base + $0.lowerBound)..<(base + $0.upperBound)] }
+                    let data = packetBytes.flatMap { bytes in frame.rangeInAppendedBytes.map { bytes[(base + $0.lowerBound)..<(base + $0.upperBound)] } }
                         ?? BlockBuffer(Array(frame.payload.bindMemory(to: UInt8.self)))
                     let sample = aacSample(data, offset: frame.offset, length: frame.header.frameLength, config: { () -> AudioSpecificConfig? in
                         frame.header.audioSpecificConfig(programConfigElement: frame.header.channelConfiguration == 0
@@ -194,6 +196,10 @@ struct ElementaryStreamReading {
     private func resynchronize(_ splitter: inout ADTSFrameSplitter) {
         splitter.resynchronize()
     }
+
+    /// The largest PES packet whose AAC frames are kept as slices of it (ffmpeg writes audio
+    /// packets of about 3 KB; an AAC frame is at most 8 KB): 64 KiB.
+    static let largestPacketSliced = 1 << 16
 
     /// An AAC frame as a sample, timed from the PES packet it began in or after the frame before.
     /// `sameAsFirst`: whether the frame is of the first frame's stream, when the caller knows

@@ -52,3 +52,21 @@ import Testing
         #expect(ntp & 0xFFFF_FFFF == 0x8000_0000)
     }
 }
+
+/// Over its window the mapping follows a source whose clock runs slow, without a jump.
+@Suite struct WallClockMappingDriftTests {
+    @Test func aSlowSourceIsFollowedSmoothly() {
+        var clock = WallClockMapping()
+        var dates: [Double] = []
+        for second in 0...60 {
+            // 1% slower than the wall clock: 0.6 s behind after a minute, under the restart's second.
+            let media = Double(second)
+            dates.append(clock.date(ofMediaTime: media, arrival: 1000 + media * 1.01))
+        }
+        let steps = zip(dates.dropFirst(), dates).map { $0 - $1 }
+        #expect(steps.allSatisfy { $0 > 0.99 && $0 < 1.03 }, "each date a second or so after the last: \(steps)")
+        // Dated within the window's drift (10 s at 1%) of its arrival, never after it.
+        let last = 1000 + 60 * 1.01
+        #expect(dates.last! <= last && dates.last! >= last - 0.11, "\(dates.last!) against \(last)")
+    }
+}
