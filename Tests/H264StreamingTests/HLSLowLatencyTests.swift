@@ -138,14 +138,15 @@ struct HLSLowLatencyTests {
         let media = running.url.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")
         let directory = String(media[...media.lastIndex(of: "/")!])
 
-        // 24 blocking reloads in a row, each for the part after the last. The latency is the
+        // 48 blocking reloads in a row, each for the part after the last. The latency is the
         // answer's arrival against the part's end by the playlist's own clock (its program
-        // date-time); p95 of 24 allows one answer late by a stall of this shared machine (seen
-        // in CI: the source held up 300 ms beside a Chromium test, then catching up).
+        // date-time); p95 of 48 allows two answers late by one stall of this shared machine
+        // (seen in CI: the source held up 300 ms beside a Chromium test, then catching up; and
+        // a stall of 355 ms across two parts).
         var (playlist, _) = try await Self.playlist(media)
         var latencies: [Double] = []
         var arrivals: [Double] = []
-        for _ in 0..<24 {
+        for _ in 0..<48 {
             let (sequence, index) = playlist.next
             let (answer, arrived) = try await Self.playlist(media, query: "?_HLS_msn=\(sequence)&_HLS_part=\(index)")
             let part = try #require(answer.part(sequence, index), "part \(index) of segment \(sequence) is in the answer to its blocking reload")
