@@ -50,7 +50,7 @@ var targets: [Target] = [
 
     // RTP (RFC 6184), RTCP, SDP, RTSP, HLS playlists and the live window, the DASH MPD: pure
     // state machines and values, packets and requests in, packets and answers out.
-    .target(name: "H264Network", dependencies: ["H264Bitstream", "MediaCore"]),
+    .target(name: "H264Network", dependencies: ["H264Bitstream", "MPEG4Audio", "MediaCore"]),
     // The SwiftNIO and Hummingbird shells: RTP sockets, the RTSP server and client, ingest, the
     // HLS/DASH packager and HTTP origin.
     .target(name: "H264Streaming", dependencies: [

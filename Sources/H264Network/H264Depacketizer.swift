@@ -78,15 +78,23 @@ public struct H264Depacketizer: Sendable {
     /// How packets are taken.
     public let configuration: Configuration
     /// What has been seen so far.
-    public private(set) var statistics = Statistics()
+    public var statistics: Statistics {
+        var statistics = counts
+        let order = jitterBuffer.statistics
+        statistics.packetsReceived = order.packetsReceived + wrongPayloadType
+        statistics.packetsLost = order.packetsLost
+        statistics.packetsReordered = order.packetsReordered
+        statistics.packetsDuplicated = order.packetsDuplicated
+        statistics.packetsLate = order.packetsLate
+        statistics.packetsInvalid += order.packetsOutOfRange + wrongPayloadType
+        statistics.extendedHighestSequenceNumber = order.extendedHighestSequenceNumber
+        return statistics
+    }
 
-    private var held: [Int64: RTPPacket] = [:]
-    private var nextExpected: Int64?
-    private var highest: Int64?
-    /// Sequence numbers taken recently (to tell a duplicate from a late packet).
-    private var taken: Set<Int64> = []
-    /// A packet far behind the others: a restarted sender, confirmed when the next one follows it.
-    private var probation: Int64?
+    /// The counts of the payload: malformed packets and access units.
+    private var counts = Statistics()
+    private var wrongPayloadType = 0
+    private var jitterBuffer: RTPJitterBuffer
     private var current = Assembly()
     private var gapBeforeNext = false
     /// The timestamp of the access unit a one-packet gap interrupted (its marker packet, if the next one starts another).
@@ -94,10 +102,6 @@ public struct H264Depacketizer: Sendable {
     private var waitingForIDR: Bool
     private var lastTimestamp: UInt32?
     private var unfolded: Int64 = 0
-
-    /// How far behind the expected sequence number a packet is taken as a sender's restart
-    /// rather than a late one (RFC 3550 A.1's MAX_MISORDER).
-    static let maximumMisorder: Int64 = 100
 
     /// An access unit being put together.
     private struct Assembly {
@@ -115,6 +119,7 @@ public struct H264Depacketizer: Sendable {
     /// A depacketizer with `configuration`.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        jitterBuffer = RTPJitterBuffer(reorderDepth: configuration.reorderDepth)
         waitingForIDR = configuration.resumesAtSyncSample
     }
 
@@ -122,101 +127,32 @@ public struct H264Depacketizer: Sendable {
     /// not an RTP packet is counted and ignored.
     public mutating func receive(datagram: UnsafeRawBufferPointer) -> [AccessUnit] {
         do { return receive(try RTPPacket(parsing: datagram)) } catch {
-            statistics.packetsInvalid += 1
+            counts.packetsInvalid += 1
             return []
         }
     }
 
     /// Takes one packet; returns the access units it completes, in order.
     public mutating func receive(_ packet: RTPPacket) -> [AccessUnit] {
-        statistics.packetsReceived += 1
         if let expected = configuration.payloadType, packet.payloadType != expected {
-            statistics.packetsInvalid += 1
+            wrongPayloadType += 1
             return []
         }
-        let sequence = extend(packet.sequenceNumber)
-        var units: [AccessUnit] = []
-        if let next = nextExpected, sequence < next {
-            if taken.contains(sequence) {
-                statistics.packetsDuplicated += 1
-                return []
-            }
-            guard sequence < next - Self.maximumMisorder else {
-                statistics.packetsLate += 1
-                return []
-            }
-            // Far behind: a sender that restarted its numbering, once a second packet follows.
-            guard probation == sequence else {
-                probation = sequence + 1
-                statistics.packetsInvalid += 1
-                return []
-            }
-            probation = nil
-            units = finish()
-            held = [:]
-            taken = []
-            highest = nil
-            nextExpected = nil
-            return units + receiveInSequence(packet, sequence: Int64(packet.sequenceNumber))
-        }
-        probation = nil
-        return receiveInSequence(packet, sequence: sequence)
-    }
-
-    private mutating func receiveInSequence(_ packet: RTPPacket, sequence: Int64) -> [AccessUnit] {
-        guard held[sequence] == nil else {
-            statistics.packetsDuplicated += 1
-            return []
-        }
-        if let highest, sequence < highest { statistics.packetsReordered += 1 }
-        highest = max(highest ?? sequence, sequence)
-        statistics.extendedHighestSequenceNumber = highest ?? 0
-        if nextExpected == nil { nextExpected = sequence }
-        held[sequence] = packet
-        var units: [AccessUnit] = []
-        release(into: &units)
-        if taken.count > 4 * Int(Self.maximumMisorder) + 2 * configuration.reorderDepth, let next = nextExpected {
-            taken = taken.filter { $0 >= next - 2 * Self.maximumMisorder }
-        }
-        while held.count > configuration.reorderDepth, let first = held.keys.min() {
-            // The missing packets are not coming: count them lost, go on from the next held one.
-            let lost = Int(first - nextExpected!)
-            statistics.packetsLost += lost
-            nextExpected = first
-            noteLoss(lost)
-            release(into: &units)
-        }
-        return units
+        return take(jitterBuffer.insert(packet))
     }
 
     /// Packets held behind a missing one, waiting for it.
-    public var heldPacketCount: Int { held.count }
+    public var heldPacketCount: Int { jitterBuffer.heldPacketCount }
 
     /// Gives up waiting for the missing packets before the held ones (they have been awaited
     /// long enough): counts them lost and goes on from the first held packet; returns the
     /// access units that completes.
-    public mutating func skipMissing() -> [AccessUnit] {
-        guard let first = held.keys.min(), let next = nextExpected, first > next else { return [] }
-        statistics.packetsLost += Int(first - next)
-        nextExpected = first
-        noteLoss(Int(first - next))
-        var units: [AccessUnit] = []
-        release(into: &units)
-        return units
-    }
+    public mutating func skipMissing() -> [AccessUnit] { take(jitterBuffer.skipMissing()) }
 
     /// The end of the stream (RTCP BYE, a timeout): every held packet is taken, gaps counted as
     /// loss, and the last access unit handed on if it is whole.
     public mutating func finish() -> [AccessUnit] {
-        var units: [AccessUnit] = []
-        while let first = held.keys.min() {
-            if let next = nextExpected, first > next {
-                statistics.packetsLost += Int(first - next)
-                noteLoss(Int(first - next))
-            }
-            nextExpected = first
-            release(into: &units)
-        }
+        var units = take(jitterBuffer.drain())
         endAccessUnit(into: &units)
         return units
     }
@@ -227,30 +163,23 @@ public struct H264Depacketizer: Sendable {
     /// until an IDR picture.
     public mutating func restart() -> [AccessUnit] {
         let units = finish()
-        held = [:]
-        taken = []
-        highest = nil
-        nextExpected = nil
-        probation = nil
+        jitterBuffer.forgetSequence()
         gapBeforeNext = false
         gapEndsUnit = nil
         waitingForIDR = configuration.resumesAtSyncSample
         return units
     }
 
-    /// The packet's sequence number extended to 64 bits: the candidate nearest the highest seen.
-    private func extend(_ sequence: UInt16) -> Int64 {
-        guard let reference = highest else { return Int64(sequence) }
-        let delta = Int64(Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: reference)))
-        return reference + delta
-    }
-
-    private mutating func release(into units: inout [AccessUnit]) {
-        while let next = nextExpected, let packet = held.removeValue(forKey: next) {
-            nextExpected = next + 1
-            taken.insert(next)
-            take(packet, into: &units)
+    private mutating func take(_ events: [RTPJitterBuffer.Event]) -> [AccessUnit] {
+        var units: [AccessUnit] = []
+        for event in events {
+            switch event {
+            case .packet(let packet): take(packet, into: &units)
+            case .loss(let count): noteLoss(count)
+            case .restart: endAccessUnit(into: &units)
+            }
         }
+        return units
     }
 
     /// Loss in the sequence of `count` packets: the access unit being assembled cannot be
@@ -339,7 +268,7 @@ public struct H264Depacketizer: Sendable {
     }
 
     private mutating func malformed() {
-        statistics.packetsInvalid += 1
+        counts.packetsInvalid += 1
         current.damaged = true
     }
 
@@ -363,14 +292,14 @@ public struct H264Depacketizer: Sendable {
         guard let timestamp = current.timestamp else { return }
         if current.fragment != nil { current.damaged = true }
         if current.damaged || current.nalUnits.isEmpty {
-            statistics.accessUnitsDropped += 1
+            counts.accessUnitsDropped += 1
             waitingForIDR = configuration.resumesAtSyncSample
             return
         }
         let isIDR = current.nalUnits.contains { $0[0] & 0x1F == 5 }
         if waitingForIDR {
             guard isIDR else {
-                statistics.accessUnitsSkipped += 1
+                counts.accessUnitsSkipped += 1
                 return
             }
             waitingForIDR = false
@@ -380,7 +309,7 @@ public struct H264Depacketizer: Sendable {
             unfolded = min(max(unfolded + Int64(Int32(bitPattern: timestamp &- lastTimestamp)), -limit), limit)
         }
         lastTimestamp = timestamp
-        statistics.accessUnitsComplete += 1
+        counts.accessUnitsComplete += 1
         units.append(AccessUnit(timestamp: timestamp, extendedTimestamp: unfolded, nalUnits: current.nalUnits, isIDR: isIDR))
     }
 }

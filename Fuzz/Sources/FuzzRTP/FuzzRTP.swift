@@ -1,13 +1,16 @@
-// Datagrams (each after a 2-byte length) through the RTP depacketizer and the RTCP parser; every
-// access unit it hands on must survive packetizing and depacketizing again unchanged.
+// Datagrams (each after a 2-byte length) through an RTP depacketizer (H.264, or RFC 3640 AAC
+// with an AU-header layout the input chooses) and the RTCP parser; every access unit or frame
+// it hands on must survive packetizing and depacketizing again unchanged.
 import FuzzSupport
 import H264Network
+import MediaCore
 
 @_cdecl("FuzzRTP_main")
 func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     runFuzzer(argc, argv) { input in
         var choice = FuzzOptions(input)
         let flags = choice.byte()
+        if flags & 0x80 != 0 { return fuzzAAC(&choice) }
         let configuration = H264Depacketizer.Configuration(reorderDepth: Int(flags & 0x1F), payloadType: flags & 0x20 != 0 ? 96 : nil,
                                                            resumesAtSyncSample: flags & 0x40 == 0, maximumAccessUnitSize: 1 << 20)
         let packetSize = H264Packetizer.smallestPacketSize + Int(choice.byte()) * 8
@@ -45,5 +48,49 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
         }
         rebuilt += again.finish()
         fuzzCheck(rebuilt.map(\.nalUnits) == units.map(\.nalUnits), "access units changed across packetizing and depacketizing")
+    }
+}
+
+/// The AAC path: the first bytes choose the AU-header layout.
+func fuzzAAC(_ choice: inout FuzzOptions) {
+    var format = MPEG4GenericPayloadFormat(formatDescription: try! AudioFormatDescription(aacConfiguration: [0x11, 0x90]), payloadType: 97)
+    let layout = choice.byte()
+    if layout & 0x80 != 0 {
+        format.sizeLength = Int(layout & 0x1F) + (layout & 0x20 != 0 ? 16 : 0)
+        format.indexLength = Int(choice.byte() % 5)
+        format.indexDeltaLength = Int(choice.byte() % 5)
+        format.ctsDeltaLength = Int(choice.byte() % 33)
+        format.dtsDeltaLength = Int(choice.byte() % 33)
+        format.randomAccessIndication = layout & 0x40 != 0
+        format.streamStateIndication = Int(choice.byte() % 9)
+        format.auxiliaryDataSizeLength = Int(choice.byte() % 33)
+    }
+    var depacketizer = AACDepacketizer(configuration: .init(format: format, reorderDepth: Int(choice.byte() & 0x3F), maximumFrameSize: 1 << 14))
+    var frames: [AACDepacketizer.Frame] = []
+    var rest = choice.rest
+    while rest.count >= 2 {
+        let length = min(rest.count - 2, Int(rest[0]) << 8 | Int(rest[1]))
+        frames += depacketizer.receive(datagram: UnsafeRawBufferPointer(rebasing: rest[2..<(2 + length)]))
+        rest = UnsafeRawBufferPointer(rebasing: rest[(2 + length)...])
+    }
+    frames += depacketizer.finish()
+    let statistics = depacketizer.statistics
+    fuzzCheck(statistics.framesComplete == frames.count, "\(frames.count) frames handed on, \(statistics.framesComplete) counted")
+    fuzzCheck(frames.allSatisfy { $0.bytes.count <= 1 << 14 }, "a frame over the limit handed on")
+    let sendable = frames.filter { !$0.bytes.isEmpty && $0.bytes.count <= AACPacketizer.largestFrameSize }
+    guard !sendable.isEmpty, var packetizer = try? AACPacketizer(configuration: .init(maximumPacketSize: 200, maximumFramesPerPacket: 4), clockRate: 48_000) else { return }
+    var again = AACDepacketizer(configuration: .init(format: MPEG4GenericPayloadFormat(formatDescription: try! AudioFormatDescription(aacConfiguration: [0x11, 0x90]))))
+    var rebuilt: [AACDepacketizer.Frame] = []
+    for (index, frame) in sendable.enumerated() {
+        guard let packets = try? packetizer.packets(frame: frame.bytes, timestamp: UInt32(index) * 1024, duration: 1024) else {
+            fatalError("fuzz check failed: the packetizer refused a frame of \(frame.bytes.count) bytes")
+        }
+        for packet in packets { rebuilt += again.receive(packet) }
+    }
+    for packet in packetizer.flush() { rebuilt += again.receive(packet) }
+    rebuilt += again.finish()
+    // (A frame that itself holds an ADTS frame loses that header again.)
+    if again.statistics.framesUnwrapped == 0 {
+        fuzzCheck(rebuilt.map(\.bytes) == sendable.map(\.bytes), "frames changed across packetizing and depacketizing")
     }
 }

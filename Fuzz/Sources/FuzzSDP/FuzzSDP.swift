@@ -1,5 +1,5 @@
-// Text through the session description parser and the H.264 payload format parameters; what
-// parses must be written back and parse to the same values.
+// Text through the session description parser and the H.264 and mpeg4-generic (AAC) payload
+// format parameters; what parses must be written back and parse to the same values.
 import FuzzSupport
 import H264Network
 
@@ -17,6 +17,13 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
             fuzzCheck(again == description, "a session description changed across text and parse")
         }
         for medium in description.media {
+            if let format = try? MPEG4GenericPayloadFormat(medium: medium) {
+                _ = try? format.formatDescription()
+                if writable, !(format.control ?? "").contains(" "), !format.mode.contains(";"), !format.mode.contains(" ") {
+                    let again = try? MPEG4GenericPayloadFormat(medium: format.medium(port: medium.port))
+                    fuzzCheck(again == format, "mpeg4-generic payload parameters changed across attributes and parse")
+                }
+            }
             guard let format = try? H264PayloadFormat(medium: medium) else { continue }
             _ = try? format.formatDescription()
             guard writable, !(format.control ?? "").contains(" ") else { continue }
