@@ -45,8 +45,17 @@ public struct RTPDestination: Sendable, Hashable, CustomStringConvertible {
     /// The session description a sender to this destination announces for `format` (RFC 6184
     /// §8.2.1): one video medium on the port, the connection address the host.
     public func sessionDescription(for format: H264PayloadFormat, name: String = "H264Kit") -> SessionDescription {
+        sessionDescription(video: format, audio: nil, name: name)
+    }
+
+    /// The session description a sender of video and audio to this destination announces:
+    /// the video medium on the port, the audio (RFC 3640 AAC) on the port `audioPortOffset`
+    /// above it (2, ffmpeg's layout, as `RTPSender` sends; give 0 when there is no video).
+    public func sessionDescription(video: H264PayloadFormat?, audio: MPEG4GenericPayloadFormat?, audioPortOffset: Int = 2,
+                                   name: String = "H264Kit") -> SessionDescription {
         let family = host.contains(":") ? "IP6" : "IP4"
+        let media = [video?.medium(port: port), audio?.medium(port: port + audioPortOffset)].compactMap { $0 }
         return SessionDescription(origin: "- 0 0 IN \(family) \(host.isEmpty ? "0.0.0.0" : host)", name: name,
-                                  connection: "IN \(family) \(host.isEmpty ? "0.0.0.0" : host)", media: [format.medium(port: port)])
+                                  connection: "IN \(family) \(host.isEmpty ? "0.0.0.0" : host)", media: media)
     }
 }

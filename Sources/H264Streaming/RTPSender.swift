@@ -7,7 +7,7 @@ import SystemIO
 
 /// Sends H.264 sample buffers as RTP over UDP (RFC 6184 on RFC 3550): seed 003's case study 4,
 /// "compressing a sequence of images into an H.264 stream for the network", from the sample
-/// buffers on.
+/// buffers on; and AAC beside it (RFC 3640, AAC-hbr), as ffmpeg sends a file with sound.
 ///
 /// Each access unit goes out in decode order as the `H264Packetizer` makes its packets, paced
 /// by a `Timebase` so that a sample leaves when the timebase reaches its decode time (the
@@ -16,6 +16,14 @@ import SystemIO
 /// at the start and every ``Options/senderReportInterval``, and a sender report with a BYE at
 /// the end, which is how ffmpeg's and GStreamer's receivers learn that the stream is over.
 ///
+/// The samples of the first AAC track among them are a second medium, sent to the port
+/// ``Options/audioPortOffset`` above the video's (ffmpeg's layout: video on PORT, audio on
+/// PORT+2, RTCP on the odd port after each), with its own SSRC and sender reports. Both
+/// media's reports give the RTP clock each stands at for one same wall-clock instant, so a
+/// receiver lines the sound up with the picture (RFC 3550 §6.4.1); ``RTPDestination``'s
+/// session description announces both. Samples of other tracks are left out and counted
+/// (``Summary/samplesLeftOut``).
+///
 /// The socket work runs on SwiftNIO's event loops; the caller's task only packetizes and waits.
 public struct RTPSender: Sendable {
     /// How the stream is sent.
@@ -23,6 +31,11 @@ public struct RTPSender: Sendable {
         /// The packetizer's configuration: packetization mode, packet size (the MTU less the IP
         /// and UDP headers), payload type, SSRC and the random starting values.
         public var packetizer: H264Packetizer.Configuration
+        /// The AAC packetizer's configuration (payload type 97; its own SSRC).
+        public var audioPacketizer: AACPacketizer.Configuration
+        /// The audio medium's port above the destination's: 2 beside video (ffmpeg's layout),
+        /// 0 when audio is all that is sent.
+        public var audioPortOffset: Int
         /// Wait for each sample's decode time (true), or send as fast as the socket allows.
         public var paced: Bool
         /// The pace, when paced: 1 is real time, 4 four times faster (ffmpeg's `-readrate`).
@@ -38,9 +51,12 @@ public struct RTPSender: Sendable {
         public var goodbyeDelay: Duration
 
         /// Options; the defaults are mode 1, 1,200-byte packets, payload type 96, paced.
-        public init(packetizer: H264Packetizer.Configuration = .init(), paced: Bool = true, rate: Double = 1, senderReportInterval: Duration = .seconds(5),
-                    sampleLimit: Int? = nil, goodbyeDelay: Duration = .milliseconds(500)) {
+        public init(packetizer: H264Packetizer.Configuration = .init(), audioPacketizer: AACPacketizer.Configuration = .init(), audioPortOffset: Int = 2,
+                    paced: Bool = true, rate: Double = 1, senderReportInterval: Duration = .seconds(5), sampleLimit: Int? = nil,
+                    goodbyeDelay: Duration = .milliseconds(500)) {
             self.packetizer = packetizer
+            self.audioPacketizer = audioPacketizer
+            self.audioPortOffset = audioPortOffset
             self.paced = paced
             self.rate = rate
             self.senderReportInterval = senderReportInterval
@@ -51,18 +67,36 @@ public struct RTPSender: Sendable {
 
     /// What was sent.
     public struct Summary: Sendable, Hashable, Codable {
-        /// Samples (access units) sent.
+        /// Video samples (access units) sent.
         public var samples: Int
-        /// RTP packets sent.
+        /// RTP packets of the video sent.
         public var packets: Int
-        /// RTP payload bytes sent (RTCP's sender octet count).
+        /// RTP payload bytes of the video sent (RTCP's sender octet count).
         public var octets: Int
         /// RTCP packets sent (compound packets count once).
         public var controlPackets: Int
-        /// The synchronization source of the stream.
+        /// The synchronization source of the video.
         public var ssrc: UInt32
         /// What the receivers said over RTCP.
         public var receiverFeedback = ReceiverFeedback.Counts()
+        /// The audio medium, when the samples had AAC.
+        public var audio: Medium?
+        /// Samples of tracks neither medium carries (a second audio track, another codec).
+        public var samplesLeftOut = 0
+
+        /// What went out of one medium.
+        public struct Medium: Sendable, Hashable, Codable {
+            /// The track the samples came from.
+            public var trackID: UInt32
+            /// Samples sent.
+            public var samples: Int
+            /// RTP packets sent.
+            public var packets: Int
+            /// RTP payload bytes sent.
+            public var octets: Int
+            /// The medium's synchronization source.
+            public var ssrc: UInt32
+        }
     }
 
     /// What receivers send back: reception reports and picture loss indications.
@@ -122,6 +156,10 @@ public struct RTPSender: Sendable {
     public init(destination: RTPDestination, options: Options = Options()) throws(StreamingError) {
         guard !destination.host.isEmpty else { throw .invalidOption("\(destination): a sender needs a host to send to (rtp://HOST:PORT)") }
         _ = try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: options.packetizer) }  // validates the configuration
+        _ = try StreamingError.network { () throws(NetworkError) in try AACPacketizer(configuration: options.audioPacketizer, clockRate: 48_000) }
+        guard options.audioPortOffset >= 0, options.audioPortOffset % 2 == 0, destination.port + options.audioPortOffset <= 65534 else {
+            throw .invalidOption("an audio port offset of \(options.audioPortOffset) from \(destination.port): even, 0 or more, the port (and RTCP's after it) at most 65535")
+        }
         guard options.rate > 0, options.rate.isFinite else { throw .invalidOption("a pace of \(options.rate) times real time: more than 0") }
         guard options.goodbyeDelay >= .zero else { throw .invalidOption("a goodbye delay of \(options.goodbyeDelay): 0 or more") }
         self.destination = destination
@@ -136,10 +174,12 @@ public struct RTPSender: Sendable {
     /// live encoder makes its next picture an IDR (`LivePictureSamples/requestKeyframe()`).
     public func send<Samples: AsyncSequence>(_ samples: Samples, onPictureLoss: (@Sendable () -> Void)? = nil) async throws(StreamingError) -> Summary
     where Samples.Element == SampleBuffer {
-        let rtpAddress: SocketAddress, rtcpAddress: SocketAddress
+        let rtpAddress: SocketAddress, rtcpAddress: SocketAddress, audioAddresses: (rtp: SocketAddress, rtcp: SocketAddress)
         do {
             rtpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port)
             rtcpAddress = try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port + 1)
+            audioAddresses = (try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port + options.audioPortOffset),
+                              try SocketAddress.makeAddressResolvingHost(destination.host, port: destination.port + options.audioPortOffset + 1))
         } catch {
             throw .socket("\(destination): the host does not resolve", underlying: error)
         }
@@ -152,7 +192,7 @@ public struct RTPSender: Sendable {
             try? await rtp.channel.close()
             throw error
         }
-        var session = try SendingSession(options: options)
+        var session = try SendingSession(options: options, audioAddresses: audioAddresses)
         let feedback = ReceiverFeedback()
         do {
             try await rtcp.executeThenClose { rtcpIn, rtcpOut in
@@ -207,30 +247,71 @@ public struct RTPSender: Sendable {
     }
 }
 
-/// The state of one send: the packetizer, the pacing timebase, the counts.
+/// The state of one send: the packetizers, the pacing timebase, the counts.
 private struct SendingSession {
     typealias Writer = NIOAsyncChannelOutboundWriter<AddressedEnvelope<ByteBuffer>>
     let options: RTPSender.Options
     var packetizer: H264Packetizer
+    /// The audio medium, from the first AAC sample on.
+    var audio: AudioMedium?
+    let audioAddresses: (rtp: SocketAddress, rtcp: SocketAddress)
+    /// The video track (the first video sample's).
+    var videoTrack: TrackID?
     var samples = 0
+    var samplesLeftOut = 0
     var controlPackets = 0
     var lastRTPTimestamp: UInt32
     let timebase = Timebase()
+    /// Whether the timebase was started (at the first sample's decode time, whatever its track).
+    var started = false
     var nextReport: ContinuousClock.Instant?
     var lastSampleEnd: MediaTime?
     /// The RTP clock against the wall clock, from when each sample went (its decode time):
     /// what a sender report pairs when the samples are not paced (paced, the timebase is it).
     var clock = WallClockMapping()
 
-    init(options: RTPSender.Options) throws(StreamingError) {
+    /// The AAC medium: its packetizer and counts.
+    struct AudioMedium {
+        var packetizer: AACPacketizer
+        let trackID: TrackID
+        var samples = 0
+        var lastRTPTimestamp: UInt32
+    }
+
+    init(options: RTPSender.Options, audioAddresses: (rtp: SocketAddress, rtcp: SocketAddress)) throws(StreamingError) {
         self.options = options
+        self.audioAddresses = audioAddresses
         packetizer = try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: options.packetizer) }
         lastRTPTimestamp = options.packetizer.timestampOffset
     }
 
     var summary: RTPSender.Summary {
-        RTPSender.Summary(samples: samples, packets: packetizer.packetCount, octets: packetizer.octetCount, controlPackets: controlPackets,
-                          ssrc: packetizer.configuration.ssrc)
+        var summary = RTPSender.Summary(samples: samples, packets: packetizer.packetCount, octets: packetizer.octetCount, controlPackets: controlPackets,
+                                        ssrc: packetizer.configuration.ssrc)
+        summary.audio = audio.map { .init(trackID: $0.trackID.rawValue, samples: $0.samples, packets: $0.packetizer.packetCount,
+                                          octets: $0.packetizer.octetCount, ssrc: $0.packetizer.configuration.ssrc) }
+        summary.samplesLeftOut = samplesLeftOut
+        return summary
+    }
+
+    /// Where a sample goes: the video medium, the audio medium, or nowhere (left out).
+    enum Route { case video, audio, leftOut }
+
+    mutating func route(_ sample: SampleBuffer) throws(StreamingError) -> Route {
+        if sample.videoFormatDescription != nil {
+            if videoTrack == nil { videoTrack = sample.trackID }
+            return videoTrack == sample.trackID ? .video : .leftOut
+        }
+        if let format = sample.audioFormatDescription, format.isAAC {
+            if audio == nil {
+                let packetizer = try StreamingError.network { () throws(NetworkError) in
+                    try AACPacketizer(configuration: options.audioPacketizer, clockRate: format.sampleRate)
+                }
+                audio = AudioMedium(packetizer: packetizer, trackID: sample.trackID, lastRTPTimestamp: options.audioPacketizer.timestampOffset)
+            }
+            return audio?.trackID == sample.trackID ? .audio : .leftOut
+        }
+        return .leftOut
     }
 
     mutating func run<Samples: AsyncSequence>(_ input: Samples, rtp: Writer, to rtpAddress: SocketAddress, rtcp: Writer, to rtcpAddress: SocketAddress) async throws
@@ -241,26 +322,49 @@ private struct SendingSession {
         do {
             while options.sampleLimit.map({ samples < $0 }) ?? true, let sample = try await iterator.next() {
                 try Task.checkCancellation()
+                let route = try route(sample)
+                if route == .leftOut {
+                    samplesLeftOut += 1
+                    continue
+                }
                 if options.paced {
-                    if samples == 0 { timebase.setRate(options.rate, time: sample.decodeTime) }
+                    if !started { timebase.setRate(options.rate, time: sample.decodeTime) }
                     _ = try await timebase.sleep(until: sample.decodeTime)
                 }
-                let timestamp = packetizer.timestamp(for: sample.presentationTime)
-                if samples == 0 { lastRTPTimestamp = timestamp }
+                started = true
                 // When it went: its due time, not after the write (whose time varies).
                 let went = WallClock.seconds
-                let packets = try packetizer.packets(for: sample)
-                try await rtp.write(contentsOf: packets.map { AddressedEnvelope(remoteAddress: rtpAddress, data: ByteBuffer(bytes: $0.bytes)) })
-                samples += 1
-                lastRTPTimestamp = timestamp
                 if sample.decodeTime.isNumeric { clock.date(ofMediaTime: sample.decodeTime.seconds, arrival: went) }
-                lastSampleEnd = sample.decodeTime + sample.duration
+                // Reports go before each medium's first packet (a receiver then times even that
+                // one from them: ffmpeg's otherwise starts each medium at 0, out of sync until
+                // the first report), and every interval.
+                let firstOfMedium = route == .video ? samples == 0 : audio?.samples == 0
                 let now = ContinuousClock.now
-                if nextReport.map({ now >= $0 }) ?? true {
-                    try await rtcp.write(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: RTCPPacket.serialize([.senderReport(senderReport())]))))
-                    controlPackets += 1
+                if firstOfMedium || nextReport.map({ now >= $0 }) ?? true {
+                    try await sendReports(rtcp: rtcp, to: rtcpAddress, goodbye: false)
                     nextReport = now + options.senderReportInterval
                 }
+                switch route {
+                case .video:
+                    let timestamp = packetizer.timestamp(for: sample.presentationTime)
+                    let packets = try packetizer.packets(for: sample)
+                    try await rtp.write(contentsOf: packets.map { AddressedEnvelope(remoteAddress: rtpAddress, data: ByteBuffer(bytes: $0.bytes)) })
+                    samples += 1
+                    lastRTPTimestamp = timestamp
+                case .audio:
+                    let timestamp = audio!.packetizer.timestamp(for: sample.presentationTime)
+                    let packets = try audio!.packetizer.packets(for: sample)
+                    try await rtp.write(contentsOf: packets.map { AddressedEnvelope(remoteAddress: audioAddresses.rtp, data: ByteBuffer(bytes: $0.bytes)) })
+                    audio!.samples += 1
+                    audio!.lastRTPTimestamp = timestamp
+                case .leftOut:
+                    break
+                }
+                let end = sample.decodeTime + sample.duration
+                if lastSampleEnd.map({ end > $0 }) ?? true { lastSampleEnd = end }
+            }
+            if let pending = audio?.packetizer.flush(), !pending.isEmpty {
+                try await rtp.write(contentsOf: pending.map { AddressedEnvelope(remoteAddress: audioAddresses.rtp, data: ByteBuffer(bytes: $0.bytes)) })
             }
             // The stream lasts until its last frame's end: a receiver that reads the BYE before
             // the last packets (they come on another port) would lose them.
@@ -271,28 +375,61 @@ private struct SendingSession {
             failure = error
         }
         // The BYE goes out however the stream ended, so that receivers stop waiting.
-        let bye = RTCPPacket.serialize([.senderReport(senderReport()), .goodbye(.init(sources: [packetizer.configuration.ssrc]))])
         // (From a task of its own: the writer refuses a cancelled task's writes.)
-        try await Task { try await rtcp.write(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: bye))) }.value
-        controlPackets += 1
+        let session = self
+        try await Task { try await session.writeReports(rtcp: rtcp, to: rtcpAddress, goodbye: true) }.value
+        controlPackets += audio == nil ? 1 : 2
         if let failure { throw failure }
     }
 
-    /// A sender report for now: the wall clock in NTP format and the RTP clock at that same
+    /// A sender report of each medium (with a BYE at the end), to each medium's RTCP port.
+    mutating func sendReports(rtcp: Writer, to rtcpAddress: SocketAddress, goodbye: Bool) async throws {
+        try await writeReports(rtcp: rtcp, to: rtcpAddress, goodbye: goodbye)
+        controlPackets += audio == nil ? 1 : 2
+    }
+
+    func writeReports(rtcp: Writer, to rtcpAddress: SocketAddress, goodbye: Bool) async throws {
+        let now = WallClock.seconds
+        var envelopes: [AddressedEnvelope<ByteBuffer>] = []
+        var video: [RTCPPacket] = [.senderReport(senderReport(at: now))]
+        if goodbye { video.append(.goodbye(.init(sources: [packetizer.configuration.ssrc]))) }
+        envelopes.append(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: RTCPPacket.serialize(video))))
+        if let audio {
+            var packets: [RTCPPacket] = [.senderReport(audioSenderReport(audio, at: now))]
+            if goodbye { packets.append(.goodbye(.init(sources: [audio.packetizer.configuration.ssrc]))) }
+            envelopes.append(AddressedEnvelope(remoteAddress: audioAddresses.rtcp, data: ByteBuffer(bytes: RTCPPacket.serialize(packets))))
+        }
+        try await rtcp.write(contentsOf: envelopes)
+    }
+
+    /// The media time the wall clock stands at `now`: paced, the pacing timebase's (exact, at
+    /// any rate); unpaced, the one the samples' sending times put there (``WallClockMapping``);
+    /// nil before any sample.
+    func mediaTime(at now: Double) -> Double? {
+        if options.paced, started, timebase.time.isNumeric { return timebase.time.seconds }
+        return clock.mediaTime(atDate: now)
+    }
+
+    /// A sender report for `now`: the wall clock in NTP format and the RTP clock at that same
     /// instant (RFC 3550 §6.4.1), the media time the samples sent so far put there, in the
     /// stream's timestamps (presentation times, so a receiver places a frame at the moment it
     /// is to be shown, and lines up another medium's samples with it). Not the last packet's
     /// timestamp: that is a presentation time, ahead of the decode time it was sent at by the
     /// frame's reordering delay (up to a few frames with B-frames), and would move the report
-    /// by that much from one report to the next. Paced, the media time is the pacing
-    /// timebase's (exact, at any rate); unpaced, the one the samples' sending times put there
-    /// (``WallClockMapping``). Before any sample, the first timestamp.
-    func senderReport() -> RTCPPacket.SenderReport {
-        let now = WallClock.seconds
-        let media: MediaTime? = options.paced && samples > 0 && timebase.time.isNumeric ? timebase.time
-            : clock.mediaTime(atDate: now).map { MediaTime(seconds: $0, preferredTimescale: H264Packetizer.clockRate) }
+    /// by that much from one report to the next. Before any sample, the first timestamp.
+    func senderReport(at now: Double) -> RTCPPacket.SenderReport {
+        let media = mediaTime(at: now).map { MediaTime(seconds: $0, preferredTimescale: H264Packetizer.clockRate) }
         let rtp = media.map { packetizer.timestamp(for: $0) } ?? lastRTPTimestamp
         return RTCPPacket.SenderReport(ssrc: packetizer.configuration.ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
                                        packetCount: UInt32(truncatingIfNeeded: packetizer.packetCount), octetCount: UInt32(truncatingIfNeeded: packetizer.octetCount))
+    }
+
+    /// The audio medium's report for the same instant, in its clock (the sample rate).
+    func audioSenderReport(_ audio: AudioMedium, at now: Double) -> RTCPPacket.SenderReport {
+        let media = mediaTime(at: now).map { MediaTime(seconds: $0, preferredTimescale: audio.packetizer.clockRate) }
+        let rtp = media.map { audio.packetizer.timestamp(for: $0) } ?? audio.lastRTPTimestamp
+        return RTCPPacket.SenderReport(ssrc: audio.packetizer.configuration.ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
+                                       packetCount: UInt32(truncatingIfNeeded: audio.packetizer.packetCount),
+                                       octetCount: UInt32(truncatingIfNeeded: audio.packetizer.octetCount))
     }
 }

@@ -7,8 +7,10 @@ struct SDP: ParsableCommand {
         abstract: "Print the session description (SDP) that sending INPUT over RTP to a destination announces.",
         discussion: """
             RFC 6184 §8.2.1: a video medium with a=rtpmap H264/90000 and a=fmtp carrying packetization-mode, \
-            profile-level-id and sprop-parameter-sets (base64 SPS and PPS of the first sample's description). \
-            ffmpeg, ffplay, VLC and GStreamer open it (ffmpeg: -protocol_whitelist file,udp,rtp -i FILE.sdp).
+            profile-level-id and sprop-parameter-sets (base64 SPS and PPS of the first sample's description); \
+            and, when INPUT has AAC (and not --no-audio), an audio medium on PORT+2 (RFC 3640 mpeg4-generic, \
+            AAC-hbr, config= the AudioSpecificConfig), as `stream` sends it. ffmpeg, ffplay, VLC and GStreamer \
+            open it (ffmpeg: -protocol_whitelist file,udp,rtp -i FILE.sdp).
             """
     )
 
@@ -24,6 +26,9 @@ struct SDP: ParsableCommand {
     @Option(help: "The RTP payload type (dynamic: 96-127).")
     var payloadType: UInt8 = 96
 
+    @Flag(help: "Announce the video alone (as `stream --no-audio` sends it).")
+    var noAudio = false
+
     @OptionGroup var limits: LimitOptions
 
     func validate() throws {
@@ -37,7 +42,9 @@ struct SDP: ParsableCommand {
         do {
             let target = try RTPDestination(parsing: destination)
             let format = try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode)
-            print(target.sessionDescription(for: format).text, terminator: "")
+            let audio = noAudio ? nil : try MediaSource.otherTracks(path: input, options: options).lazy.compactMap(\.format.audio).first(where: \.isAAC)
+            let audioFormat = audio.map { MPEG4GenericPayloadFormat(formatDescription: $0, payloadType: Stream.audioPayloadType(besideVideo: payloadType)) }
+            print(target.sessionDescription(video: format, audio: audioFormat).text, terminator: "")
         } catch {
             throw ToolError(error)
         }

@@ -9,8 +9,9 @@ struct Stream: AsyncParsableCommand {
         discussion: """
             rtp://HOST:PORT sends RTP to the host, RTCP sender reports to PORT+1, paced by the timestamps \
             (as ffmpeg -re does), and a BYE at the end or on SIGINT, which ends ffmpeg's and GStreamer's \
-            receivers. --sdp writes what `h264kit sdp` prints, for the receiver \
-            (ffmpeg -protocol_whitelist file,udp,rtp -i FILE.sdp).
+            receivers; the input's first AAC track goes beside the video to PORT+2 (RFC 3640, RTCP on PORT+3), \
+            as ffmpeg sends a file with sound (--no-audio: the video alone). --sdp writes what `h264kit sdp` \
+            prints, for the receiver (ffmpeg -protocol_whitelist file,udp,rtp -i FILE.sdp).
             rtsp://HOST:PORT/PATH serves INPUT on HOST:PORT at PATH to any number of clients (RTP over UDP or \
             interleaved in TCP): a file to each client from its start, or with --loop as one live stream clients \
             join at its next keyframe; until SIGINT. --user USER:PASS makes clients authenticate.
@@ -66,6 +67,9 @@ struct Stream: AsyncParsableCommand {
 
     @Flag(help: "Send as fast as the socket takes packets instead of at the stream's pace.")
     var noPace = false
+
+    @Flag(help: "rtp://: send the video alone, leaving out the input's AAC track.")
+    var noAudio = false
 
     @Option(help: "Pace at this many times real time (ffmpeg's -readrate).")
     var rate: Double = 1
@@ -135,10 +139,16 @@ struct Stream: AsyncParsableCommand {
         let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
         do {
             let live = try isLive ? liveSamples() : nil
+            var audio: TrackDescription?
             if live == nil {
-                // The picture goes; say what does not (sound over RTP and HLS: later).
-                for track in (try? MediaSource.otherTracks(path: input)) ?? [] {
-                    printError("\(input): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: streaming carries the video alone so far")
+                // The picture goes, and over RTP the first AAC track; say what does not.
+                let others = (try? MediaSource.otherTracks(path: input)) ?? []
+                let isRTP = !isHTTP && !isRTSP
+                if isRTP, !noAudio { audio = others.first { $0.format.audio?.isAAC == true } }
+                for track in others where track.id != audio?.id {
+                    let reason = !isRTP ? "streaming over \(isHTTP ? "HTTP" : "RTSP") carries the video alone so far"
+                        : noAudio && track.mediaType == .audio ? "--no-audio" : "RTP carries the video and one AAC track"
+                    printError("\(input): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: \(reason)")
                 }
             }
             if isHTTP {
@@ -146,7 +156,7 @@ struct Stream: AsyncParsableCommand {
             } else if isRTSP {
                 try await serveRTSP(live: live, packetizer: packetizer)
             } else {
-                try await sendRTP(live: live, packetizer: packetizer)
+                try await sendRTP(live: live, packetizer: packetizer, audio: audio)
             }
         } catch let error as ToolError { throw error } catch let error as NetworkError where error.code == .source {
             throw ToolError("\(input): \(error)")  // (a source's error does not name it)
@@ -163,14 +173,18 @@ struct Stream: AsyncParsableCommand {
         }
     }
 
-    func sendRTP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
-        let options = damage.applied(to: limits.mediaSource)
+    func sendRTP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration, audio: TrackDescription?) async throws {
+        var options = damage.applied(to: limits.mediaSource)
+        if audio != nil { options.tracks = .all }  // (the sender leaves out all but the video and the first AAC track)
         let target = try RTPDestination(parsing: destination)
-        let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, paced: !noPace, rate: rate, sampleLimit: frames))
+        let audioPacketizer = AACPacketizer.Configuration(maximumPacketSize: mtu, payloadType: Self.audioPayloadType(besideVideo: payloadType))
+        let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, audioPacketizer: audioPacketizer, paced: !noPace, rate: rate,
+                                                                       sampleLimit: frames))
         if let sdp {
             let format = if let live { try await H264PayloadFormat(firstSampleOf: live, payloadType: payloadType, packetizationMode: packetizationMode) }
                 else { try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode) }
-            try writeFile(sdp, Array(target.sessionDescription(for: format).text.utf8))
+            let audioFormat = audio?.format.audio.map { MPEG4GenericPayloadFormat(formatDescription: $0, payloadType: audioPacketizer.payloadType) }
+            try writeFile(sdp, Array(target.sessionDescription(video: format, audio: audioFormat).text.utf8))
         }
         // SIGINT and SIGTERM stop the stream the way its end does: with an RTCP BYE.
         let task = Task {
@@ -184,8 +198,14 @@ struct Stream: AsyncParsableCommand {
             let feedback = summary.receiverFeedback
             printError("\(summary.samples) samples, \(summary.packets) RTP packets, \(summary.octets) payload bytes, \(summary.controlPackets) RTCP packets, SSRC \(summary.ssrc); "
                        + "receivers: \(feedback.receptionReports) reports, \(feedback.pictureLossIndications) picture loss indications")
+            if let audio = summary.audio {
+                printError("audio (track \(audio.trackID)): \(audio.samples) frames, \(audio.packets) RTP packets, \(audio.octets) payload bytes, SSRC \(audio.ssrc)")
+            }
         }
     }
+
+    /// The audio medium's payload type: 97, or 98 when the video took 97.
+    static func audioPayloadType(besideVideo video: UInt8) -> UInt8 { video == 97 ? 98 : 97 }
 
     func serveRTSP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
         let url = try RTSPURL(parsing: destination)

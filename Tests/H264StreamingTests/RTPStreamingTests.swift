@@ -73,6 +73,136 @@ struct RTPStreamingTests {
         #expect(summary.samples == expected.count && summary.controlPackets >= 2)
     }
 
+    /// 3 s of H.264 (B-frames) and 48 kHz stereo AAC, by ffmpeg.
+    static let audioVideoSource: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-rtp-av-\(getpid()).mp4").path
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                                "-t", "3", "-ac", "2", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-c:a", "aac", path])
+        return path
+    }()
+
+    @Test("ffmpeg receives video and AAC from RTPSender (PORT and PORT+2, one SDP): the source's frames, its audio packets byte for byte, and the first sound beside the first picture as in the source (from the sender reports) within 2 ms")
+    func ffmpegReceivesVideoAndAudio() async throws {
+        let source = Self.audioVideoSource
+        var options = MediaSource.Options()
+        options.tracks = .all
+        var samples: [SampleBuffer] = []
+        let reader = try MediaSource(path: source, options: options)
+        while let sample = try reader.next() { samples.append(sample) }
+        let video = samples.filter { $0.mediaType == .video }, audio = samples.filter { $0.mediaType == .audio }
+        try #require(!video.isEmpty && !audio.isEmpty)
+        let port = try freeUDPPortPair(count: 2)
+        let destination = RTPDestination(host: "127.0.0.1", port: port)
+        let audioFormat = MPEG4GenericPayloadFormat(formatDescription: try #require(audio[0].audioFormatDescription))
+        let sdp = destination.sessionDescription(video: H264PayloadFormat(formatDescription: try #require(video[0].videoFormatDescription)), audio: audioFormat)
+        #expect(sdp.media.map(\.port) == [port, port + 2])
+        let sdpPath = try Checkout.temporaryFile(Array(sdp.text.utf8), suffix: ".sdp")
+        let recorded = sdpPath + ".framemd5"
+        defer { for path in [sdpPath, recorded] { try? FileManager.default.removeItem(atPath: path) } }
+        async let received = Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,
+                                                              "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-",
+                                                              "-map", "0", "-c", "copy", "-f", "framemd5", recorded])
+        try await Self.waitUntilBound(port)
+        try await Self.waitUntilBound(port + 2)
+        let drops = UDPDropWatch(port: port)
+        let sender = try RTPSender(destination: destination, options: .init(goodbyeDelay: .seconds(3)))
+        let summary = try await sender.send(MediaFileSamples(path: source, options: options))
+        let result = try await received
+        let dropped = drops.stop()
+        #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
+        #expect(summary.samples == video.count && summary.audio?.samples == audio.count && summary.samplesLeftOut == 0)
+        let copied = try String(contentsOfFile: recorded, encoding: .utf8)
+        let sourceVideo = try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"]).stdoutText
+        let sourceAudio = try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText
+        let sourceCopy = try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText
+        try expectations(unless: dropped > 0 ? "the kernel dropped \(dropped) datagrams on ffmpeg's port \(port): ffmpeg did not read in time" : nil) {
+            #expect(framemd5Hashes(result.stdoutText) == framemd5Hashes(sourceVideo))
+            // The audio packets, byte for byte (the data's hash; a movie's first packet also
+            // carries its priming as side data, which RTP does not).
+            let received = Framemd5(copied).dataHashes(stream: 1), sent = Framemd5(sourceAudio).dataHashes(stream: 0)
+            #expect(received == sent, "\(received.count) audio packets recorded of \(sent.count)")
+            // Lip sync: the first audio packet against a picture, as in the source. (ffmpeg's RTP
+            // demuxer leaves the first picture's presentation time unknown: the first picture
+            // whose time it gives, by its place in decoding order.)
+            let recordedVideo = Framemd5(copied).times(stream: 0), sourcePictures = Framemd5(sourceCopy).times(stream: 0)
+            let picture = try #require(recordedVideo.firstIndex { $0 != nil })
+            let offset = try #require(Framemd5(copied).firstTime(stream: 1)) - recordedVideo[picture]!
+            let expected = try #require(Framemd5(sourceAudio).firstTime(stream: 0)) - (try #require(sourcePictures[picture]))
+            #expect(abs(offset - expected) <= 0.002, "the first sound \(offset) s after picture \(picture); in the source \(expected) s")
+        }
+    }
+
+    /// What ffmpeg's framemd5 muxer wrote: each stream's time base and packets.
+    struct Framemd5 {
+        var timeBases: [Int: Double] = [:]
+        var lines: [(stream: Int, pts: Int64?, hash: String)] = []
+
+        init(_ text: String) {
+            for line in text.split(separator: "\n") {
+                if line.hasPrefix("#tb ") {
+                    let parts = line.dropFirst(4).split(separator: ":")
+                    let fraction = parts.last?.trimmingCharacters(in: .whitespaces).split(separator: "/").compactMap { Double($0) } ?? []
+                    if let stream = parts.first.flatMap({ Int($0) }), fraction.count == 2 { timeBases[stream] = fraction[0] / fraction[1] }
+                    continue
+                }
+                guard !line.hasPrefix("#") else { continue }
+                let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                guard fields.count >= 6, let stream = Int(fields[0]) else { continue }
+                let pts = Int64(fields[2]).flatMap { $0 == Int64.min ? nil : $0 }
+                lines.append((stream, pts, fields[5]))
+            }
+        }
+
+        /// The packet data's md5s of `stream` (side data, after it, left aside).
+        func dataHashes(stream: Int) -> [String] { lines.filter { $0.stream == stream }.map(\.hash) }
+
+        /// The presentation time of each packet of `stream` in order, in seconds (nil: unknown).
+        func times(stream: Int) -> [Double?] {
+            let base = timeBases[stream] ?? 0
+            return lines.filter { $0.stream == stream }.map { $0.pts.map { Double($0) * base } }
+        }
+
+        /// The earliest presentation time of `stream`, in seconds.
+        func firstTime(stream: Int) -> Double? {
+            guard let base = timeBases[stream], let first = lines.filter({ $0.stream == stream }).compactMap(\.pts).min() else { return nil }
+            return Double(first) * base
+        }
+    }
+
+    @Test("GStreamer (udpsrc ! rtpmp4gdepay) receives the AAC RTPSender sends beside the video: every frame the source's, byte for byte", .requires(.gstLaunch))
+    func gstreamerReceivesTheAudio() async throws {
+        let source = Self.audioVideoSource
+        var options = MediaSource.Options()
+        options.tracks = .all
+        var frames: [UInt8] = []
+        var config: [UInt8] = []
+        let reader = try MediaSource(path: source, options: options)
+        while let sample = try reader.next() {
+            guard sample.mediaType == .audio else { continue }
+            frames += sample.data.bytes
+            config = sample.audioFormatDescription?.magicCookie ?? config
+        }
+        let port = try freeUDPPortPair(count: 2)
+        let received = try Checkout.temporaryFile([], suffix: ".aac")
+        defer { try? FileManager.default.removeItem(atPath: received) }
+        let caps = "application/x-rtp,media=audio,clock-rate=48000,encoding-name=MPEG4-GENERIC,payload=97,mode=AAC-hbr,config="
+            + config.map { String(format: "%02x", $0) }.joined() + ",sizelength=13,indexlength=3,indexdeltalength=3,streamtype=5"
+        let gstreamer = try ChildProcess(try #require(which("gst-launch-1.0")), [
+            "-q", "-e", "udpsrc", "address=127.0.0.1", "port=\(port + 2)", "caps=\(caps)", "!", "rtpjitterbuffer", "latency=1000", "!", "rtpmp4gdepay", "!",
+            "filesink", "location=\(received)",
+        ])
+        try await Self.waitUntilBound(port + 2)
+        let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port))
+        let summary = try await sender.send(MediaFileSamples(path: source, options: options))
+        _ = await waitUntilFileHolds(received, bytes: frames.count, seconds: 30)
+        try await Task.sleep(for: .milliseconds(1500))
+        kill(gstreamer.pid, SIGINT)
+        #expect(gstreamer.wait() == 0, "\(gstreamer.stderrText)")
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: received)))
+        #expect((summary.audio?.samples ?? 0) > 100)
+        #expect(bytes == frames, "\(bytes.count) bytes of AAC frames received, \(frames.count) sent")
+    }
+
     @Test("GStreamer (udpsrc ! rtph264depay ! avdec_h264) receives what RTPSender sends: every decoded picture is the source's, byte for byte",
           .requires(.gstLaunch))
     func gstreamerDecodesWhatWeSend() async throws {

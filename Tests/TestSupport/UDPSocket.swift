@@ -84,11 +84,12 @@ extension String {
     func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
 
-/// A port P with P and P + 1 free on this host (RTP and RTCP), P even as RFC 3550 asks.
-public func freeUDPPortPair() throws -> Int {
+/// A port P with P and P + 1 free on this host (RTP and RTCP), P even as RFC 3550 asks; with
+/// `count` pairs, the ports up to P + 2 × count − 1 (video and audio: P to P + 3).
+public func freeUDPPortPair(count: Int = 1) throws -> Int {
     for _ in 0..<100 {
         let port = UInt16.random(in: serverPortRange) & ~1
-        if !udpPortIsBound(port), !udpPortIsBound(port + 1) { return Int(port) }
+        if (0..<UInt16(2 * count)).allSatisfy({ !udpPortIsBound(port + $0) }) { return Int(port) }
     }
-    throw TestFailure("no free UDP port pair on 127.0.0.1")
+    throw TestFailure("no \(2 * count) free UDP ports in a row on 127.0.0.1")
 }
