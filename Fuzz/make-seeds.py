@@ -133,6 +133,28 @@ for path in streams[-6:]:
         receiver.close()
         put("FuzzRTP", f"{name}-{flags}", bytes([0x00, 0x10]) + data)
         put("FuzzSDP", f"{name}-{flags}", open(sdp, "rb").read())
+# AAC over RTP as ffmpeg sends it (RFC 3640, frames gathered and, at 200 bytes, fragmented):
+# the AAC path of FuzzRTP (first byte 0x80: AAC, second 0x00: AAC-hbr's layout, third: the
+# reorder depth), and the SDP with its mpeg4-generic medium.
+aac = os.path.join(work, "seed-aac.m4a")
+ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-ac", "2", "-c:a", "aac", aac)
+for flags, url_args in [("aac", "pkt_size=1472"), ("aac-fragments", "pkt_size=200")]:
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.settimeout(1)
+    port = receiver.getsockname()[1]
+    sdp = os.path.join(work, f"{flags}.sdp")
+    ffmpeg("-i", aac, "-c", "copy", "-f", "rtp", "-sdp_file", sdp, f"rtp://127.0.0.1:{port}?{url_args}")
+    data = b""
+    try:
+        while len(data) < 30000:
+            datagram = receiver.recv(65536)
+            data += len(datagram).to_bytes(2, "big") + datagram
+    except socket.timeout:
+        pass
+    receiver.close()
+    put("FuzzRTP", flags, bytes([0x80, 0x00, 0x10]) + data)
+    put("FuzzSDP", flags, open(sdp, "rb").read())
 put("FuzzSDP", "camera", b"v=0\r\no=- 1 1 IN IP4 192.168.1.10\r\ns=Session\r\nt=0 0\r\na=control:*\r\nm=video 0 RTP/AVP 97\r\n"
     b"b=AS:5000\r\na=rtpmap:97 H264/90000\r\na=fmtp:97 profile-level-id=420029; packetization-mode=1; sprop-parameter-sets=Z0IAKeKQFAe2AtwEBAaQeJEV,aM48gA==\r\n"
     b"a=control:trackID=1\r\n")
