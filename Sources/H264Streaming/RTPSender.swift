@@ -16,8 +16,8 @@ import SystemIO
 /// at the start and every ``Options/senderReportInterval``, and a sender report with a BYE at
 /// the end, which is how ffmpeg's and GStreamer's receivers learn that the stream is over.
 ///
-/// The samples of the first AAC track among them are a second medium, sent to the port
-/// ``Options/audioPortOffset`` above the video's (ffmpeg's layout: video on PORT, audio on
+/// The samples of the first AAC track among them (or of ``Options/audioTrack``) are a second
+/// medium, sent to the port ``Options/audioPortOffset`` above the video's (ffmpeg's layout: video on PORT, audio on
 /// PORT+2, RTCP on the odd port after each), with its own SSRC and sender reports. Both
 /// media's reports give the RTP clock each stands at for one same wall-clock instant, so a
 /// receiver lines the sound up with the picture (RFC 3550 §6.4.1); ``RTPDestination``'s
@@ -36,6 +36,9 @@ public struct RTPSender: Sendable {
         /// The audio medium's port above the destination's: 2 beside video (ffmpeg's layout),
         /// 0 when audio is all that is sent.
         public var audioPortOffset: Int
+        /// The AAC track sent as the audio medium (the one the session description announces);
+        /// nil: the track of the first AAC sample.
+        public var audioTrack: TrackID?
         /// Wait for each sample's decode time (true), or send as fast as the socket allows.
         public var paced: Bool
         /// The pace, when paced: 1 is real time, 4 four times faster (ffmpeg's `-readrate`).
@@ -57,6 +60,7 @@ public struct RTPSender: Sendable {
             self.packetizer = packetizer
             self.audioPacketizer = audioPacketizer
             self.audioPortOffset = audioPortOffset
+            audioTrack = nil
             self.paced = paced
             self.rate = rate
             self.senderReportInterval = senderReportInterval
@@ -303,7 +307,7 @@ private struct SendingSession {
             return videoTrack == sample.trackID ? .video : .leftOut
         }
         if let format = sample.audioFormatDescription, format.isAAC {
-            if audio == nil {
+            if audio == nil, options.audioTrack.map({ $0 == sample.trackID }) ?? true {
                 let packetizer = try StreamingError.network { () throws(NetworkError) in
                     try AACPacketizer(configuration: options.audioPacketizer, clockRate: format.sampleRate)
                 }

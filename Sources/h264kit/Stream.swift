@@ -178,8 +178,9 @@ struct Stream: AsyncParsableCommand {
         if audio != nil { options.tracks = .all }  // (the sender leaves out all but the video and the first AAC track)
         let target = try RTPDestination(parsing: destination)
         let audioPacketizer = AACPacketizer.Configuration(maximumPacketSize: mtu, payloadType: Self.audioPayloadType(besideVideo: payloadType))
-        let sender = try RTPSender(destination: target, options: .init(packetizer: packetizer, audioPacketizer: audioPacketizer, paced: !noPace, rate: rate,
-                                                                       sampleLimit: frames))
+        var senderOptions = RTPSender.Options(packetizer: packetizer, audioPacketizer: audioPacketizer, paced: !noPace, rate: rate, sampleLimit: frames)
+        senderOptions.audioTrack = audio?.id
+        let sender = try RTPSender(destination: target, options: senderOptions)
         if let sdp {
             let format = if let live { try await H264PayloadFormat(firstSampleOf: live, payloadType: payloadType, packetizationMode: packetizationMode) }
                 else { try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode) }

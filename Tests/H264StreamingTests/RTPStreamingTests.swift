@@ -169,6 +169,35 @@ struct RTPStreamingTests {
         }
     }
 
+    @Test("with two AAC tracks the audio medium is the one asked for (the one the SDP announces), the other left out and counted; unpaced, every frame arrives")
+    func theAudioMediumIsTheTrackAskedFor() async throws {
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-rtp-two-audio-\(getpid()).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        _ = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                               "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=44100", "-map", "0", "-map", "1", "-map", "2", "-t", "1",
+                               "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", source])
+        var options = MediaSource.Options()
+        options.tracks = .all
+        let tracks = try MediaSource(path: source, options: options).tracks.filter { $0.mediaType == .audio }
+        try #require(tracks.count == 2)
+        var frames: [TrackID: Int] = [:]
+        let reader = try MediaSource(path: source, options: options)
+        while let sample = try reader.next() { if sample.mediaType == .audio { frames[sample.trackID, default: 0] += 1 } }
+        let socket = try LoopbackUDPSocket(port: 0, receiveTimeout: 1)
+        // The audio goes to the socket's port: the destination is two below it.
+        let destination = RTPDestination(host: "127.0.0.1", port: Int(socket.port) - 2)
+        var senderOptions = RTPSender.Options(paced: false, goodbyeDelay: .zero)
+        senderOptions.audioTrack = tracks[1].id
+        let summary = try await RTPSender(destination: destination, options: senderOptions).send(MediaFileSamples(path: source, options: options))
+        var depacketizer = AACDepacketizer(configuration: .init(format: MPEG4GenericPayloadFormat(formatDescription: try #require(tracks[1].format.audio))))
+        var received = 0
+        while let datagram = socket.receive() { received += datagram.withUnsafeBytes { depacketizer.receive(datagram: $0) }.count }
+        received += depacketizer.finish().count
+        #expect(summary.audio?.trackID == tracks[1].id.rawValue && summary.audio?.samples == frames[tracks[1].id])
+        #expect(summary.samplesLeftOut == frames[tracks[0].id])
+        #expect(received == frames[tracks[1].id], "\(received) frames received")
+    }
+
     @Test("GStreamer (udpsrc ! rtpmp4gdepay) receives the AAC RTPSender sends beside the video: every frame the source's, byte for byte", .requires(.gstLaunch))
     func gstreamerReceivesTheAudio() async throws {
         let source = Self.audioVideoSource
