@@ -20,7 +20,7 @@ import SystemIO
 /// medium, sent to the port ``Options/audioPortOffset`` above the video's (ffmpeg's layout: video on PORT, audio on
 /// PORT+2, RTCP on the odd port after each), with its own SSRC and sender reports. Both
 /// media's reports give the RTP clock each stands at for one same wall-clock instant, so a
-/// receiver lines the sound up with the picture (RFC 3550 §6.4.1); ``RTPDestination``'s
+/// receiver lines the sound up with the picture (RFC 3550 §6.4.1); `RTPDestination`'s
 /// session description announces both. Samples of other tracks are left out and counted
 /// (``Summary/samplesLeftOut``).
 ///
