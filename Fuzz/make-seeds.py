@@ -113,38 +113,13 @@ for fmt, extra in [("yuv420p", []), ("yuv422p", []), ("yuv444p", []), ("gray", [
 # RTP as ffmpeg sends it (over loopback UDP to a socket here), each datagram after a 2-byte
 # length; the SDP it announces.
 import socket
-for path in streams[-6:]:
-    name = os.path.splitext(os.path.basename(path))[0]
-    for flags, url_args in [("mode1", "pkt_size=200"), ("mode0", "pkt_size=60000")]:
-        receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        receiver.bind(("127.0.0.1", 0))
-        receiver.settimeout(1)
-        port = receiver.getsockname()[1]
-        sdp = os.path.join(work, f"{name}-{flags}.sdp")
-        extra = ["-rtpflags", "h264_mode0"] if flags == "mode0" else []
-        ffmpeg("-r", "25", "-f", "h264", "-i", path, "-c", "copy", *extra, "-f", "rtp", "-sdp_file", sdp, f"rtp://127.0.0.1:{port}?{url_args}")
-        data = b""
-        try:
-            while len(data) < 30000:
-                datagram = receiver.recv(65536)
-                data += len(datagram).to_bytes(2, "big") + datagram
-        except socket.timeout:
-            pass
-        receiver.close()
-        put("FuzzRTP", f"{name}-{flags}", bytes([0x00, 0x10]) + data)
-        put("FuzzSDP", f"{name}-{flags}", open(sdp, "rb").read())
-# AAC over RTP as ffmpeg sends it (RFC 3640, frames gathered and, at 200 bytes, fragmented):
-# the AAC path of FuzzRTP (first byte 0x80: AAC, second 0x00: AAC-hbr's layout, third: the
-# reorder depth), and the SDP with its mpeg4-generic medium.
-aac = os.path.join(work, "seed-aac.m4a")
-ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-ac", "2", "-c:a", "aac", aac)
-for flags, url_args in [("aac", "pkt_size=1472"), ("aac-fragments", "pkt_size=200")]:
+def rtp_datagrams(*args, url_args):
+    """The datagrams ffmpeg's RTP muxer sends to a socket here, each after a 2-byte length."""
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     receiver.bind(("127.0.0.1", 0))
     receiver.settimeout(1)
     port = receiver.getsockname()[1]
-    sdp = os.path.join(work, f"{flags}.sdp")
-    ffmpeg("-i", aac, "-c", "copy", "-f", "rtp", "-sdp_file", sdp, f"rtp://127.0.0.1:{port}?{url_args}")
+    ffmpeg(*args, f"rtp://127.0.0.1:{port}?{url_args}")
     data = b""
     try:
         while len(data) < 30000:
@@ -153,6 +128,24 @@ for flags, url_args in [("aac", "pkt_size=1472"), ("aac-fragments", "pkt_size=20
     except socket.timeout:
         pass
     receiver.close()
+    return data
+
+for path in streams[-6:]:
+    name = os.path.splitext(os.path.basename(path))[0]
+    for flags, url_args in [("mode1", "pkt_size=200"), ("mode0", "pkt_size=60000")]:
+        sdp = os.path.join(work, f"{name}-{flags}.sdp")
+        extra = ["-rtpflags", "h264_mode0"] if flags == "mode0" else []
+        data = rtp_datagrams("-r", "25", "-f", "h264", "-i", path, "-c", "copy", *extra, "-f", "rtp", "-sdp_file", sdp, url_args=url_args)
+        put("FuzzRTP", f"{name}-{flags}", bytes([0x00, 0x10]) + data)
+        put("FuzzSDP", f"{name}-{flags}", open(sdp, "rb").read())
+# AAC over RTP as ffmpeg sends it (RFC 3640, frames gathered and, at 200 bytes, fragmented):
+# the AAC path of FuzzRTP (first byte 0x80: AAC, second 0x00: AAC-hbr's layout, third: the
+# reorder depth), and the SDP with its mpeg4-generic medium.
+aac = os.path.join(work, "seed-aac.m4a")
+ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-ac", "2", "-c:a", "aac", aac)
+for flags, url_args in [("aac", "pkt_size=1472"), ("aac-fragments", "pkt_size=200")]:
+    sdp = os.path.join(work, f"{flags}.sdp")
+    data = rtp_datagrams("-i", aac, "-c", "copy", "-f", "rtp", "-sdp_file", sdp, url_args=url_args)
     put("FuzzRTP", flags, bytes([0x80, 0x00, 0x10]) + data)
     put("FuzzSDP", flags, open(sdp, "rb").read())
 put("FuzzSDP", "camera", b"v=0\r\no=- 1 1 IN IP4 192.168.1.10\r\ns=Session\r\nt=0 0\r\na=control:*\r\nm=video 0 RTP/AVP 97\r\n"

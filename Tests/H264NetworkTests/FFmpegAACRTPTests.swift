@@ -103,33 +103,15 @@ struct FFmpegAACRTPTests {
         let sdp = SessionDescription(connection: "IN IP4 127.0.0.1", media: [format.medium(port: Int(port))])
         let sdpPath = try Checkout.temporaryFile(Array(sdp.text.utf8), suffix: ".sdp")
         defer { try? FileManager.default.removeItem(atPath: sdpPath) }
-        let received = Mutex<ProcessResult?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let result = try? run("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,
-                                              "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"])
-            received.withLock { $0 = result }
-            done.signal()
+        let result = try ffmpegReceiving(sdpPath: sdpPath, port: port, output: ["-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]) { socket in
+            var sent = 0
+            for sample in samples {
+                for packet in try packetizer.packets(for: sample) { try socket.send(packet.bytes, toPort: port); sent += 1 }
+                if sent % 8 == 0 { usleep(2_000) }
+            }
+            for packet in packetizer.flush() { try socket.send(packet.bytes, toPort: port) }
+            return (packetizer.configuration.ssrc, packetizer.packetCount, packetizer.octetCount)
         }
-        var waited = 0
-        while !udpPortIsBound(port), waited < 1000 { usleep(10_000); waited += 1 }
-        try #require(udpPortIsBound(port), "ffmpeg never listened on 127.0.0.1:\(port)")
-        let socket = try LoopbackUDPSocket()
-        var sent = 0
-        for sample in samples {
-            for packet in try packetizer.packets(for: sample) { try socket.send(packet.bytes, toPort: port); sent += 1 }
-            if sent % 8 == 0 { usleep(2_000) }
-        }
-        for packet in packetizer.flush() { try socket.send(packet.bytes, toPort: port) }
-        usleep(500_000)
-        let bye = RTCPPacket.serialize([
-            .senderReport(.init(ssrc: packetizer.configuration.ssrc, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: UInt32(packetizer.packetCount),
-                                octetCount: UInt32(packetizer.octetCount))),
-            .goodbye(.init(sources: [packetizer.configuration.ssrc])),
-        ])
-        try socket.send(bye, toPort: port + 1)
-        done.wait()
-        let result = try #require(received.withLock { $0 })
         #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
         let expected = try Self.copiedFrameHashes(["-i", source])
         #expect(expected.count == samples.count)

@@ -37,33 +37,13 @@ struct FFmpegRTPTests {
         // frame is kept (-fps_mode passthrough): with its default VFR sync, ffmpeg drops the two
         // B-frames after the first IDR of any RTP source (its own sender's too), because its
         // decoder learns the reordering delay only from those first frames.
-        let received = Mutex<ProcessResult?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let result = try? run("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,
-                                              "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
-            received.withLock { $0 = result }
-            done.signal()
+        let result = try ffmpegReceiving(sdpPath: sdpPath, port: port, output: ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-"]) { socket in
+            for sample in samples {
+                for packet in try packetizer.packets(for: sample) { try socket.send(packet.bytes, toPort: port) }
+                usleep(2_000)  // ffmpeg's UDP receive buffer is 64 KiB
+            }
+            return (packetizer.configuration.ssrc, packetizer.packetCount, packetizer.octetCount)
         }
-        var waited = 0
-        while !udpPortIsBound(port), waited < 1000 { usleep(10_000); waited += 1 }
-        try #require(udpPortIsBound(port), "ffmpeg never listened on 127.0.0.1:\(port)")
-        let socket = try LoopbackUDPSocket()
-        for sample in samples {
-            for packet in try packetizer.packets(for: sample) { try socket.send(packet.bytes, toPort: port) }
-            usleep(2_000)  // ffmpeg's UDP receive buffer is 64 KiB
-        }
-        // ffmpeg ends at the BYE and drops RTP it has not read yet (another socket): on a loaded
-        // machine it lags, so the BYE waits until the packets have surely been read.
-        usleep(500_000)
-        let bye = RTCPPacket.serialize([
-            .senderReport(.init(ssrc: packetizer.configuration.ssrc, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: UInt32(packetizer.packetCount),
-                                octetCount: UInt32(packetizer.octetCount))),
-            .goodbye(.init(sources: [packetizer.configuration.ssrc])),
-        ])
-        try socket.send(bye, toPort: port + 1)
-        done.wait()
-        let result = try #require(received.withLock { $0 })
         #expect(result.status == 0, "ffmpeg ends on our BYE: \(result.stderrText)")
         let expected = try ffmpegFrameHashes(Self.source)
         #expect(framemd5Hashes(result.stdoutText) == expected)
