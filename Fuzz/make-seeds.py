@@ -148,6 +148,11 @@ for flags, url_args in [("aac", "pkt_size=1472"), ("aac-fragments", "pkt_size=20
     data = rtp_datagrams("-i", aac, "-c", "copy", "-f", "rtp", "-sdp_file", sdp, url_args=url_args)
     put("FuzzRTP", flags, bytes([0x80, 0x00, 0x10]) + data)
     put("FuzzSDP", flags, open(sdp, "rb").read())
+# LATM (RFC 6416) as ffmpeg's -rtpflags latm sends it: the AAC path's layout byte 0x60 picks it.
+sdp = os.path.join(work, "latm.sdp")
+data = rtp_datagrams("-i", aac, "-c", "copy", "-rtpflags", "latm", "-f", "rtp", "-sdp_file", sdp, url_args="pkt_size=200")
+put("FuzzRTP", "latm", bytes([0x80, 0x60, 0x10]) + data)
+put("FuzzSDP", "latm", open(sdp, "rb").read())
 put("FuzzSDP", "camera", b"v=0\r\no=- 1 1 IN IP4 192.168.1.10\r\ns=Session\r\nt=0 0\r\na=control:*\r\nm=video 0 RTP/AVP 97\r\n"
     b"b=AS:5000\r\na=rtpmap:97 H264/90000\r\na=fmtp:97 profile-level-id=420029; packetization-mode=1; sprop-parameter-sets=Z0IAKeKQFAe2AtwEBAaQeJEV,aM48gA==\r\n"
     b"a=control:trackID=1\r\n")

@@ -96,6 +96,8 @@ public struct AACDepacketizer: Sendable {
     private var jitterBuffer: RTPJitterBuffer
     /// A frame being gathered from fragments.
     private var assembly: Assembly?
+    /// Packets were lost just before the next one (which may then not be its frame's first).
+    private var lossBeforeNext = false
     private var lastTimestamp: UInt32?
     private var unfolded: Int64 = 0
 
@@ -140,7 +142,8 @@ public struct AACDepacketizer: Sendable {
     public mutating func skipMissing() -> [Frame] { take(jitterBuffer.skipMissing()) }
 
     /// The end of the stream: every held packet is taken, gaps counted as loss; a frame still
-    /// being gathered is dropped.
+    /// being gathered is dropped (unless it is one packet of its own size without the marker:
+    /// an older sender's whole frame).
     public mutating func finish() -> [Frame] {
         var frames = take(jitterBuffer.drain())
         if let gathering = assembly, gathering.size == nil, gathering.fragments == 1, !gathering.damaged {
@@ -156,7 +159,9 @@ public struct AACDepacketizer: Sendable {
         for event in events {
             switch event {
             case .packet(let packet): take(packet, into: &frames)
-            case .loss: assembly?.damaged = true
+            case .loss:
+                assembly?.damaged = true
+                lossBeforeNext = true
             case .restart: dropAssembly()
             }
         }
@@ -192,7 +197,7 @@ public struct AACDepacketizer: Sendable {
                 let first = headers.isEmpty
                 guard let size = reader.read(format.sizeLength),
                       let index = reader.read(first ? format.indexLength : format.indexDeltaLength) else { return nil }
-                if !first, format.ctsDeltaLength > 0 {
+                if format.ctsDeltaLength > 0 {  // (its flag 0 in the first header)
                     guard let flag = reader.read(1) else { return nil }
                     if flag == 1, reader.read(format.ctsDeltaLength) == nil { return nil }
                 }
@@ -222,6 +227,8 @@ public struct AACDepacketizer: Sendable {
     }
 
     private mutating func take(_ packet: RTPPacket, into frames: inout [Frame]) {
+        let afterLoss = lossBeforeNext
+        lossBeforeNext = false
         let payload = packet.payload
         guard let section = Self.headers(of: payload, format: configuration.format) else {
             counts.packetsInvalid += 1
@@ -232,7 +239,7 @@ public struct AACDepacketizer: Sendable {
         let available = payload.count - dataOffset
         if var gathering = assembly {
             if headers.count == 1, packet.timestamp == gathering.timestamp {
-                gathering.bytes += payload[dataOffset...]
+                if !gathering.damaged { gathering.bytes += payload[dataOffset...] }
                 gathering.fragments += 1
                 if gathering.bytes.count > configuration.maximumFrameSize { gathering.damaged = true; gathering.bytes = [] }
                 let whole = gathering.size.map { gathering.bytes.count >= $0 } ?? false
@@ -257,7 +264,8 @@ public struct AACDepacketizer: Sendable {
                 dropAssembly()  // its last fragment never came
             }
         }
-        if headers.contains(where: { $0.index != 0 }) {
+        // (The first AU-Index is a serial number; non-zero deltas put frames out of order.)
+        if headers.dropFirst().contains(where: { $0.index != 0 }) {
             counts.packetsInterleaved += 1
             counts.framesDropped += headers.count
             return
@@ -265,18 +273,21 @@ public struct AACDepacketizer: Sendable {
         if headers.count == 1 {
             let size = headers[0].size ?? available
             if size > available, packet.marker {
-                // A last (or only) packet of a frame that does not hold it: cut short.
-                counts.packetsInvalid += 1
+                // A frame's last packet without the rest: its first fragments were lost, or
+                // (with no loss before it) the packet was cut short.
+                if !afterLoss { counts.packetsInvalid += 1 }
                 counts.framesDropped += 1
                 return
             }
             if size > available || (!packet.marker && size == available && headers[0].size != nil) {
-                // The first fragment: of a frame of `size` bytes, or (the older form) of one whose marker ends it.
-                guard size <= configuration.maximumFrameSize else {
-                    counts.framesDropped += 1
-                    return
-                }
-                assembly = Assembly(timestamp: packet.timestamp, size: size > available ? size : nil, bytes: Array(payload[dataOffset...]))
+                // The first fragment: of a frame of `size` bytes, or (the older form) of one whose
+                // marker ends it. In the older form a fragment after a loss may not be the first
+                // (the RFC's form tells by the size at the end). A frame over the limit is
+                // gathered as damaged, without its bytes, to be counted once.
+                let tooLarge = size > configuration.maximumFrameSize
+                let unsure = afterLoss && size == available
+                assembly = Assembly(timestamp: packet.timestamp, size: size > available ? size : nil, bytes: tooLarge ? [] : Array(payload[dataOffset...]),
+                                    damaged: tooLarge || unsure)
                 return
             }
         }

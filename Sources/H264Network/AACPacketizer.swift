@@ -6,7 +6,7 @@ public import MediaCore
 /// - Each packet starts with the AU-headers-length (16 bits, in bits) and one 16-bit AU-header
 ///   per frame: a 13-bit AU-size and a 3-bit AU-index (delta) of 0, frames in order (§3.3.6).
 /// - Up to ``Configuration/maximumFramesPerPacket`` consecutive frames share a packet while
-///   they fit (§3.2.2); the packet's timestamp is its first frame's. With more than one, a
+///   they fit (§3.1, §3.2.3); the packet's timestamp is its first frame's. With more than one, a
 ///   packet is sent when it is full or the next frame does not follow on in time; ``flush()``
 ///   sends what is pending at the end.
 /// - A frame larger than a packet is fragmented (§3.2.3.1): each fragment has one AU-header
@@ -46,7 +46,8 @@ public struct AACPacketizer: Sendable {
 
     /// The largest frame an AAC-hbr AU-size (13 bits) can state.
     public static let largestFrameSize = (1 << 13) - 1
-    /// The most frames in one packet (the 3-bit index and the packet size bound it in practice).
+    /// The most frames in one packet (a bound of ours: the packet size bounds it before, at
+    /// 2 bytes of header and at least 1 of frame each).
     public static let largestFrameCount = 64
     /// The smallest packet size: the RTP header, the AU-headers-length, one AU-header, one byte.
     public static let smallestPacketSize = RTPPacket.fixedHeaderSize + 5

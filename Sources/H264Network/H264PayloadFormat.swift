@@ -47,31 +47,28 @@ public struct H264PayloadFormat: Sendable, Hashable {
         packetizationMode = 0  // RFC 6184 §8.1: absent means 0
         parameterSets = []
         control = medium.attribute("control")
-        for attribute in medium.attributes where attribute.hasPrefix("fmtp:\(payloadType) ") {
-            for parameter in attribute.dropFirst("fmtp:\(payloadType) ".count).split(separator: ";") {
-                let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
-                guard pair.count == 2 else { continue }
-                switch pair[0].lowercased() {
-                case "packetization-mode":
-                    guard let mode = Int(pair[1]), (0...2).contains(mode) else {
-                        throw NetworkError(.invalidDescription, "packetization-mode=\(pair[1]): 0, 1 or 2")
-                    }
-                    packetizationMode = mode
-                case "profile-level-id":
-                    guard pair[1].count == 6, let value = UInt32(pair[1], radix: 16) else {
-                        throw NetworkError(.invalidDescription, "profile-level-id=\(pair[1]): six hexadecimal digits")
-                    }
-                    profileLevel = value
-                case "sprop-parameter-sets":
-                    for encoded in pair[1].split(separator: ",") where !encoded.isEmpty {
-                        guard let unit = Base64.decode(encoded), !unit.isEmpty else {
-                            throw NetworkError(.invalidDescription, "sprop-parameter-sets: '\(encoded.prefix(40))' is not base64")
-                        }
-                        parameterSets.append(unit)
-                    }
-                default:
-                    continue
+        for (name, value) in medium.formatParameters(payloadType: payloadType) {
+            let pair = [name, value]
+            switch pair[0].lowercased() {
+            case "packetization-mode":
+                guard let mode = Int(pair[1]), (0...2).contains(mode) else {
+                    throw NetworkError(.invalidDescription, "packetization-mode=\(pair[1]): 0, 1 or 2")
                 }
+                packetizationMode = mode
+            case "profile-level-id":
+                guard pair[1].count == 6, let value = UInt32(pair[1], radix: 16) else {
+                    throw NetworkError(.invalidDescription, "profile-level-id=\(pair[1]): six hexadecimal digits")
+                }
+                profileLevel = value
+            case "sprop-parameter-sets":
+                for encoded in pair[1].split(separator: ",") where !encoded.isEmpty {
+                    guard let unit = Base64.decode(encoded), !unit.isEmpty else {
+                        throw NetworkError(.invalidDescription, "sprop-parameter-sets: '\(encoded.prefix(40))' is not base64")
+                    }
+                    parameterSets.append(unit)
+                }
+            default:
+                continue
             }
         }
     }

@@ -27,7 +27,7 @@ public struct MPEG4GenericPayloadFormat: Sendable, Hashable {
     public var indexLength: Int
     /// Bits of the later AU-headers' AU-index-delta (3 in AAC-hbr).
     public var indexDeltaLength: Int
-    /// Bits of the CTS-delta, after a CTS-flag, in every AU-header but the first.
+    /// Bits of the CTS-delta, after a CTS-flag in every AU-header (the flag 0 in the first).
     public var ctsDeltaLength: Int
     /// Bits of the DTS-delta, after a DTS-flag.
     public var dtsDeltaLength: Int
@@ -64,29 +64,15 @@ public struct MPEG4GenericPayloadFormat: Sendable, Hashable {
         streamStateIndication = 0
         auxiliaryDataSizeLength = 0
         constantDuration = nil
-        // AAC Profile level 2 (0x29, up to 2 channels at 48 kHz) or level 4 (0x2A, 5 channels at 48 kHz, or 2 at 96 kHz), as ffmpeg picks.
+        // The AAC Profile's level for the channels and rate: 2 (0x29: up to 2 channels at 48 kHz), else 4
+        // (0x2A: 5 channels at 48 kHz, or 2 at 96 kHz). (ffmpeg writes 1; receivers do not check it.)
         profileLevelID = description.channelCount <= 2 && description.sampleRate <= 48_000 ? 0x29 : 0x2A
         self.control = control
     }
 
     /// The parameters of the first `mpeg4-generic` format of `medium`.
     public init(medium: SessionDescription.Media) throws(NetworkError) {
-        var found: (type: UInt8, encoding: Substring)?
-        for attribute in medium.attributes where attribute.hasPrefix("rtpmap:") {
-            let fields = attribute.dropFirst(7).split(separator: " ", maxSplits: 1)
-            guard fields.count == 2, let type = UInt8(fields[0]), type < 128 else { continue }
-            if fields[1].lowercased().hasPrefix("mpeg4-generic/") { found = (type, fields[1]); break }
-        }
-        guard let found else {
-            throw NetworkError(.invalidDescription, "the \(medium.type) medium has no 'a=rtpmap:PT mpeg4-generic/RATE' line")
-        }
-        let encoding = found.encoding.split(separator: "/")
-        guard encoding.count >= 2, let rate = Int(encoding[1]), (1...1_000_000).contains(rate) else {
-            throw NetworkError(.invalidDescription, "'rtpmap:\(found.type) \(found.encoding)': no clock rate")
-        }
-        payloadType = found.type
-        clockRate = rate
-        channelCount = encoding.count >= 3 ? Int(encoding[2]) : nil
+        (payloadType, clockRate, channelCount) = try medium.rtpMap(encoding: "mpeg4-generic")
         mode = ""
         config = []
         sizeLength = 0
@@ -99,38 +85,35 @@ public struct MPEG4GenericPayloadFormat: Sendable, Hashable {
         auxiliaryDataSizeLength = 0
         control = medium.attribute("control")
         var streamType = 5
-        for attribute in medium.attributes where attribute.hasPrefix("fmtp:\(payloadType) ") {
-            for parameter in attribute.dropFirst("fmtp:\(payloadType) ".count).split(separator: ";") {
-                let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
-                guard pair.count == 2 else { continue }
-                func length() throws(NetworkError) -> Int {
-                    guard let value = Int(pair[1]), (0...Self.maximumFieldLength).contains(value) else {
-                        throw NetworkError(.invalidDescription, "\(pair[0])=\(pair[1].prefix(20)): a length of 0–\(Self.maximumFieldLength) bits")
-                    }
-                    return value
+        for (name, value) in medium.formatParameters(payloadType: payloadType) {
+            let pair = [name, value]
+            func length() throws(NetworkError) -> Int {
+                guard let value = Int(pair[1]), (0...Self.maximumFieldLength).contains(value) else {
+                    throw NetworkError(.invalidDescription, "\(pair[0])=\(pair[1].prefix(20)): a length of 0–\(Self.maximumFieldLength) bits")
                 }
-                switch pair[0].lowercased() {
-                case "mode": mode = String(pair[1])
-                case "config":
-                    guard let bytes = Self.bytes(hex: pair[1]) else {
-                        throw NetworkError(.invalidDescription, "config=\(pair[1].prefix(40)): not hexadecimal bytes")
-                    }
-                    config = bytes
-                case "streamtype":
-                    guard let value = Int(pair[1]) else { throw NetworkError(.invalidDescription, "streamtype=\(pair[1].prefix(20)): not a number") }
-                    streamType = value
-                case "sizelength": sizeLength = try length()
-                case "indexlength": indexLength = try length()
-                case "indexdeltalength": indexDeltaLength = try length()
-                case "ctsdeltalength": ctsDeltaLength = try length()
-                case "dtsdeltalength": dtsDeltaLength = try length()
-                case "randomaccessindication": randomAccessIndication = pair[1] == "1"
-                case "streamstateindication": streamStateIndication = try length()
-                case "auxiliarydatasizelength": auxiliaryDataSizeLength = try length()
-                case "constantduration": constantDuration = Int(pair[1]).flatMap { $0 > 0 ? $0 : nil }
-                case "profile-level-id": profileLevelID = Int(pair[1])
-                default: continue
+                return value
+            }
+            switch pair[0].lowercased() {
+            case "mode": mode = String(pair[1])
+            case "config":
+                guard let bytes = Self.bytes(hex: pair[1]) else {
+                    throw NetworkError(.invalidDescription, "config=\(pair[1].prefix(40)): not hexadecimal bytes")
                 }
+                config = bytes
+            case "streamtype":
+                guard let value = Int(pair[1]) else { throw NetworkError(.invalidDescription, "streamtype=\(pair[1].prefix(20)): not a number") }
+                streamType = value
+            case "sizelength": sizeLength = try length()
+            case "indexlength": indexLength = try length()
+            case "indexdeltalength": indexDeltaLength = try length()
+            case "ctsdeltalength": ctsDeltaLength = try length()
+            case "dtsdeltalength": dtsDeltaLength = try length()
+            case "randomaccessindication": randomAccessIndication = pair[1] == "1"
+            case "streamstateindication": streamStateIndication = try length()
+            case "auxiliarydatasizelength": auxiliaryDataSizeLength = try length()
+            case "constantduration": constantDuration = Int(pair[1]).flatMap { $0 > 0 ? $0 : nil }
+            case "profile-level-id": profileLevelID = Int(pair[1])
+            default: continue
             }
         }
         guard streamType == 5 else {

@@ -53,9 +53,10 @@ public struct RTPJitterBuffer: Sendable {
     /// rather than a late one (RFC 3550 A.1's MAX_MISORDER).
     static let maximumMisorder: Int64 = 100
 
-    /// A buffer that holds up to `reorderDepth` packets (at least 1) behind a missing one.
+    /// A buffer that holds up to `reorderDepth` packets behind a missing one (0: none, a gap
+    /// is loss at once).
     public init(reorderDepth: Int = 64) {
-        self.reorderDepth = max(1, reorderDepth)
+        self.reorderDepth = max(0, reorderDepth)
     }
 
     /// Packets held behind a missing one, waiting for it.

@@ -32,6 +32,36 @@ public struct SessionDescription: Sendable, Hashable {
 
         /// The value of the first attribute named `name` (`a=name:value`), or nil.
         public func attribute(_ name: String) -> String? { SessionDescription.attribute(name, in: attributes) }
+
+        /// The first `a=rtpmap:PT ENCODING/RATE[/CHANNELS]` whose encoding is `encoding` (in
+        /// any case): its payload type, clock rate and channels; an error naming what is
+        /// missing when there is none, or when its rate is not 1 Hz to 1 MHz.
+        public func rtpMap(encoding: String) throws(NetworkError) -> (payloadType: UInt8, clockRate: Int, channels: Int?) {
+            let prefix = encoding.lowercased() + "/"
+            for attribute in attributes where attribute.hasPrefix("rtpmap:") {
+                let fields = attribute.dropFirst(7).split(separator: " ", maxSplits: 1)
+                guard fields.count == 2, let type = UInt8(fields[0]), type < 128, fields[1].lowercased().hasPrefix(prefix) else { continue }
+                let parts = fields[1].split(separator: "/")
+                guard parts.count >= 2, let rate = Int(parts[1]), (1...1_000_000).contains(rate) else {
+                    throw NetworkError(.invalidDescription, "'rtpmap:\(type) \(fields[1].prefix(40))': no clock rate")
+                }
+                return (type, rate, parts.count >= 3 ? Int(parts[2]) : nil)
+            }
+            throw NetworkError(.invalidDescription, "the \(type) medium has no 'a=rtpmap:PT \(encoding)/RATE' line")
+        }
+
+        /// The `name=value` parameters of `a=fmtp:` for `payloadType`, in order, spaces
+        /// around them trimmed (names as written: RFC 4566 leaves their case to each format).
+        public func formatParameters(payloadType: UInt8) -> [(name: Substring, value: Substring)] {
+            var parameters: [(name: Substring, value: Substring)] = []
+            for attribute in attributes where attribute.hasPrefix("fmtp:\(payloadType) ") {
+                for parameter in attribute.dropFirst("fmtp:\(payloadType) ".count).split(separator: ";") {
+                    let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
+                    if pair.count == 2 { parameters.append((pair[0], pair[1])) }
+                }
+            }
+            return parameters
+        }
     }
 
     /// The `o=` line's value.

@@ -45,7 +45,7 @@ public struct RTPSender: Sendable {
         public var rate: Double
         /// How often an RTCP sender report goes out (RFC 3550 §6.2 suggests 5 seconds).
         public var senderReportInterval: Duration
-        /// Stop after this many samples (nil: all of them).
+        /// Stop after this many video samples (pictures; nil: all of them).
         public var sampleLimit: Int?
         /// How long the last packets have, after the last frame's end, before the RTCP BYE goes
         /// out. ffmpeg's receiver ends at the BYE and drops RTP packets it has not read yet (the
@@ -123,7 +123,11 @@ public struct RTPSender: Sendable {
 
         let state = Locked(Counts())
 
-        init() {}
+        /// The video stream's source: reports and PLIs about others (the audio medium's,
+        /// which come back to the same socket) are not counted here.
+        let ssrc: UInt32
+
+        init(ssrc: UInt32) { self.ssrc = ssrc }
 
         /// Counts a compound packet; true when it asks for a picture (PLI).
         func take(_ packets: [RTCPPacket]) -> Bool {
@@ -133,13 +137,13 @@ public struct RTPSender: Sendable {
                 for packet in packets {
                     switch packet {
                     case .receiverReport(let report):
-                        for block in report.reports {
+                        for block in report.reports where block.ssrc == ssrc {
                             counts.receptionReports += 1
                             counts.lastFractionLost = block.fractionLost
                             counts.lastCumulativeLost = block.cumulativeLost
                             counts.lastJitter = Double(block.jitter) / 90_000
                         }
-                    case .pictureLossIndication:
+                    case .pictureLossIndication(_, let media) where media == ssrc:
                         counts.pictureLossIndications += 1
                         pictureLoss = true
                     default:
@@ -197,7 +201,7 @@ public struct RTPSender: Sendable {
             throw error
         }
         var session = try SendingSession(options: options, audioAddresses: audioAddresses)
-        let feedback = ReceiverFeedback()
+        let feedback = ReceiverFeedback(ssrc: options.packetizer.ssrc)
         do {
             try await rtcp.executeThenClose { rtcpIn, rtcpOut in
                 try await rtp.executeThenClose { _, rtpOut in
@@ -382,22 +386,25 @@ private struct SendingSession {
         // (From a task of its own: the writer refuses a cancelled task's writes.)
         let session = self
         try await Task { try await session.writeReports(rtcp: rtcp, to: rtcpAddress, goodbye: true) }.value
-        controlPackets += audio == nil ? 1 : 2
+        controlPackets += reportCount
         if let failure { throw failure }
     }
 
     /// A sender report of each medium (with a BYE at the end), to each medium's RTCP port.
     mutating func sendReports(rtcp: Writer, to rtcpAddress: SocketAddress, goodbye: Bool) async throws {
         try await writeReports(rtcp: rtcp, to: rtcpAddress, goodbye: goodbye)
-        controlPackets += audio == nil ? 1 : 2
+        controlPackets += reportCount
     }
 
     func writeReports(rtcp: Writer, to rtcpAddress: SocketAddress, goodbye: Bool) async throws {
         let now = WallClock.seconds
         var envelopes: [AddressedEnvelope<ByteBuffer>] = []
-        var video: [RTCPPacket] = [.senderReport(senderReport(at: now))]
-        if goodbye { video.append(.goodbye(.init(sources: [packetizer.configuration.ssrc]))) }
-        envelopes.append(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: RTCPPacket.serialize(video))))
+        // (No video report while no picture went beside the sound: an audio-only send.)
+        if samples > 0 || audio == nil {
+            var video: [RTCPPacket] = [.senderReport(senderReport(at: now))]
+            if goodbye { video.append(.goodbye(.init(sources: [packetizer.configuration.ssrc]))) }
+            envelopes.append(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: RTCPPacket.serialize(video))))
+        }
         if let audio {
             var packets: [RTCPPacket] = [.senderReport(audioSenderReport(audio, at: now))]
             if goodbye { packets.append(.goodbye(.init(sources: [audio.packetizer.configuration.ssrc]))) }
@@ -405,6 +412,9 @@ private struct SendingSession {
         }
         try await rtcp.write(contentsOf: envelopes)
     }
+
+    /// The compound RTCP packets ``writeReports(rtcp:to:goodbye:)`` sends now.
+    var reportCount: Int { (samples > 0 || audio == nil ? 1 : 0) + (audio == nil ? 0 : 1) }
 
     /// The media time the wall clock stands at `now`: paced, the pacing timebase's (exact, at
     /// any rate); unpaced, the one the samples' sending times put there (``WallClockMapping``);

@@ -161,6 +161,10 @@ public struct AudioMuxElement: Sendable {
     public var streamMuxConfig: StreamMuxConfig?
     /// The AAC frames (raw data blocks), one per subframe.
     public var payloads: [[UInt8]]
+    /// The element's length in bits, from its first bit to its last payload's end (where the
+    /// next element begins, after padding to a byte when the elements are byte-aligned, as in
+    /// an RTP packet of RFC 6416).
+    public var bitLength: Int
 
     /// The most bytes one payload may declare (its 255-coded length runs on otherwise).
     public static let maximumPayloadSize = 1 << 16
@@ -201,5 +205,6 @@ public struct AudioMuxElement: Sendable {
             frames.append(payload)
         }
         payloads = frames
+        bitLength = reader.bitPosition
     }
 }

@@ -77,7 +77,7 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Start again at the first sample after the last, times rising, until interrupted.")
     var loop = false
 
-    @Option(help: "Stop after N samples (rtp://, or pictures encoded live).")
+    @Option(help: "Stop after N pictures (rtp://, or pictures encoded live).")
     var frames: Int?
 
     @Option(help: ArgumentHelp("RTSP: clients must give this user and password (Digest or Basic).", valueName: "USER:PASS"))
@@ -104,6 +104,7 @@ struct Stream: AsyncParsableCommand {
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
         if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
+        if noAudio, isRTSP || isHTTP { throw ValidationError("--no-audio is for rtp://: RTSP and HTTP carry the video alone so far") }
         if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }

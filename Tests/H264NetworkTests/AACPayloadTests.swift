@@ -2,6 +2,7 @@ import Foundation
 import H264Network
 import MediaCore
 import MPEG4Audio
+import Bitstream
 import TestSupport
 import Testing
 
@@ -140,6 +141,27 @@ struct AACPayloadTests {
         #expect(received.map(\.bytes) == [frame, [0x21, 9, 9], [0x21, 8]])
         #expect(received.map(\.timestamp) == [3000, 4024, 5048])
         #expect(statistics.framesDropped == 0)
+        // The first fragment lost: the rest cannot tell they are not a whole frame by their
+        // sizes; the loss before them does.
+        let (afterLoss, lossStatistics) = Self.depacketize([packet(0, [0x21, 7][...], marker: true, timestamp: 1976)] + packets.dropFirst())
+        #expect(afterLoss.map(\.bytes) == [[0x21, 7], [0x21, 9, 9], [0x21, 8]])
+        #expect(lossStatistics.framesDropped == 1 && lossStatistics.packets.packetsLost == 1)
+    }
+
+    /// The RFC's form with the first of two fragments lost: the last one alone is dropped as loss, not as invalid.
+    @Test func aLastFragmentAloneIsLoss() throws {
+        let frames = [[0x21] + [UInt8](repeating: 3, count: 700), [0x21, 4]]
+        var packets = try Self.packets(frames, .init(maximumPacketSize: 500, initialSequenceNumber: 10, timestampOffset: 0))
+        #expect(packets.count == 3)
+        packets.remove(at: 0)
+        var depacketizer = AACDepacketizer(configuration: .init(format: Self.format))
+        var received: [AACDepacketizer.Frame] = []
+        // A packet before them, so that the first fragment's place is known to be missing.
+        received += depacketizer.receive(RTPPacket(marker: true, payloadType: 97, sequenceNumber: 9, timestamp: 0xFFFF_FC00, ssrc: 1, payload: [0, 16, 0, 0x10, 0x21, 5]))
+        for packet in packets { received += depacketizer.receive(packet) }
+        received += depacketizer.finish()
+        #expect(received.map(\.bytes) == [[0x21, 5], [0x21, 4]])
+        #expect(depacketizer.statistics.framesDropped == 1 && depacketizer.statistics.packetsInvalid == 0, "\(depacketizer.statistics)")
     }
 
     /// Some cameras send each frame with its ADTS header inside the payload.
@@ -175,12 +197,35 @@ struct AACPayloadTests {
         #expect(statistics.packetsInvalid == 0)
     }
 
+    /// CTS and DTS deltas (RFC 3640 §3.2.1.1): the CTS-flag in every header, 0 in the first.
+    @Test func ctsAndDTSFieldsAreRead() throws {
+        var format = Self.format
+        format.ctsDeltaLength = 16
+        format.dtsDeltaLength = 8
+        let a: [UInt8] = [0x21, 1], b: [UInt8] = [0x21, 2, 3]
+        var bits = BitString()
+        // First: size 13, index 3, CTS-flag 0, DTS-flag 1 + 8 bits. Second: size, delta 0, CTS-flag 1 + 16 bits, DTS-flag 0.
+        bits.append(UInt64(a.count), 13); bits.append(0, 3); bits.append(0, 1); bits.append(1, 1); bits.append(0x55, 8)
+        bits.append(UInt64(b.count), 13); bits.append(0, 3); bits.append(1, 1); bits.append(1024, 16); bits.append(0, 1)
+        let length = 13 + 3 + 1 + 1 + 8 + 13 + 3 + 1 + 16 + 1
+        let payload = [UInt8(length >> 8), UInt8(length & 0xFF)] + bits.bytes + a + b
+        let (received, statistics) = Self.depacketize([RTPPacket(marker: true, payloadType: 97, sequenceNumber: 1, timestamp: 0, ssrc: 1, payload: payload)],
+                                                      format: format)
+        #expect(received.map(\.bytes) == [a, b])
+        #expect(statistics.packetsInvalid == 0)
+        // One AU alone: 17 bits of header with its CTS-flag.
+        var one = BitString()
+        one.append(UInt64(a.count), 13); one.append(0, 3); one.append(0, 1); one.append(0, 1)
+        let single = [0, 18] + one.bytes + a
+        #expect(Self.depacketize([RTPPacket(marker: true, payloadType: 97, sequenceNumber: 1, timestamp: 0, ssrc: 1, payload: single)], format: format).0.map(\.bytes) == [a])
+    }
+
     @Test func interleavedAndMalformedPacketsAreCountedNotHandedOn() throws {
         func packet(_ sequence: UInt16, _ payload: [UInt8]) -> RTPPacket {
             RTPPacket(marker: true, payloadType: 97, sequenceNumber: sequence, timestamp: 1024 * UInt32(sequence), ssrc: 1, payload: payload)
         }
         let packets = [
-            packet(1, [0, 16, 0, 0x19, 0x21, 1, 2]),  // AU-size 3, index 1: interleaved
+            packet(1, [0, 32, 0, 0x18, 0, 0x09, 0x21, 1, 2, 0x21]),  // AU-sizes 3 and 1, the second's delta 1: interleaved
             packet(2, [0, 16, 0, 0x28, 0x21]),  // AU-size 5, 1 byte there
             packet(3, [0, 200, 0, 0x08]),  // headers longer than the payload
             packet(4, [0]),  // no room for the length
@@ -217,6 +262,113 @@ struct AACPayloadTests {
                 let packet = RTPPacket(marker: next() % 3 == 0, payloadType: 97, sequenceNumber: UInt16(sequence), timestamp: UInt32(next() % 4) * 1024,
                                        ssrc: 1, payload: payload)
                 for frame in depacketizer.receive(packet) { #expect(frame.bytes.count <= 4096) }
+            }
+            _ = depacketizer.finish()
+            #expect(depacketizer.statistics.packets.packetsReceived == 3000)
+        }
+    }
+
+    // MARK: LATM (RFC 6416)
+
+    /// One element per timestamp: PayloadLengthInfo (255-coded) then the payload, for each subframe.
+    static func latmElement(_ payloads: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for payload in payloads {
+            var length = payload.count
+            while length >= 255 { bytes.append(255); length -= 255 }
+            bytes.append(UInt8(length))
+            bytes += payload
+        }
+        return bytes
+    }
+
+    static func latmFormat(_ fmtp: String) throws -> MP4ALATMPayloadFormat {
+        try MP4ALATMPayloadFormat(medium: .init(type: "audio", port: 1, formats: ["96"], attributes: ["rtpmap:96 MP4A-LATM/48000/2", "fmtp:96 " + fmtp]))
+    }
+
+    @Test func latmElementsOverPacketsAndLossAreHandledWhole() throws {
+        // ffmpeg's 6-byte StreamMuxConfig for 48 kHz stereo, one subframe.
+        let format = try Self.latmFormat("profile-level-id=41;cpresent=0;config=400023103fc0")
+        var depacketizer = LATMDepacketizer(configuration: .init(format: format))
+        #expect(depacketizer.streamMuxConfig?.subFrameCount == 1 && depacketizer.configuration.frameDuration == 1024)
+        let frames = Self.frames(6).map { Array($0.prefix(600)) }
+        var packets: [RTPPacket] = []
+        var sequence: UInt16 = 65_530  // wraps
+        for (index, frame) in frames.enumerated() {
+            let element = Self.latmElement([frame])
+            // Each element in 250-byte pieces, the marker on the last.
+            var offset = 0
+            while offset < element.count {
+                let end = min(element.count, offset + 250)
+                packets.append(RTPPacket(marker: end == element.count, payloadType: 96, sequenceNumber: sequence, timestamp: UInt32(1024 * index), ssrc: 7,
+                                         payload: Array(element[offset..<end])))
+                sequence &+= 1
+                offset = end
+            }
+        }
+        var received: [AACDepacketizer.Frame] = []
+        for packet in packets { received += depacketizer.receive(packet) }
+        received += depacketizer.finish()
+        #expect(received.map(\.bytes) == frames)
+        #expect(received.map(\.timestamp) == frames.indices.map { UInt32(1024 * $0) })
+        // The last piece of the fourth element lost (its marker with it): that element alone is dropped.
+        var lossy = LATMDepacketizer(configuration: .init(format: format))
+        let lost = try #require(packets.lastIndex { $0.timestamp == 3072 })
+        #expect(packets.filter { $0.timestamp == 3072 }.count > 1)
+        var kept: [AACDepacketizer.Frame] = []
+        for (index, packet) in packets.enumerated() where index != lost { kept += lossy.receive(packet) }
+        kept += lossy.finish()
+        var expected = frames
+        expected.remove(at: 3)
+        #expect(kept.map(\.bytes) == expected)
+        #expect(lossy.statistics.gatheringsDropped == 1 && lossy.statistics.packets.packetsLost == 1)
+    }
+
+    /// GStreamer's payloader writes the config without its last fields; cpresent=1 carries it in band.
+    @Test func latmConfigurationsShortOrInBand() throws {
+        let short = try Self.latmFormat("cpresent=0;config=40002320")
+        #expect(try short.streamMuxConfig()?.audioSpecificConfig.samplingFrequency == 48_000)
+        #expect(try short.formatDescription()?.channelCount == 2)
+        // cpresent=1: the first element carries the config (useSameStreamMux 0), the next reuses it.
+        var writer = BitWriter()
+        writer.flag(false)  // useSameStreamMux
+        let config = try StreamMuxConfig(bytes: [0x40, 0x00, 0x23, 0x10, 0x3F, 0xC0])
+        try config.write(to: &writer)
+        var first = writer
+        for byte in Self.latmElement([[0x21, 1, 2]]) { first.bits(UInt32(byte), 8) }
+        var second = BitWriter()
+        second.flag(true)
+        for byte in Self.latmElement([[0x21, 3]]) { second.bits(UInt32(byte), 8) }
+        let inBand = try Self.latmFormat("cpresent=1")
+        var depacketizer = LATMDepacketizer(configuration: .init(format: inBand))
+        #expect(depacketizer.streamMuxConfig == nil)
+        var received: [AACDepacketizer.Frame] = []
+        for (index, bytes) in [first.bytes, second.bytes].enumerated() {
+            received += depacketizer.receive(RTPPacket(marker: true, payloadType: 96, sequenceNumber: UInt16(index), timestamp: UInt32(1024 * index), ssrc: 1, payload: bytes))
+        }
+        #expect(received.map(\.bytes) == [[0x21, 1, 2], [0x21, 3]])
+        #expect(depacketizer.formatDescription?.sampleRate == 48_000)
+        // An element before any configuration, or one that does not parse, is counted and dropped.
+        var none = LATMDepacketizer(configuration: .init(format: inBand))
+        #expect(none.receive(RTPPacket(marker: true, payloadType: 96, sequenceNumber: 1, timestamp: 0, ssrc: 1, payload: second.bytes)).isEmpty)
+        #expect(none.statistics.elementsInvalid == 1)
+        #expect(throws: NetworkError.self) { try Self.latmFormat("cpresent=0") }
+        #expect(throws: NetworkError.self) { try Self.latmFormat("cpresent=0;config=zz").streamMuxConfig() }
+        #expect(throws: NetworkError.self) { try Self.latmFormat("cpresent=0;config=ff").streamMuxConfig() }
+    }
+
+    @Test func randomLATMPayloadsNeverTrap() {
+        var state: UInt64 = 11
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1
+            return state >> 33
+        }
+        for fmtp in ["cpresent=0;config=400023103fc0", "cpresent=1"] {
+            var depacketizer = LATMDepacketizer(configuration: .init(format: try! Self.latmFormat(fmtp), maximumElementSize: 2048))
+            for sequence in 0..<3000 {
+                let payload = (0..<Int(next() % 60)).map { _ in UInt8(truncatingIfNeeded: next()) }
+                _ = depacketizer.receive(RTPPacket(marker: next() % 2 == 0, payloadType: 96, sequenceNumber: UInt16(sequence), timestamp: UInt32(next() % 3) * 1024,
+                                                   ssrc: 1, payload: payload))
             }
             _ = depacketizer.finish()
             #expect(depacketizer.statistics.packets.packetsReceived == 3000)

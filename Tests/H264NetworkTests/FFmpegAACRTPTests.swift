@@ -83,6 +83,37 @@ struct FFmpegAACRTPTests {
         if shape.packetSize < 400 { #expect(packets > frames.count, "frames over \(shape.packetSize) bytes came in fragments") }
     }
 
+    /// ffmpeg's `-rtpflags latm`: RFC 6416 MP4A-LATM, cpresent=0, its StreamMuxConfig in the SDP.
+    @Test(arguments: [1472, 200])
+    func weRebuildTheLATMFFmpegSends(packetSize: Int) throws {
+        let source = Self.sources[0]
+        let samples = try Self.samples(source)
+        let socket = try LoopbackUDPSocket(receiveTimeout: 1)
+        let sdpPath = source + ".latm.\(packetSize).sdp"
+        defer { try? FileManager.default.removeItem(atPath: sdpPath) }
+        let sender = try run("timeout", ["10", "ffmpeg", "-v", "error", "-re", "-i", source, "-c", "copy", "-rtpflags", "latm", "-f", "rtp", "-sdp_file", sdpPath,
+                                         "rtp://127.0.0.1:\(socket.port)?pkt_size=\(packetSize)"])
+        #expect(sender.status == 0, "\(sender.stderrText)")
+        let sdp = try SessionDescription(parsing: String(decoding: try Data(contentsOf: URL(fileURLWithPath: sdpPath)), as: UTF8.self))
+        let format = try MP4ALATMPayloadFormat(medium: try #require(sdp.media.first))
+        #expect(!format.muxConfigPresent)
+        var depacketizer = LATMDepacketizer(configuration: .init(format: format))
+        #expect(depacketizer.formatDescription?.sampleRate == 48_000 && depacketizer.formatDescription?.channelCount == 2)
+        var frames: [AACDepacketizer.Frame] = []
+        var packets = 0
+        while let datagram = socket.receive() {
+            packets += 1
+            frames += datagram.withUnsafeBytes { depacketizer.receive(datagram: $0) }
+        }
+        frames += depacketizer.finish()
+        let statistics = depacketizer.statistics
+        #expect(statistics.packets.packetsLost == 0 && statistics.elementsInvalid == 0 && statistics.gatheringsDropped == 0, "\(statistics)")
+        // ffmpeg sends LATM one frame an element, each sent at once: every frame comes.
+        #expect(frames.map(\.bytes) == samples.map(\.data.bytes))
+        #expect(frames.map(\.extendedTimestamp) == samples.indices.map { Int64(1024 * $0) })
+        if packetSize < 400 { #expect(packets > frames.count, "elements over \(packetSize) bytes came in several packets") }
+    }
+
     struct Sending: Sendable, CustomTestStringConvertible {
         var source: Int
         var packetSize: Int

@@ -16,17 +16,13 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
         let packetSize = H264Packetizer.smallestPacketSize + Int(choice.byte()) * 8
         var depacketizer = H264Depacketizer(configuration: configuration)
         var units: [H264Depacketizer.AccessUnit] = []
-        var rest = choice.rest
-        while rest.count >= 2 {
-            let length = min(rest.count - 2, Int(rest[0]) << 8 | Int(rest[1]))
-            let datagram = UnsafeRawBufferPointer(rebasing: rest[2..<(2 + length)])
-            rest = UnsafeRawBufferPointer(rebasing: rest[(2 + length)...])
+        forEachDatagram(choice.rest) { datagram in
             if RTPPacket.isRTCP(datagram) {
                 if let packets = try? RTCPPacket.parse(compound: datagram) {
                     let again = try? RTCPPacket.parse(compound: RTCPPacket.serialize(packets))
                     fuzzCheck(again != nil, "serialized RTCP does not parse")
                 }
-                continue
+                return
             }
             if let packet = try? RTPPacket(parsing: datagram) {
                 fuzzCheck((try? RTPPacket(parsing: packet.bytes)) == packet, "an RTP packet changed across serialize and parse")
@@ -51,10 +47,24 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     }
 }
 
-/// The AAC path: the first bytes choose the AU-header layout.
+/// The LATM path (RFC 6416): the StreamMuxConfig in the description or in band.
+func fuzzLATM(_ choice: inout FuzzOptions, inBand: Bool) {
+    let fmtp = inBand ? "cpresent=1" : "cpresent=0;config=400023103fc0"
+    let medium = SessionDescription.Media(type: "audio", port: 1, formats: ["97"], attributes: ["rtpmap:97 MP4A-LATM/48000/2", "fmtp:97 " + fmtp])
+    guard let format = try? MP4ALATMPayloadFormat(medium: medium) else { fatalError("fuzz check failed: the LATM format does not parse") }
+    var depacketizer = LATMDepacketizer(configuration: .init(format: format, reorderDepth: Int(choice.byte() & 0x3F), maximumElementSize: 1 << 14))
+    var frames: [AACDepacketizer.Frame] = []
+    forEachDatagram(choice.rest) { frames += depacketizer.receive(datagram: $0) }
+    frames += depacketizer.finish()
+    fuzzCheck(depacketizer.statistics.framesComplete == frames.count, "\(frames.count) LATM frames handed on, \(depacketizer.statistics.framesComplete) counted")
+    fuzzCheck(frames.allSatisfy { $0.bytes.count <= 1 << 16 }, "a LATM frame over the element limit handed on")
+}
+
+/// The AAC path: the first bytes choose the AU-header layout (or LATM).
 func fuzzAAC(_ choice: inout FuzzOptions) {
     var format = MPEG4GenericPayloadFormat(formatDescription: try! AudioFormatDescription(aacConfiguration: [0x11, 0x90]), payloadType: 97)
     let layout = choice.byte()
+    if layout & 0x60 == 0x60 { return fuzzLATM(&choice, inBand: layout & 0x10 != 0) }
     if layout & 0x80 != 0 {
         format.sizeLength = Int(layout & 0x1F) + (layout & 0x20 != 0 ? 16 : 0)
         format.indexLength = Int(choice.byte() % 5)
@@ -67,12 +77,7 @@ func fuzzAAC(_ choice: inout FuzzOptions) {
     }
     var depacketizer = AACDepacketizer(configuration: .init(format: format, reorderDepth: Int(choice.byte() & 0x3F), maximumFrameSize: 1 << 14))
     var frames: [AACDepacketizer.Frame] = []
-    var rest = choice.rest
-    while rest.count >= 2 {
-        let length = min(rest.count - 2, Int(rest[0]) << 8 | Int(rest[1]))
-        frames += depacketizer.receive(datagram: UnsafeRawBufferPointer(rebasing: rest[2..<(2 + length)]))
-        rest = UnsafeRawBufferPointer(rebasing: rest[(2 + length)...])
-    }
+    forEachDatagram(choice.rest) { frames += depacketizer.receive(datagram: $0) }
     frames += depacketizer.finish()
     let statistics = depacketizer.statistics
     fuzzCheck(statistics.framesComplete == frames.count, "\(frames.count) frames handed on, \(statistics.framesComplete) counted")
@@ -92,5 +97,15 @@ func fuzzAAC(_ choice: inout FuzzOptions) {
     // (A frame that itself holds an ADTS frame loses that header again.)
     if again.statistics.framesUnwrapped == 0 {
         fuzzCheck(rebuilt.map(\.bytes) == sendable.map(\.bytes), "frames changed across packetizing and depacketizing")
+    }
+}
+
+/// Each datagram of `bytes`: a 2-byte length, then that many bytes (fewer at the end).
+func forEachDatagram(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+    var rest = bytes
+    while rest.count >= 2 {
+        let length = min(rest.count - 2, Int(rest[0]) << 8 | Int(rest[1]))
+        body(UnsafeRawBufferPointer(rebasing: rest[2..<(2 + length)]))
+        rest = UnsafeRawBufferPointer(rebasing: rest[(2 + length)...])
     }
 }

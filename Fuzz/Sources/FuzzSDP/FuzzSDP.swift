@@ -1,5 +1,5 @@
-// Text through the session description parser and the H.264 and mpeg4-generic (AAC) payload
-// format parameters; what parses must be written back and parse to the same values.
+// Text through the session description parser and the H.264, mpeg4-generic and MP4A-LATM (AAC)
+// payload format parameters; what parses must be written back and parse to the same values.
 import FuzzSupport
 import H264Network
 
@@ -17,6 +17,13 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
             fuzzCheck(again == description, "a session description changed across text and parse")
         }
         for medium in description.media {
+            if let format = try? MP4ALATMPayloadFormat(medium: medium) {
+                _ = try? format.formatDescription()
+                if writable, !(format.control ?? "").contains(" ") {
+                    let again = try? MP4ALATMPayloadFormat(medium: .init(type: medium.type, port: medium.port, formats: ["\(format.payloadType)"], attributes: format.attributes))
+                    fuzzCheck(again == format, "MP4A-LATM payload parameters changed across attributes and parse")
+                }
+            }
             if let format = try? MPEG4GenericPayloadFormat(medium: medium) {
                 _ = try? format.formatDescription()
                 if writable, !(format.control ?? "").contains(" "), !format.mode.contains(";"), !format.mode.contains(" ") {
