@@ -142,23 +142,29 @@ public struct TransportStreamDemuxer: Sendable {
     public private(set) var selected: (pid: UInt16, program: UInt16?)?
 
     private enum Kind: UInt8 { case unknown, programAssociation, programMap, gathered }
-    /// What each PID carries, indexed by PID.
-    private var kinds: [Kind]
-    /// The last continuity counter of each PID with a payload (0xFF: none yet).
-    private var counters: [UInt8]
-    /// Whether each PID's last packet was a duplicate already.
-    private var duplicated: [Bool]
-    /// Packets per PID.
-    private var packetCounts: [Int]
-    /// Program clock references per PID.
-    private var clockReferenceCounts: [Int]
-    /// A discontinuity indicator was seen on the PID since its last PES packet started.
-    private var discontinuityPending: [Bool]
+    /// What the demuxer keeps of one PID (24 bytes: a packet reads and writes its PID's in one
+    /// access).
+    private struct PIDState {
+        /// Packets.
+        var packets = 0
+        /// Program clock references.
+        var clockReferences = 0
+        /// The PID's place in `gatherings` (-1: not gathered).
+        var slot: Int16 = -1
+        /// The last continuity counter of a packet with a payload (0xFF: none yet).
+        var counter: UInt8 = 0xFF
+        /// What the PID carries.
+        var kind = Kind.unknown
+        /// Whether the last packet was a duplicate already.
+        var duplicated = false
+        /// A discontinuity indicator was seen since the last PES packet started.
+        var discontinuityPending = false
+    }
+    /// Every PID's state, indexed by PID.
+    private var states: [PIDState]
     private var sections: [UInt16: SectionAssembler] = [:]
     /// The PES packets being gathered, one per gathered PID.
     private var gatherings: [Gathering] = []
-    /// Each PID's place in `gatherings` (-1: not gathered).
-    private var slots: [Int16]
     private var events: [Event] = []
     private var eventStart = 0
 
@@ -184,14 +190,8 @@ public struct TransportStreamDemuxer: Sendable {
         self.gathers = gathers
         self.limits = limits
         let pids = Int(TransportPacketHeader.maximumPID) + 1
-        slots = [Int16](repeating: -1, count: pids)
-        kinds = [Kind](repeating: .unknown, count: pids)
-        counters = [UInt8](repeating: 0xFF, count: pids)
-        duplicated = [Bool](repeating: false, count: pids)
-        packetCounts = [Int](repeating: 0, count: pids)
-        clockReferenceCounts = [Int](repeating: 0, count: pids)
-        discontinuityPending = [Bool](repeating: false, count: pids)
-        kinds[Int(TransportPacketHeader.programAssociationPID)] = .programAssociation
+        states = [PIDState](repeating: PIDState(), count: pids)
+        states[Int(TransportPacketHeader.programAssociationPID)].kind = .programAssociation
         if case .pid(let pid) = selection { select(pid: pid & TransportPacketHeader.maximumPID, program: nil) }
     }
 
@@ -211,9 +211,9 @@ public struct TransportStreamDemuxer: Sendable {
     public var pids: [PIDInfo] {
         var types: [UInt16: StreamType] = [:]
         for map in programMaps.values { for stream in map.streams { types[stream.pid] = stream.streamType } }
-        return packetCounts.indices.compactMap { index in
-            guard packetCounts[index] > 0 else { return nil }
-            return PIDInfo(pid: UInt16(index), packets: packetCounts[index], streamType: types[UInt16(index)], clockReferences: clockReferenceCounts[index])
+        return states.indices.compactMap { index in
+            guard states[index].packets > 0 else { return nil }
+            return PIDInfo(pid: UInt16(index), packets: states[index].packets, streamType: types[UInt16(index)], clockReferences: states[index].clockReferences)
         }
     }
 
@@ -227,21 +227,27 @@ public struct TransportStreamDemuxer: Sendable {
         let b1 = packet[1], b3 = packet[3]
         let pid = UInt16(b1 & 0x1F) << 8 | UInt16(packet[2])
         let index = Int(pid)
-        packetCounts[index] += 1
+        // The PID's state is read once and written back once (before anything else that may
+        // change it: the tables, a gathering).
+        var state = states[index]
+        state.packets += 1
         if pid == TransportPacketHeader.nullPID {
+            states[index] = state
             statistics.nullPackets += 1
             return
         }
         if b1 & 0x80 != 0 {
             // Nothing in the packet can be trusted, its PID least of all; a gathered PES packet
             // on that PID lost these bytes.
+            states[index] = state
             statistics.transportErrors += 1
-            if kinds[index] == .gathered { markDamaged(.transportError, pid: pid) }
+            if state.kind == .gathered { markDamaged(.transportError, pid: pid) }
             report(TransportStreamError(.invalidPacket, "transport error indicator set; packet left out", byteOffset: byteOffset, pid: pid))
             return
         }
         let control = (b3 >> 4) & 3
         guard control != 0 else {
+            states[index] = state
             statistics.invalidPackets += 1
             report(TransportStreamError(.invalidPacket, "adaptation_field_control '00' (reserved); packet left out", byteOffset: byteOffset, pid: pid))
             return
@@ -252,6 +258,7 @@ public struct TransportStreamDemuxer: Sendable {
         if control & 2 != 0 {
             let length = Int(packet[4])
             guard length <= (control == 2 ? 183 : 182) else {
+                states[index] = state
                 statistics.invalidPackets += 1
                 report(TransportStreamError(.invalidPacket, "adaptation_field_length \(length) does not fit the packet", byteOffset: byteOffset, pid: pid))
                 return
@@ -262,7 +269,7 @@ public struct TransportStreamDemuxer: Sendable {
                 randomAccess = flags & 0x40 != 0
                 if flags & 0x10 != 0 {
                     if length >= 7 {
-                        clockReferenceCounts[index] += 1
+                        state.clockReferences += 1
                         events.append(.clockReference(ProgramClockReference(parsing: packet, at: 6), pid: pid, byteOffset: byteOffset, discontinuity: discontinuity))
                     } else {
                         statistics.invalidPackets += 1
@@ -272,18 +279,22 @@ public struct TransportStreamDemuxer: Sendable {
             }
             if discontinuity {
                 statistics.discontinuities += 1
-                discontinuityPending[index] = true
+                state.discontinuityPending = true
             }
             payloadStart = 5 + length
         }
-        guard control & 1 != 0 else { return }
+        guard control & 1 != 0 else {
+            states[index] = state
+            return
+        }
         // Continuity: counted on packets with a payload.
         let counter = b3 & 0x0F
-        let last = counters[index]
+        let last = state.counter
         if last != 0xFF && !discontinuity {
             if counter == last {
-                if !duplicated[index] {
-                    duplicated[index] = true
+                if !state.duplicated {
+                    state.duplicated = true
+                    states[index] = state
                     statistics.duplicatePackets += 1
                     return
                 }
@@ -291,28 +302,32 @@ public struct TransportStreamDemuxer: Sendable {
                 statistics.continuityErrors += 1
                 let lost = (Int(counter) - Int(last) - 1 + 16) % 16
                 report(TransportStreamError(.invalidPacket, "continuity counter \(counter) after \(last): \(lost == 0 ? "packets" : "\(lost) packet(s)") lost", byteOffset: byteOffset, pid: pid))
-                switch kinds[index] {
+                switch state.kind {
                 case .gathered: markDamaged(.packetsLost, pid: pid)
                 case .programAssociation, .programMap: sections[pid]?.reset()
                 case .unknown: break
                 }
             }
         }
-        duplicated[index] = false
-        counters[index] = counter
+        state.duplicated = false
+        state.counter = counter
+        states[index] = state
         guard b3 & 0xC0 == 0 else {
             statistics.scrambledPackets += 1
-            if kinds[index] == .gathered { markDamaged(.scrambled, pid: pid) }
+            if state.kind == .gathered { markDamaged(.scrambled, pid: pid) }
             return
         }
         guard payloadStart < TransportPacketHeader.packetSize else { return }
         let payload = UnsafeRawBufferPointer(rebasing: packet[payloadStart...])
         let unitStart = b1 & 0x40 != 0
-        switch kinds[index] {
+        switch state.kind {
         case .unknown:
             return
         case .gathered:
-            gather(payload, unitStart: unitStart, randomAccess: randomAccess, pid: pid, at: byteOffset)
+            // A PES packet starting takes the pending discontinuity.
+            if unitStart && state.discontinuityPending { states[index].discontinuityPending = false }
+            gather(payload, unitStart: unitStart, randomAccess: randomAccess, discontinuity: unitStart && state.discontinuityPending, pid: pid,
+                   slot: Int(state.slot), at: byteOffset)
         case .programAssociation, .programMap:
             var assembler = sections[pid] ?? SectionAssembler()
             let complete = assembler.append(payload: payload, unitStart: unitStart)
@@ -349,9 +364,9 @@ public struct TransportStreamDemuxer: Sendable {
                 let table = try ProgramAssociationTable(section: section)
                 guard table != programAssociation else { return }
                 programAssociation = table
-                for (otherPID, kind) in kinds.enumerated() where kind == .programMap { kinds[otherPID] = .unknown }
-                for program in table.programs where kinds[Int(program.programMapPID)] != .gathered && program.programMapPID != 0 {
-                    kinds[Int(program.programMapPID)] = .programMap
+                for otherPID in states.indices where states[otherPID].kind == .programMap { states[otherPID].kind = .unknown }
+                for program in table.programs where states[Int(program.programMapPID)].kind != .gathered && program.programMapPID != 0 {
+                    states[Int(program.programMapPID)].kind = .programMap
                 }
                 programMaps = programMaps.filter { number, _ in table.programs.contains { $0.programNumber == number } }
                 events.append(.programAssociation(table))
@@ -400,15 +415,15 @@ public struct TransportStreamDemuxer: Sendable {
         let pids = Set(streams.map(\.pid))
         for gathering in gatherings where !pids.contains(gathering.pid) {
             completeGathering(gathering.pid)
-            kinds[Int(gathering.pid)] = .unknown
+            states[Int(gathering.pid)].kind = .unknown
         }
         gatherings.removeAll { !pids.contains($0.pid) }
         for stream in streams where !gatherings.contains(where: { $0.pid == stream.pid }) {
             gatherings.append(Gathering(pid: stream.pid))
-            kinds[Int(stream.pid)] = .gathered
+            states[Int(stream.pid)].kind = .gathered
         }
-        for index in slots.indices { slots[index] = -1 }
-        for (slot, gathering) in gatherings.enumerated() { slots[Int(gathering.pid)] = Int16(slot) }
+        for index in states.indices { states[index].slot = -1 }
+        for (slot, gathering) in gatherings.enumerated() { states[Int(gathering.pid)].slot = Int16(slot) }
         gatheredStreams = streams
         guard let first = streams.first else { return }
         selected = (first.pid, program)
@@ -421,16 +436,17 @@ public struct TransportStreamDemuxer: Sendable {
 
     // MARK: PES packets
 
-    private mutating func gather(_ payload: UnsafeRawBufferPointer, unitStart: Bool, randomAccess: Bool, pid: UInt16, at byteOffset: Int) {
-        let slot = Int(slots[Int(pid)])
-        guard slot >= 0 else { return }
+    /// Adds a packet's payload to the PES packet gathered on `pid` (at `slot`); a unit start
+    /// begins a new one, `discontinuity` when a discontinuity was flagged since the last.
+    private mutating func gather(_ payload: UnsafeRawBufferPointer, unitStart: Bool, randomAccess: Bool, discontinuity: Bool, pid: UInt16, slot: Int,
+                                 at byteOffset: Int) {
+        guard slot >= 0 && slot < gatherings.count else { return }
         if unitStart {
             completeGathering(pid)
             gatherings[slot].started = true
             gatherings[slot].byteOffset = byteOffset
             gatherings[slot].randomAccess = randomAccess
-            gatherings[slot].discontinuity = discontinuityPending[Int(pid)]
-            discontinuityPending[Int(pid)] = false
+            gatherings[slot].discontinuity = discontinuity
             // One allocation of about the last packet's size, in steps of 256 KiB for large
             // ones: the heap reuses freed buffers instead of fragmenting.
             let wanted = gatherings[slot].lastSize + gatherings[slot].lastSize / 4
@@ -439,12 +455,17 @@ public struct TransportStreamDemuxer: Sendable {
             statistics.bytesOutsidePESPackets += payload.count
             return
         }
-        gatherings[slot].packetCount += 1
-        gatherings[slot].bytes.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))
-        let count = gatherings[slot].bytes.count
-        if gatherings[slot].expected < 0 && count >= 6 {
-            let length = Int(gatherings[slot].bytes[4]) << 8 | Int(gatherings[slot].bytes[5])
-            gatherings[slot].expected = length == 0 ? 0 : 6 + length
+        // One access to the gathering (the per-packet path).
+        let (count, expected) = gatherings.withUnsafeMutableBufferPointer { all in
+            let gathering = all.baseAddress! + slot
+            gathering.pointee.packetCount += 1
+            gathering.pointee.bytes.append(contentsOf: payload.assumingMemoryBound(to: UInt8.self))
+            let count = gathering.pointee.bytes.count
+            if gathering.pointee.expected < 0 && count >= 6 {
+                let length = Int(gathering.pointee.bytes[4]) << 8 | Int(gathering.pointee.bytes[5])
+                gathering.pointee.expected = length == 0 ? 0 : 6 + length
+            }
+            return (count, gathering.pointee.expected)
         }
         if count > limits.maximumPESPacketSize {
             statistics.oversizedPESPackets += 1
@@ -452,18 +473,18 @@ public struct TransportStreamDemuxer: Sendable {
             gatherings[slot] = Gathering(pid: pid, lastSize: gatherings[slot].lastSize)
             return
         }
-        if gatherings[slot].expected > 0 && count >= gatherings[slot].expected { completeGathering(pid) }
+        if expected > 0 && count >= expected { completeGathering(pid) }
     }
 
     private mutating func markDamaged(_ damage: PESPacket.Damage, pid: UInt16) {
-        let slot = Int(slots[Int(pid)])
+        let slot = Int(states[Int(pid)].slot)
         guard slot >= 0, gatherings[slot].started, gatherings[slot].damage == nil else { return }
         gatherings[slot].damage = damage
     }
 
     /// Hands the PES packet being gathered on `pid` over, if there is one.
     private mutating func completeGathering(_ pid: UInt16) {
-        let slot = Int(slots[Int(pid)])
+        let slot = Int(states[Int(pid)].slot)
         guard slot >= 0, gatherings[slot].started else { return }
         var current = gatherings[slot]
         gatherings[slot] = Gathering(pid: pid, lastSize: current.bytes.count)

@@ -16,11 +16,19 @@ public final class TransportStreamWriter {
         /// Write each sample's packets as soon as they are made (live output), not a megabyte
         /// at a time.
         public var flushesEverySample: Bool
+        /// About how many bytes the stream will hold, when the caller knows (a remux: its
+        /// input's size and a tenth for the packets' headers). That much disk is allocated
+        /// before the stream is written, which spares the file system reserving it page by page;
+        /// what the stream does not use is freed when it is finished. Nil (the default): nothing
+        /// is reserved. A regular file on a file system that can (`fallocate`); elsewhere it
+        /// changes nothing.
+        public var expectedSize: UInt64?
 
         /// Options: FFmpeg's layout, written a megabyte at a time.
-        public init(muxer: TransportStreamMuxer.Options = .init(), flushesEverySample: Bool = false) {
+        public init(muxer: TransportStreamMuxer.Options = .init(), flushesEverySample: Bool = false, expectedSize: UInt64? = nil) {
             self.muxer = muxer
             self.flushesEverySample = flushesEverySample
+            self.expectedSize = expectedSize
         }
     }
 
@@ -61,6 +69,7 @@ public final class TransportStreamWriter {
         do { file = try OutputFile(path: path) } catch {
             throw ContainerError(error, while: "creating the stream", path: path)
         }
+        if let size = options.expectedSize { file?.reserve(Int64(clamping: size)) }
     }
 
     deinit { file?.discard() }

@@ -22,7 +22,17 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
     /// The codec's configuration as it came (AAC: the AudioSpecificConfig's bytes).
     public var magicCookie: [UInt8]
     /// For AAC, the configuration read.
-    public let audioSpecificConfig: AudioSpecificConfig?
+    public var audioSpecificConfig: AudioSpecificConfig? { parsed.configuration }
+    /// The configuration read, shared by every copy: every sample buffer carries its
+    /// description, and copying one is a retain here, not one per array inside the
+    /// configuration.
+    private let parsed: ParsedConfiguration
+
+    private final class ParsedConfiguration: Sendable {
+        let configuration: AudioSpecificConfig?
+        init(_ configuration: AudioSpecificConfig?) { self.configuration = configuration }
+        static let none = ParsedConfiguration(nil)
+    }
 
     /// AAC described by the AudioSpecificConfig in `magicCookie` (an esds's DecoderSpecificInfo,
     /// an RTP session's `config=`): rate, channels and frames per packet from it. A
@@ -43,7 +53,7 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
         channelCount = channels
         framesPerPacket = config.outputSamplingFrequency == config.samplingFrequency ? frames : frames * config.outputSamplingFrequency / max(config.samplingFrequency, 1)
         if let magicCookie { self.magicCookie = magicCookie } else { self.magicCookie = try config.serialized() }
-        audioSpecificConfig = config
+        parsed = ParsedConfiguration(config)
     }
 
     /// Audio of another codec: `codec`, timed at `sampleRate`, with `framesPerPacket` samples
@@ -54,7 +64,7 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
         self.channelCount = channelCount
         self.framesPerPacket = framesPerPacket
         self.magicCookie = magicCookie
-        audioSpecificConfig = nil
+        parsed = .none
     }
 
     /// Whether the samples are AAC.

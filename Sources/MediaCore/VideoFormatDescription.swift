@@ -40,15 +40,19 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
     /// The sample entry type: `avc1` (parameter sets here) or `avc3` (also in-band).
     public var codec: FourCharCode
     /// SPS NAL units, header byte included, in the order given.
-    public let sequenceParameterSets: [[UInt8]]
+    public var sequenceParameterSets: [[UInt8]] { parameterSets.sequenceParameterSets }
     /// PPS NAL units, header byte included.
-    public let pictureParameterSets: [[UInt8]]
+    public var pictureParameterSets: [[UInt8]] { parameterSets.pictureParameterSets }
     /// SPS extension NAL units (type 13), from an avcC High-profile extension.
-    public let sequenceParameterSetExtensions: [[UInt8]]
+    public var sequenceParameterSetExtensions: [[UInt8]] { parameterSets.sequenceParameterSetExtensions }
     /// Bytes of each sample NAL unit's length prefix: 1, 2 or 4.
     public let nalUnitLengthSize: Int
     /// The first SPS, parsed: the source of everything below.
-    public let sps: SequenceParameterSet
+    public var sps: SequenceParameterSet { parameterSets.sps }
+    /// The parameter sets and the parsed SPS, immutable and shared by every copy: every
+    /// sample buffer carries its description, and copying one is a single retain, not one
+    /// per array inside the parameter sets and the SPS.
+    private let parameterSets: VideoParameterSets
     /// The picture size the container declares, when the description came from one (an
     /// MP4/MOV sample entry's width and height). Where it is smaller than the SPS's cropped
     /// size and the SPS crops nothing at the top or left, decoders crop the pictures to it, as
@@ -123,11 +127,9 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
             do { try registry.add(ppsNALUnit: nal.span) } catch { throw error.prefixed("PPS \(index)") }
         }
         self.codec = codec
-        self.sequenceParameterSets = sequenceParameterSets
-        self.pictureParameterSets = pictureParameterSets
-        self.sequenceParameterSetExtensions = sequenceParameterSetExtensions
+        parameterSets = VideoParameterSets(sequenceParameterSets: sequenceParameterSets, pictureParameterSets: pictureParameterSets,
+                                      sequenceParameterSetExtensions: sequenceParameterSetExtensions, sps: first!)
         self.nalUnitLengthSize = nalUnitLengthSize
-        self.sps = first!
     }
 
     /// The parameter set at `index`: SPS first, then PPS
@@ -172,8 +174,11 @@ public struct VideoFormatDescription: Hashable, Sendable, CustomStringConvertibl
 
     /// Equal when the codec, length size and every parameter set are byte-identical.
     public static func == (a: VideoFormatDescription, b: VideoFormatDescription) -> Bool {
-        a.codec == b.codec && a.nalUnitLengthSize == b.nalUnitLengthSize && a.sequenceParameterSets == b.sequenceParameterSets
-            && a.pictureParameterSets == b.pictureParameterSets && a.sequenceParameterSetExtensions == b.sequenceParameterSetExtensions
+        guard a.codec == b.codec && a.nalUnitLengthSize == b.nalUnitLengthSize else { return false }
+        // Copies of one description share their parameter sets: no byte compared.
+        if a.parameterSets === b.parameterSets { return true }
+        return a.sequenceParameterSets == b.sequenceParameterSets && a.pictureParameterSets == b.pictureParameterSets
+            && a.sequenceParameterSetExtensions == b.sequenceParameterSetExtensions
     }
 
     /// Hashes the codec and parameter sets, a subset of what `==` compares.
@@ -266,5 +271,20 @@ extension VideoFormatDescription {
         }
         try self.init(sequenceParameterSets: spss, pictureParameterSets: ppss, sequenceParameterSetExtensions: extensions,
                       nalUnitLengthSize: lengthSize, codec: codec)
+    }
+}
+
+/// A ``VideoFormatDescription``'s parameter sets and parsed SPS, immutable, shared by its copies.
+final class VideoParameterSets: Sendable {
+    let sequenceParameterSets: [[UInt8]]
+    let pictureParameterSets: [[UInt8]]
+    let sequenceParameterSetExtensions: [[UInt8]]
+    let sps: SequenceParameterSet
+
+    init(sequenceParameterSets: [[UInt8]], pictureParameterSets: [[UInt8]], sequenceParameterSetExtensions: [[UInt8]], sps: SequenceParameterSet) {
+        self.sequenceParameterSets = sequenceParameterSets
+        self.pictureParameterSets = pictureParameterSets
+        self.sequenceParameterSetExtensions = sequenceParameterSetExtensions
+        self.sps = sps
     }
 }

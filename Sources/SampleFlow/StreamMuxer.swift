@@ -126,6 +126,12 @@ public struct StreamMuxer: Sendable {
         /// The reason of a track the options did not choose (`--track`, `--no-audio`).
         public static let notChosen = "not chosen"
 
+        /// `track`, left out for `reason`.
+        public init(track: TrackDescription, reason: String) {
+            self.track = track
+            self.reason = reason
+        }
+
         /// "track 3 (audio, AC-3): left out: ...".
         public var description: String {
             "track \(track.id) (\(track.mediaType), \(track.format.codecName)\(track.language.map { ", \($0)" } ?? "")): left out: \(reason)"
@@ -207,7 +213,7 @@ public struct StreamMuxer: Sendable {
                 }
                 tell()
                 if sink == nil {
-                    sink = try makeSink(output, frameRate: source.frameRate)
+                    sink = try makeSink(output, frameRate: source.frameRate, inputSize: source.progress.total)
                     try sink!.prepare(source.tracks.filter { carries($0.format) == nil })
                 }
                 let carried: Bool
@@ -279,11 +285,18 @@ public struct StreamMuxer: Sendable {
     }
 
     /// The sink for `output`, made at the first sample (when a timecode track's rate is known).
-    private func makeSink(_ output: String, frameRate: FrameRate?) throws(SampleFlowError) -> any SampleSink {
+    /// The output's disk is reserved from the inputs' size (when known and the caller did not
+    /// say): a remux's output is about its input's size, a transport stream's a tenth more.
+    private func makeSink(_ output: String, frameRate: FrameRate?, inputSize: Int?) throws(SampleFlowError) -> any SampleSink {
+        let size = inputSize.map { UInt64(max(0, $0)) }
         switch options.output {
-        case .movie: return try MovieSink(path: output, options: try movieOptions(frameRate: frameRate))
-        case .transportStream(let writerOptions):
+        case .movie:
+            var movieOptions = try movieOptions(frameRate: frameRate)
+            if movieOptions.expectedSize == nil { movieOptions.expectedSize = size }
+            return try MovieSink(path: output, options: movieOptions)
+        case .transportStream(var writerOptions):
             if options.timecode != nil { throw .invalidOption("a timecode track cannot be written in a transport stream") }
+            if writerOptions.expectedSize == nil { writerOptions.expectedSize = size.map { $0 + $0 / 10 } }
             return try TransportStreamSink(path: output, options: writerOptions)
         }
     }

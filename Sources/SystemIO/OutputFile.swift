@@ -20,6 +20,8 @@ package final class OutputFile {
     package let temporaryPath: String?
     private let ownsDescriptor: Bool
     private var committed = false
+    /// Space was reserved past what gets written: freed at the commit.
+    private var reserved = false
 
     /// Creates the output for `path`.
     /// - Parameter readable: open the temporary file for reading too (to copy it back).
@@ -56,6 +58,14 @@ package final class OutputFile {
     /// and it appears only when committed).
     package var isRegularFile: Bool { temporaryPath != nil }
 
+    /// Allocates `length` bytes of disk for the file before it is written, when it is a
+    /// regular file (a hint: see `FileDescriptor.reserve(_:)`); what was not written is freed
+    /// at the commit, so an estimate a little over the size is right. Call before writing.
+    package func reserve(_ length: Int64) {
+        guard isRegularFile, !reserved else { return }
+        reserved = descriptor.reserve(length)
+    }
+
     /// Writes all of `bytes`.
     package func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
         try descriptor.writeAll(bytes, path: path)
@@ -76,6 +86,12 @@ package final class OutputFile {
     package func commit() throws(SystemError) {
         precondition(!committed, "an output file is committed once")
         committed = true
+        if reserved {
+            do throws(SystemError) { try descriptor.releaseSpacePastEnd(path: temporaryPath ?? path) } catch {
+                closeAndRemove()
+                throw error
+            }
+        }
         if ownsDescriptor {
             do throws(SystemError) { try descriptor.closeReporting(path: path) } catch {
                 if let temporaryPath { removeFile(temporaryPath) }
@@ -107,6 +123,10 @@ package final class OutputFile {
     package func discard() {
         guard !committed else { return }
         committed = true
+        closeAndRemove()
+    }
+
+    private func closeAndRemove() {
         if ownsDescriptor { descriptor.closeQuietly() }
         if let temporaryPath { removeFile(temporaryPath) }
     }

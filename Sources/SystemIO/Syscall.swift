@@ -189,6 +189,25 @@ extension FileDescriptor {
         }
     }
 
+    /// Allocates the file's first `length` bytes on the disk now, without changing its size
+    /// (`fallocate(FALLOC_FL_KEEP_SIZE)`), for a file about to be written that long: the file
+    /// system then maps each page written into blocks it has already, instead of reserving and
+    /// later allocating them page by page (measured with ext4 on a 600 MB remux: a third less
+    /// kernel time). A hint: returns false where the file system cannot (tmpfs before 3.5, NFS,
+    /// a full disk), and nothing changes. What the writes did not use stays allocated past
+    /// the end until ``releaseSpacePastEnd(path:)``.
+    @discardableResult
+    package func reserve(_ length: Int64) -> Bool {
+        length > 0 && csystem_reserve(rawValue, off_t(length)) == 0
+    }
+
+    /// Frees space allocated past the end of the file (by ``reserve(_:)``): truncates it to its
+    /// own size.
+    package func releaseSpacePastEnd(path: String) throws(SystemError) {
+        let size = try FileStatus.of(descriptor: self, path: path).size
+        do { _ = try syscall { ftruncate(rawValue, off_t(size)) } } catch { throw SystemError(.allocate, path: path, errno: error) }
+    }
+
     /// Starts writing back `length` bytes at `offset` to the disk without waiting for them
     /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): a hint, so failures are ignored.
     package func startWriteback(at offset: Int64, length: Int64) {

@@ -174,4 +174,40 @@ struct TransportStreamOracleTests {
         #expect(a.map(\.presentationTime) == b.map(\.presentationTime) && a.map(\.decodeTime) == b.map(\.decodeTime), "the samples' times")
         #expect(a.map(\.isSync) == b.map(\.isSync))
     }
+    /// Bytes the file system holds for `path` (its blocks), not its size.
+    static func allocatedBytes(_ path: String) -> Int {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return -1 }
+        return Int(info.st_blocks) * 512
+    }
+
+    @Test("a remux reserves its output's disk from the input's size and frees what it did not use: every output (progressive and faststart MP4, TS) holds no more blocks than its size needs, and its bytes are those of a write that reserved nothing")
+    func reservedSpaceIsFreed() throws {
+        let input = Self.inputs + "/pyramid.ts"
+        for layout in [MovieWriter.Layout.progressive, .faststart] {
+            var reserved = MovieWriter.Options(layout: layout)
+            reserved.expectedSize = 64 << 20  // far more than the movie needs
+            var unreserved = MovieWriter.Options(layout: layout)
+            unreserved.expectedSize = nil
+            let outputs = [Self.inputs + "/reserved-\(layout).mp4", Self.inputs + "/unreserved-\(layout).mp4"]
+            for (options, output) in zip([reserved, unreserved], outputs) {
+                let writer = try MovieWriter(path: output, options: options)
+                let reader = try MediaSource(path: input)
+                while let sample = try reader.next() { try writer.append(sample) }
+                _ = try writer.finish()
+            }
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: outputs[0])[.size] as? Int)
+            #expect(Self.allocatedBytes(outputs[0]) <= (size + 4095) / 4096 * 4096 + 4096, "\(layout): \(Self.allocatedBytes(outputs[0])) bytes held for \(size)")
+            #expect(FileManager.default.contents(atPath: outputs[0]) == FileManager.default.contents(atPath: outputs[1]))
+        }
+        // StreamMuxer reserves from the input's size on its own (a TS a tenth more).
+        let movie = Self.inputs + "/reserved-muxed.mp4", stream = Self.inputs + "/reserved-muxed.ts"
+        _ = try StreamMuxer().run(path: input, to: movie)
+        _ = try StreamMuxer(options: .init(output: .transportStream(.init()))).run(path: movie, to: stream)
+        for output in [movie, stream] {
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: output)[.size] as? Int)
+            #expect(Self.allocatedBytes(output) <= (size + 4095) / 4096 * 4096 + 4096, "\(output): \(Self.allocatedBytes(output)) bytes held for \(size)")
+        }
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(stream))
+    }
 }

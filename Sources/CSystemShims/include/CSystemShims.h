@@ -27,6 +27,12 @@ static inline int csystem_insert_range(int fd, off_t offset, off_t length) {
 static inline int csystem_start_writeback(int fd, off_t offset, off_t length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }
+
+/// Allocates the first `length` bytes of a file's space without changing its size
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`). Returns 0, or -1 with errno set.
+static inline int csystem_reserve(int fd, off_t length) {
+    return fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, length);
+}
 #else
 #include <errno.h>
 #include <sys/types.h>
@@ -41,6 +47,11 @@ static inline int csystem_start_writeback(int fd, off_t offset, off_t length) {
 }
 static inline int csystem_insert_range(int fd, off_t offset, off_t length) {
     (void)fd; (void)offset; (void)length;
+    errno = ENOTSUP;
+    return -1;
+}
+static inline int csystem_reserve(int fd, off_t length) {
+    (void)fd; (void)length;
     errno = ENOTSUP;
     return -1;
 }

@@ -85,7 +85,12 @@ final class PlainMedia {
         }
         tracks[index].pending.append(sample)
         tracks[index].pendingBytes += sample.data.count
-        let limit = chunkDuration.converted(toTimescale: tracks[index].timeline.timescale).value
+        let timescale = tracks[index].timeline.timescale
+        let limit: Int64
+        if let known = tracks[index].chunkLimit, known.timescale == timescale { limit = known.ticks } else {
+            limit = chunkDuration.converted(toTimescale: timescale).value
+            tracks[index].chunkLimit = (limit, timescale)
+        }
         if tracks[index].pendingDuration >= limit || tracks[index].pendingBytes >= 1 << 20 { try flush(index, tracks: &tracks) }
     }
 
@@ -135,6 +140,7 @@ final class ProgressiveLayout: MovieLayout {
     init(path: String, options: MovieWriter.Options) throws(ContainerError) {
         self.options = options
         do { file = try OutputFile(path: path) } catch { throw .io(error) }
+        if let size = options.expectedSize { file.reserve(Int64(clamping: size)) }
         output = FileOutput(descriptor: file.descriptor, path: path, ownsDescriptor: false)
         media = PlainMedia(output: output, chunkDuration: options.chunkDuration)
     }
@@ -196,6 +202,8 @@ final class FaststartLayout: MovieLayout {
     private let media: FileOutput
     private let plain: PlainMedia
     private var mediaKept = true
+    /// Disk was reserved for the media past what it used: freed before the index goes in.
+    private var mediaReserved = false
 
     init(path: String, options: MovieWriter.Options) throws(ContainerError) {
         self.options = options
@@ -208,6 +216,7 @@ final class FaststartLayout: MovieLayout {
             throw .io(error)
         }
         media.startsWriteback = true
+        if let size = options.expectedSize { mediaReserved = media.descriptor.reserve(Int64(clamping: size)) }
         plain = PlainMedia(output: media, chunkDuration: options.chunkDuration)
     }
 
@@ -226,6 +235,9 @@ final class FaststartLayout: MovieLayout {
         let mediaSize = media.position
         let header = faststartHeader(tracks: tracks, timecode: timecode, mediaSize: mediaSize)
         let fileSize = UInt64(header.bytes.count) + mediaSize
+        if mediaReserved {
+            do { try media.descriptor.releaseSpacePastEnd(path: mediaPath) } catch { throw .io(error) }
+        }
         if (try? media.descriptor.insertRange(at: 0, length: Int64(header.bytes.count), path: mediaPath)) != nil {
             // The file system moved the media up by whole blocks: the index goes in front of
             // it without a copy, and the media file is the result.

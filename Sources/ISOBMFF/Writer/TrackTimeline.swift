@@ -145,8 +145,10 @@ struct TrackTimeline {
         minimumPresentation = min(minimumPresentation, presentation)
         maximumPresentationEnd = max(maximumPresentationEnd, presentation + duration)
         if !sample.attachments.doNotDisplay {
-            let trimStart = kind == .video ? 0 : (try? ticks(sample.attachments.trimDurationAtStart, "trim")) ?? 0
-            let trimEnd = kind == .video ? 0 : (try? ticks(sample.attachments.trimDurationAtEnd, "trim")) ?? 0
+            // (Most samples trim nothing: no conversion for them.)
+            let trims = (start: sample.attachments.trimDurationAtStart, end: sample.attachments.trimDurationAtEnd)
+            let trimStart = kind == .video || trims.start.value == 0 ? 0 : (try? ticks(trims.start, "trim")) ?? 0
+            let trimEnd = kind == .video || trims.end.value == 0 ? 0 : (try? ticks(trims.end, "trim")) ?? 0
             shownMinimum = min(shownMinimum, presentation + max(0, min(trimStart, duration)))
             shownMaximumEnd = max(shownMaximumEnd, presentation + duration - max(0, min(trimEnd, duration)))
         }

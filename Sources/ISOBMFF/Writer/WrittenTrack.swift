@@ -18,6 +18,8 @@ struct WrittenTrack {
     /// video track).
     var pending: [PlacedSample] = []
     var pendingBytes = 0
+    /// The longest chunk in the track's ticks, once computed (with its timescale).
+    var chunkLimit: (ticks: Int64, timescale: Int32)?
 
     init(timeline: TrackTimeline, fileTrackID: UInt32, sourceID: TrackID, language: String?) {
         self.timeline = timeline
@@ -28,8 +30,9 @@ struct WrittenTrack {
 
     /// The gathered chunk's length in decoding time, ticks.
     var pendingDuration: Int64 {
-        guard let first = pending.first, let last = pending.last else { return 0 }
-        return last.decodeTime + last.duration - first.decodeTime
+        // By index: `first` and `last` would copy the samples (a retain of each's bytes).
+        guard !pending.isEmpty else { return 0 }
+        return pending[pending.count - 1].decodeTime + pending[pending.count - 1].duration - pending[0].decodeTime
     }
 
     /// The kind of media, once the first sample came.
