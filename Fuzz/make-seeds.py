@@ -166,6 +166,15 @@ put("FuzzRTSP", "play-tcp", bytes([0x07]) + (b"OPTIONS rtsp://127.0.0.1:8554/liv
     b"RTSP/1.0 200 OK\r\nCSeq: 3\r\nSession: 1234;timeout=60\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1;ssrc=DEADBEEF\r\n\r\n"
     b"$\x00\x00\x0c\x80\x60\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01"))
 
+# Two media of one session (video and AAC), each set up by its control, played, paused, torn down.
+put("FuzzRTSP", "two-media", bytes([0x07]) + (b"DESCRIBE rtsp://127.0.0.1:8554/av RTSP/1.0\r\nCSeq: 1\r\n\r\n"
+    b"SETUP rtsp://127.0.0.1:8554/av/trackID=0 RTSP/1.0\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nCSeq: 2\r\n\r\n"
+    b"SETUP rtsp://127.0.0.1:8554/av/trackID=1 RTSP/1.0\r\nTransport: RTP/AVP;unicast;client_port=5002-5003\r\nSession: 1\r\nCSeq: 3\r\n\r\n"
+    b"SETUP rtsp://127.0.0.1:8554/av RTSP/1.0\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nCSeq: 4\r\n\r\n"
+    b"PLAY rtsp://127.0.0.1:8554/av/ RTSP/1.0\r\nSession: 1\r\nRange: npt=0-\r\nCSeq: 5\r\n\r\n"
+    b"PAUSE rtsp://127.0.0.1:8554/av/ RTSP/1.0\r\nSession: 1\r\nCSeq: 6\r\n\r\n"
+    b"TEARDOWN rtsp://127.0.0.1:8554/av/ RTSP/1.0\r\nSession: 1\r\nCSeq: 7\r\n\r\n"))
+
 
 # Audio: ADTS and LOAS streams ffmpeg makes (48 kHz stereo, 44.1 kHz mono, HE-AAC is not in
 # ffmpeg's encoder), an AudioSpecificConfig and esds of each kind, behind the selector byte.

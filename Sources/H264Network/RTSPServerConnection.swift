@@ -5,9 +5,11 @@
 /// It serves each path either for playing (`OPTIONS`, `DESCRIBE`, `SETUP`, `PLAY`, `PAUSE`,
 /// `TEARDOWN`, `GET_PARAMETER`/`SET_PARAMETER` as keep-alives) or for recording what a publisher
 /// sends (`ANNOUNCE` with an SDP, `SETUP` with `mode=record`, `RECORD`), as OBS and ffmpeg publish
-/// to a server. A session is RTP/AVP over UDP (the client's port pair) or interleaved in the
-/// connection (RTP/AVP/TCP); each gets its own session identifier, SSRC, first sequence number
-/// and first RTP timestamp. Every bad request gets its 4xx and the connection goes on; with an
+/// to a server. A resource with several media (video and AAC) is set up medium by medium, each
+/// `SETUP` naming one by its `control` URL and adding it to the session (RFC 2326 §10.4), and
+/// played (or paused, or torn down) as one by the aggregate URL. Each medium of a session is
+/// RTP/AVP over UDP (the client's port pair) or interleaved in the connection (RTP/AVP/TCP, its
+/// own channel pair), with its own SSRC, first sequence number and first RTP timestamp. Every bad request gets its 4xx and the connection goes on; with an
 /// ``RTSPAuthenticator`` every request but `OPTIONS` must carry valid credentials (401 with the
 /// challenges otherwise).
 public struct RTSPServerConnection: Sendable {
@@ -39,10 +41,38 @@ public struct RTSPServerConnection: Sendable {
 
     /// What the server has at a path.
     public enum Resource: Sendable, Hashable {
-        /// A stream to play, described by this payload format (its `control` names the medium).
+        /// A stream of one medium to play, described by this payload format (its `control`
+        /// names the medium).
         case playable(H264PayloadFormat)
+        /// A stream of several media to play, in the order the session description lists them;
+        /// each format's `control` names its medium (distinct, as `trackID=0`, `trackID=1`).
+        case playableMedia([RTPPayloadFormat])
         /// A path a publisher may `ANNOUNCE` and `RECORD` to.
         case recordable
+
+        /// The media of a playable resource.
+        var media: [RTPPayloadFormat]? {
+            switch self {
+            case .playable(let format): [.h264(format)]
+            case .playableMedia(let media): media.isEmpty ? nil : media
+            case .recordable: nil
+            }
+        }
+    }
+
+    /// One medium of a session, as its `SETUP` answered it.
+    public struct Stream: Sendable, Hashable {
+        /// The payload format: the resource's medium when playing, the publisher's `ANNOUNCE`
+        /// when recording.
+        public var format: RTPPayloadFormat
+        /// The transport answered: client ports or interleaved channels, server ports, SSRC.
+        public var transport: RTSPTransport
+        /// The synchronization source of the medium (the server's when playing).
+        public var ssrc: UInt32
+        /// The sequence number of the first RTP packet sent (announced in `RTP-Info`).
+        public var initialSequenceNumber: UInt16
+        /// The RTP timestamp of the first sample sent (announced in `RTP-Info`).
+        public var initialTimestamp: UInt32
     }
 
     /// One client's session.
@@ -51,18 +81,24 @@ public struct RTSPServerConnection: Sendable {
         public var id: String
         /// The resource's path (`/live`).
         public var path: String
-        /// The transport answered: client ports or interleaved channels, server ports, SSRC.
-        public var transport: RTSPTransport
-        /// The synchronization source of the stream (the server's when playing).
-        public var ssrc: UInt32
-        /// The sequence number of the first RTP packet sent (announced in `RTP-Info`).
-        public var initialSequenceNumber: UInt16
-        /// The RTP timestamp of the first sample sent (announced in `RTP-Info`).
-        public var initialTimestamp: UInt32
-        /// The payload format: the resource's when playing, the publisher's `ANNOUNCE` when recording.
-        public var format: H264PayloadFormat
+        /// The media set up, in the order of their `SETUP`s (never empty).
+        public internal(set) var streams: [Stream]
         /// Whether the client publishes (`mode=record`) rather than plays.
         public var isRecording: Bool
+
+        /// The first medium's transport.
+        public var transport: RTSPTransport { streams[0].transport }
+        /// The first medium's synchronization source.
+        public var ssrc: UInt32 { streams[0].ssrc }
+        /// The first medium's first sequence number.
+        public var initialSequenceNumber: UInt16 { streams[0].initialSequenceNumber }
+        /// The first medium's first RTP timestamp.
+        public var initialTimestamp: UInt32 { streams[0].initialTimestamp }
+        /// The H.264 medium's payload format, if one is set up.
+        public var format: H264PayloadFormat? {
+            for stream in streams { if case .h264(let format) = stream.format { return format } }
+            return nil
+        }
     }
 
     /// What the server must do besides sending the response.
@@ -92,7 +128,8 @@ public struct RTSPServerConnection: Sendable {
     /// The server's settings.
     public let configuration: Configuration
     private var sessions: [String: SessionState] = [:]
-    private var announced: [String: H264PayloadFormat] = [:]
+    /// What publishers announced, by path: the media this server records (H.264, AAC).
+    private var announced: [String: [RTPPayloadFormat]] = [:]
     private var usedChannels: Set<Int> = []
     private var random: RandomSource
 
@@ -127,11 +164,11 @@ public struct RTSPServerConnection: Sendable {
             response.headers.append(("Public", Self.methods.joined(separator: ", ")))
             return (response, nil)
         case "DESCRIBE":
-            guard case .playable(let format)? = resource(path) else { return (reply(404, "Not Found", to: request), nil) }
+            guard let media = resource(path)?.media else { return (reply(404, "Not Found", to: request), nil) }
             let base = url.hasSuffix("/") ? url : url + "/"
             let description = SessionDescription(origin: "- \(random.next() >> 33) 1 IN IP4 0.0.0.0", name: configuration.serverName, connection: "IN IP4 0.0.0.0",
                                                  attributes: ["tool:\(configuration.serverName)", "range:npt=0-", "control:*"],
-                                                 media: [format.medium(port: 0)])
+                                                 media: media.map { $0.medium(port: 0) })
             var response = reply(200, "OK", to: request)
             response.headers += [("Content-Base", base), ("Content-Type", "application/sdp")]
             response.body = Array(description.text.utf8)
@@ -146,7 +183,12 @@ public struct RTSPServerConnection: Sendable {
                 guard let medium = description.media.first(where: { $0.type == "video" }) else {
                     return (reply(415, "Unsupported Media Type", to: request, note: "no video medium"), nil)
                 }
-                announced[path] = try H264PayloadFormat(medium: medium)
+                // The video, and the first AAC medium (`mpeg4-generic`) when there is one.
+                var media: [RTPPayloadFormat] = [.h264(try H264PayloadFormat(medium: medium))]
+                if let audio = description.media.lazy.filter({ $0.type == "audio" }).compactMap({ try? MPEG4GenericPayloadFormat(medium: $0) }).first {
+                    media.append(.mpeg4Generic(audio))
+                }
+                announced[path] = media
             } catch {
                 return (reply(415, "Unsupported Media Type", to: request, note: error.description), nil)
             }
@@ -180,11 +222,13 @@ public struct RTSPServerConnection: Sendable {
 
     private mutating func setup(_ request: RTSPMessage, url: String, path: String, resource: (String) -> Resource?) -> (response: RTSPMessage, event: Event?) {
         // SETUP names the medium: the resource's path plus its control (`/live/trackID=0`), or
-        // the resource itself (control `*`).
+        // the resource itself (control `*`, one medium).
         var resourcePath = path
+        var control: String?
         var found = resource(path)
         if found == nil, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             resourcePath = String(path[..<slash])
+            control = String(path[path.index(after: slash)...])
             found = resource(resourcePath)
         }
         guard let found else { return (reply(404, "Not Found", to: request), nil) }
@@ -194,12 +238,22 @@ public struct RTSPServerConnection: Sendable {
             return (reply(error.code == .unsupported ? 461 : 400, error.code == .unsupported ? "Unsupported Transport" : "Bad Request", to: request, note: error.reason), nil)
         }
         let recording = found == .recordable
-        let format: H264PayloadFormat
-        switch found {
-        case .playable(let playable): format = playable
-        case .recordable:
+        let media: [RTPPayloadFormat]
+        if recording {
             guard let publisher = announced[resourcePath] else { return (reply(455, "Method Not Valid in This State", to: request, note: "ANNOUNCE first"), nil) }
-            format = publisher
+            media = publisher
+        } else {
+            media = found.media ?? []
+        }
+        let format: RTPPayloadFormat
+        if media.count == 1 {
+            format = media[0]  // (one medium: whatever control the URL ends in, as clients have it)
+        } else if let control, let medium = media.first(where: { $0.control == control }) {
+            format = medium
+        } else if control == nil {
+            return (reply(459, "Aggregate Operation Not Allowed", to: request, note: "SETUP each medium: \(media.compactMap(\.control).joined(separator: ", "))"), nil)
+        } else {
+            return (reply(404, "Not Found", to: request, note: "no medium \(control!) here"), nil)
         }
         guard var transport = offers.first(where: {
             !$0.isMulticast && configuration.transports.contains($0.lower) && ($0.lower == .tcp || $0.clientPorts != nil) && (recording || !$0.isRecord)
@@ -209,17 +263,23 @@ public struct RTSPServerConnection: Sendable {
         var existing: SessionState?
         if let id = request["Session"].map(Self.sessionID) {
             guard let state = sessions[id] else { return (reply(454, "Session Not Found", to: request), nil) }
-            guard state.state == .ready else { return (reply(455, "Method Not Valid in This State", to: request), nil) }
+            guard state.state == .ready, state.session.path == resourcePath else {
+                return (reply(455, "Method Not Valid in This State", to: request, note: state.state == .ready ? "a session holds the media of one resource" : nil), nil)
+            }
             existing = state
         } else if sessions.count >= Self.maximumSessions {
             return (reply(453, "Not Enough Bandwidth", to: request, note: "at most \(Self.maximumSessions) sessions a connection"), nil)
         }
+        // A medium set up again (a new transport) keeps its identifiers.
+        let index = existing?.session.streams.firstIndex { $0.format == format }
+        let previous = index.map { existing!.session.streams[$0] }
         if transport.lower == .tcp {
-            if let existing, let channels = existing.session.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
+            if let channels = previous?.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
             if let asked = transport.interleaved, !usedChannels.contains(asked.lowerBound), !usedChannels.contains(asked.upperBound), asked.count == 2 {
                 transport.interleaved = asked
             } else {
                 guard let low = stride(from: 0, to: 254, by: 2).first(where: { !usedChannels.contains($0) && !usedChannels.contains($0 + 1) }) else {
+                    if let channels = previous?.transport.interleaved { usedChannels.formUnion([channels.lowerBound, channels.upperBound]) }
                     return (reply(461, "Unsupported Transport", to: request, note: "no interleaved channels left"), nil)
                 }
                 transport.interleaved = low...(low + 1)
@@ -227,14 +287,19 @@ public struct RTSPServerConnection: Sendable {
             usedChannels.formUnion([transport.interleaved!.lowerBound, transport.interleaved!.upperBound])
             transport.clientPorts = nil
         } else {
+            if let channels = previous?.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
             transport.serverPorts = configuration.serverPorts
+            transport.interleaved = nil  // (a UDP offer naming channels names nothing)
         }
-        let ssrc = existing?.session.ssrc ?? UInt32(truncatingIfNeeded: random.next())
+        let ssrc = previous?.ssrc ?? UInt32(truncatingIfNeeded: random.next())
         transport.ssrc = recording ? nil : ssrc
         transport.otherParameters = []
-        let session = Session(id: existing?.session.id ?? String(random.next() & 0xFFFF_FFFF_FFFF, radix: 16).uppercased(), path: resourcePath, transport: transport,
-                              ssrc: ssrc, initialSequenceNumber: existing?.session.initialSequenceNumber ?? UInt16(truncatingIfNeeded: random.next()),
-                              initialTimestamp: existing?.session.initialTimestamp ?? UInt32(truncatingIfNeeded: random.next()), format: format, isRecording: recording)
+        let stream = Stream(format: format, transport: transport, ssrc: ssrc,
+                            initialSequenceNumber: previous?.initialSequenceNumber ?? UInt16(truncatingIfNeeded: random.next()),
+                            initialTimestamp: previous?.initialTimestamp ?? UInt32(truncatingIfNeeded: random.next()))
+        var session = existing?.session
+            ?? Session(id: String(random.next() & 0xFFFF_FFFF_FFFF, radix: 16).uppercased(), path: resourcePath, streams: [], isRecording: recording)
+        if let index { session.streams[index] = stream } else { session.streams.append(stream) }
         sessions[session.id] = SessionState(session: session, state: .ready)
         var response = reply(200, "OK", to: request)
         response.headers += [("Transport", transport.description), ("Session", "\(session.id);timeout=\(configuration.sessionTimeout)")]
@@ -260,10 +325,18 @@ public struct RTSPServerConnection: Sendable {
                 start = parsed
             }
             response.headers.append(("Range", "npt=\(Self.format(start ?? 0))-"))
-            let control = state.session.format.control ?? "*"
-            let base = Self.url(of: request)
-            let trackURL = control == "*" || control.lowercased().hasPrefix("rtsp://") ? base : (base.hasSuffix(control) ? base : base + (base.hasSuffix("/") ? "" : "/") + control)
-            response.headers.append(("RTP-Info", "url=\(trackURL);seq=\(state.session.initialSequenceNumber);rtptime=\(state.session.initialTimestamp)"))
+            // The aggregate URL (a PLAY of one medium's URL names its resource all the same).
+            var base = Self.url(of: request)
+            if state.session.streams.count > 1, Self.normalizedPath(base) != state.session.path, let slash = base.lastIndex(of: "/") {
+                base = String(base[..<slash])
+            }
+            let info = state.session.streams.map { stream in
+                let control = stream.format.control ?? "*"
+                let trackURL = control == "*" || control.lowercased().hasPrefix("rtsp://") ? base
+                    : (base.hasSuffix(control) ? base : base + (base.hasSuffix("/") ? "" : "/") + control)
+                return "url=\(trackURL);seq=\(stream.initialSequenceNumber);rtptime=\(stream.initialTimestamp)"
+            }
+            response.headers.append(("RTP-Info", info.joined(separator: ",")))
             if state.state != .playing { event = .play(state.session, from: start) }
             state.state = .playing
         case "PAUSE":
@@ -276,7 +349,9 @@ public struct RTSPServerConnection: Sendable {
             state.state = .recording
         case "TEARDOWN":
             sessions[id] = nil
-            if let channels = state.session.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
+            for stream in state.session.streams {
+                if let channels = stream.transport.interleaved { usedChannels.subtract([channels.lowerBound, channels.upperBound]) }
+            }
             return (response, .teardown(state.session))
         default:  // GET_PARAMETER, SET_PARAMETER: keep-alives
             break

@@ -29,6 +29,25 @@ struct PacketizedUnit: Sendable {
     /// clock stands when it goes out (for sender reports).
     var decodeTime: Double? = nil
     var decodeTimestamp: UInt32 = 0
+    /// Its presentation time (seconds), which `timestamp` stands for.
+    var presentationTime: Double? = nil
+}
+
+/// The media time from which the streams of one session count their RTP timestamps: that of
+/// the first unit sent to any of them. Each stream's first RTP timestamp (the `rtptime` its
+/// `RTP-Info` announces) is then the one its clock has at that same instant, as RFC 2326
+/// §12.33 asks, also for a medium that starts later (sound 3 s after the picture) or a client
+/// that joins a live stream (the sound first, the picture at the next sync sample).
+final class SessionAnchor: Sendable {
+    private let time = Locked<Double?>(nil)
+
+    /// The anchor: `candidate` if none was set yet.
+    func time(first candidate: Double) -> Double {
+        time.withLock { time in
+            if time == nil { time = candidate }
+            return time!
+        }
+    }
 }
 
 /// One playing client: its own SSRC, sequence numbers and timestamps (as its `SETUP` and
@@ -71,6 +90,12 @@ final class RTPSubscriber: Sendable {
     let transport: RTPSinkTransport
     let ssrc: UInt32
     let payloadType: UInt8
+    /// The medium it receives: the video, or the audio beside it.
+    let medium: MediaType
+    /// The RTP clock rate of its medium (sender reports count in it).
+    let clockRate: Int
+    /// The time the session's streams count from (nil: the first unit sent to this one).
+    let anchor: SessionAnchor?
     private let initialTimestamp: UInt32
     private let state: Locked<State>
     private let lastActivity = Atomic<Int64>(NIODeadline.now().uptimeNanoseconds.asInt64)
@@ -84,11 +109,15 @@ final class RTPSubscriber: Sendable {
     /// lags, as on a loaded machine, needs the margin. As ``RTPSender/Options/goodbyeDelay``.
     static let goodbyeDelay = TimeAmount.milliseconds(500)
 
-    init(id: String, transport: RTPSinkTransport, ssrc: UInt32, payloadType: UInt8, initialSequenceNumber: UInt16, initialTimestamp: UInt32) {
+    init(id: String, transport: RTPSinkTransport, ssrc: UInt32, payloadType: UInt8, initialSequenceNumber: UInt16, initialTimestamp: UInt32,
+         medium: MediaType = .video, clockRate: Int = Int(H264Packetizer.clockRate), anchor: SessionAnchor? = nil) {
+        self.anchor = anchor
         self.id = id
         self.transport = transport
         self.ssrc = ssrc
         self.payloadType = payloadType
+        self.medium = medium
+        self.clockRate = clockRate
         self.initialTimestamp = initialTimestamp
         state = Locked(State(nextSequence: initialSequenceNumber, lastTimestamp: initialTimestamp))
     }
@@ -119,7 +148,17 @@ final class RTPSubscriber: Sendable {
             }
             state.waitingForSync = false
             state.behind = false
-            let delta = state.timestampDelta ?? (initialTimestamp &- unit.timestamp)
+            let delta: UInt32
+            if let known = state.timestampDelta { delta = known } else {
+                // The first unit: the timestamp this stream's clock has at the session's anchor
+                // becomes the announced first timestamp.
+                var base = unit.timestamp
+                if let anchor, let time = unit.presentationTime {
+                    let start = anchor.time(first: time)
+                    base = unit.timestamp &- UInt32(truncatingIfNeeded: Int64(((time - start) * Double(clockRate)).rounded()))
+                }
+                delta = initialTimestamp &- base
+            }
             state.timestampDelta = delta
             let timestamp = unit.timestamp &+ delta
             var packets: [[UInt8]] = []
@@ -201,7 +240,7 @@ final class RTPSubscriber: Sendable {
         let now = WallClock.seconds
         var rtp = state.lastTimestamp
         if let media = state.clock.mediaTime(atDate: now), let last = state.lastDecode {
-            rtp = last.timestamp &+ UInt32(truncatingIfNeeded: Int64(((media - last.seconds) * Double(H264Packetizer.clockRate)).rounded()))
+            rtp = last.timestamp &+ UInt32(truncatingIfNeeded: Int64(((media - last.seconds) * Double(clockRate)).rounded()))
         }
         return RTCPPacket.SenderReport(ssrc: ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
                                        packetCount: UInt32(truncatingIfNeeded: state.counts.packets), octetCount: UInt32(truncatingIfNeeded: state.counts.octets))
@@ -246,16 +285,28 @@ final class RTPSubscriber: Sendable {
 /// One stream going to any number of clients: each access unit is packetized once, then copied
 /// to every subscriber with its own header fields. Subscribers join and leave at any time (a
 /// new one starts at the next sync sample); a keyframe request (a client's PLI, a new client)
-/// goes to whoever makes the stream.
+/// goes to whoever makes the stream. With an audio track, its AAC frames are packetized once
+/// too (RFC 3640, a frame a packet) and go to the subscribers of the audio medium.
 final class RTPFanOut: Sendable {
+    /// The AAC track sent as the audio medium, and how.
+    struct Audio: Sendable {
+        var track: TrackID
+        var clockRate: Int
+        var configuration: AACPacketizer.Configuration
+    }
+
     private let packetizer: Locked<H264Packetizer>
+    private let audio: (track: TrackID, packetizer: Locked<AACPacketizer>)?
     /// The subscribers, and whether the stream has ended (one lock: a client that joins as the
     /// stream ends is either in the set `finish()` says goodbye to, or told goodbye itself).
     private let subscribers = Locked<(all: [String: RTPSubscriber], finished: Bool)>(([:], false))
     private let keyframeRequest: (@Sendable () -> Void)?
 
-    init(configuration: H264Packetizer.Configuration, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
+    init(configuration: H264Packetizer.Configuration, audio: Audio? = nil, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
         packetizer = Locked(try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: configuration) })
+        self.audio = try audio.map { (audio) throws(StreamingError) in
+            (audio.track, Locked(try StreamingError.network { () throws(NetworkError) in try AACPacketizer(configuration: audio.configuration, clockRate: audio.clockRate) }))
+        }
         keyframeRequest = onKeyframeRequest
     }
 
@@ -266,7 +317,7 @@ final class RTPFanOut: Sendable {
             if !state.finished { state.all[subscriber.id] = subscriber }
             return state.finished
         }
-        if ended { subscriber.goodbye() } else { requestKeyframe() }
+        if ended { subscriber.goodbye() } else if subscriber.medium == .video { requestKeyframe() }
     }
 
     /// Removes a subscriber for good.
@@ -284,15 +335,33 @@ final class RTPFanOut: Sendable {
     /// Whether every subscriber's socket takes more now (none is over its watermark).
     var hasRoom: Bool { subscribers.withLock { $0.all.values.allSatisfy(\.transport.isWritable) } }
 
-    /// Packetizes `sample` and hands it to every subscriber.
+    /// Packetizes `sample` and hands it to every subscriber of its medium: the video, or the
+    /// audio track's frames; a sample of any other track is left out.
     func deliver(_ sample: SampleBuffer) throws(StreamingError) {
-        let (packets, timestamp, decodeTimestamp) = try packetizer.withLock { (packetizer) throws(StreamingError) in
-            (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime),
-             packetizer.timestamp(for: sample.decodeTime))
+        let unit: PacketizedUnit
+        let medium: MediaType
+        if sample.videoFormatDescription != nil {
+            let (packets, timestamp, decodeTimestamp) = try packetizer.withLock { (packetizer) throws(StreamingError) in
+                (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime),
+                 packetizer.timestamp(for: sample.decodeTime))
+            }
+            unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync,
+                                  decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: decodeTimestamp,
+                                  presentationTime: sample.presentationTime.isNumeric ? sample.presentationTime.seconds : nil)
+            medium = .video
+        } else if let audio, sample.trackID == audio.track {
+            let (packets, timestamp) = try audio.packetizer.withLock { (packetizer) throws(StreamingError) in
+                (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime))
+            }
+            guard !packets.isEmpty else { return }
+            unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: true,
+                                  decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: timestamp,
+                                  presentationTime: sample.presentationTime.isNumeric ? sample.presentationTime.seconds : nil)
+            medium = .audio
+        } else {
+            return
         }
-        let unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync,
-                                  decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: decodeTimestamp)
-        for subscriber in subscribers.withLock({ Array($0.all.values) }) { subscriber.deliver(unit) }
+        for subscriber in subscribers.withLock({ Array($0.all.values) }) where subscriber.medium == medium { subscriber.deliver(unit) }
     }
 
     /// The end of the stream: a BYE to every subscriber, and to any that joins later.

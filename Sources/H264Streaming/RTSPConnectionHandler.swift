@@ -17,7 +17,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private struct Active {
         var session: RTSPServerConnection.Session
         var mount: Mount
-        var subscriber: RTPSubscriber?
+        /// One per medium of a playing session, in the order of its streams.
+        var subscribers: [RTPSubscriber] = []
         var player: PacedFilePlayer?
         var fanOut: RTPFanOut?
         var routeKeys: [String] = []
@@ -117,7 +118,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             $0.requests += 1
             $0.errorsAnswered += newErrors
         }
-        if let id = message["Session"].map({ String($0.split(separator: ";").first ?? "") }) { sessions[id]?.subscriber?.touch() }
+        if let id = message["Session"].map({ String($0.split(separator: ";").first ?? "") }) { sessions[id]?.subscribers.forEach { $0.touch() } }
         // A publisher's routes are in place before it hears 200 to its RECORD: it sends at once
         // (ffmpeg does), and its first packets, with the first IDR picture, must not go astray.
         var pending = event
@@ -143,8 +144,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             active.paused = true
             if let player = active.player {
                 player.pause()
-            } else if let subscriber = active.subscriber, case .shared(let fanOut, _) = active.mount.kind {
-                fanOut.detach(subscriber.id)
+            } else if case .shared(let fanOut, _) = active.mount.kind {
+                for subscriber in active.subscribers { fanOut.detach(subscriber.id) }
             }
             sessions[session.id] = active
         case .teardown(let session):
@@ -160,39 +161,50 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             active.paused = false
             if let player = active.player {
                 player.resume()
-            } else if let subscriber = active.subscriber, case .shared(let fanOut, _) = active.mount.kind {
-                subscriber.rejoin()
-                fanOut.add(subscriber)
+            } else if case .shared(let fanOut, _) = active.mount.kind {
+                for subscriber in active.subscribers {
+                    subscriber.rejoin()
+                    fanOut.add(subscriber)
+                }
             }
             sessions[session.id] = active
             return
         }
-        guard let mount = core.mount(for: session.path), let format = mount.format else { return }
-        let transport: RTPSinkTransport
+        guard let mount = core.mount(for: session.path), mount.format != nil else { return }
+        // A subscriber for each medium set up, on its own transport.
+        var subscribers: [RTPSubscriber] = []
         var routeKeys: [String] = []
-        if session.transport.lower == .tcp, let channels = session.transport.interleaved {
-            transport = .interleaved(connection: context.channel, rtpChannel: UInt8(channels.lowerBound), rtcpChannel: UInt8(channels.upperBound))
-        } else {
-            guard let udp = core.udp.withLock({ $0 }), let ip = context.channel.remoteAddress?.ipAddress, let ports = session.transport.clientPorts,
-                  let rtpAddress = try? SocketAddress(ipAddress: ip, port: ports.lowerBound),
-                  let rtcpAddress = try? SocketAddress(ipAddress: ip, port: ports.upperBound)
-            else { return }
-            // Packets go only to the address the request came from (never to a `destination`
-            // a client names: that would make the server an amplifier for anyone).
-            transport = .udp(rtp: udp.rtp, rtcp: udp.rtcp, rtpAddress: rtpAddress, rtcpAddress: rtcpAddress)
-            routeKeys = [ServerCore.key(rtcpAddress)].compactMap { $0 }
+        let anchor = SessionAnchor()
+        for (index, stream) in session.streams.enumerated() {
+            let transport: RTPSinkTransport
+            if stream.transport.lower == .tcp, let channels = stream.transport.interleaved {
+                transport = .interleaved(connection: context.channel, rtpChannel: UInt8(channels.lowerBound), rtcpChannel: UInt8(channels.upperBound))
+            } else {
+                guard let udp = core.udp.withLock({ $0 }), let ip = context.channel.remoteAddress?.ipAddress, let ports = stream.transport.clientPorts,
+                      let rtpAddress = try? SocketAddress(ipAddress: ip, port: ports.lowerBound),
+                      let rtcpAddress = try? SocketAddress(ipAddress: ip, port: ports.upperBound)
+                else { return }
+                // Packets go only to the address the request came from (never to a `destination`
+                // a client names: that would make the server an amplifier for anyone).
+                transport = .udp(rtp: udp.rtp, rtcp: udp.rtcp, rtpAddress: rtpAddress, rtcpAddress: rtcpAddress)
+                routeKeys += [ServerCore.key(rtcpAddress)].compactMap { $0 }
+            }
+            subscribers.append(RTPSubscriber(id: "\(session.id)/\(index)", transport: transport, ssrc: stream.ssrc, payloadType: stream.format.payloadType,
+                                             initialSequenceNumber: stream.initialSequenceNumber, initialTimestamp: stream.initialTimestamp,
+                                             medium: stream.format.mediaType, clockRate: stream.format.clockRate, anchor: anchor))
         }
-        let subscriber = RTPSubscriber(id: session.id, transport: transport, ssrc: session.ssrc, payloadType: format.payloadType,
-                                       initialSequenceNumber: session.initialSequenceNumber, initialTimestamp: session.initialTimestamp)
-        var active = Active(session: session, mount: mount, subscriber: subscriber, routeKeys: routeKeys)
-        for key in routeKeys { core.routes.withLock { $0[key] = .player(subscriber, mount) } }
-        core.subscribed(subscriber)
+        guard !subscribers.isEmpty else { return }
+        var active = Active(session: session, mount: mount, subscribers: subscribers, routeKeys: routeKeys)
+        for (key, subscriber) in zip(routeKeys, subscribers.filter({ if case .udp = $0.transport { true } else { false } })) {
+            core.routes.withLock { $0[key] = .player(subscriber, mount) }
+        }
+        core.subscribed(subscribers)
         switch mount.kind {
-        case .perClient(let file, let options):
+        case .perClient(let file, let options, let audio):
             var reader = LoopingSampleReader(path: file, options: options, loops: false)
             if let from, from > 0 { reader.seek(to: MediaTime(seconds: from, preferredTimescale: 90_000)) }
-            guard let fanOut = try? RTPFanOut(configuration: core.options.packetizer) else { return }
-            fanOut.add(subscriber)
+            guard let fanOut = try? RTPFanOut(configuration: core.options.packetizer, audio: audio) else { return }
+            for subscriber in subscribers { fanOut.add(subscriber) }
             // Unpaced, a file played to one client goes at its socket's pace, nothing dropped.
             let player = PacedFilePlayer(reader: reader, fanOut: fanOut, loop: context.eventLoop, paced: core.options.paced, rate: core.options.rate,
                                          waitsForRoom: true, onEnd: { _ in })
@@ -201,7 +213,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             player.start()
         case .shared(let fanOut, _):
             active.fanOut = fanOut
-            fanOut.add(subscriber)
+            for subscriber in subscribers { fanOut.add(subscriber) }
         case .ingest:
             return
         }
@@ -210,28 +222,33 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     private func record(_ session: RTSPServerConnection.Session, context: ChannelHandlerContext) {
         guard let mount = core.mount(for: session.path), case .ingest(let sink) = mount.kind else { return }
+        // The video is recorded (the publisher's audio medium, set up too, is not yet).
+        guard let format = session.format, let video = session.streams.first(where: { $0.format.mediaType == .video }) else { return }
         var active = Active(session: session, mount: mount)
-        if session.transport.lower == .udp, let ip = context.channel.remoteAddress?.ipAddress, let ports = session.transport.clientPorts {
+        if video.transport.lower == .udp, let ip = context.channel.remoteAddress?.ipAddress, let ports = video.transport.clientPorts {
             for port in [ports.lowerBound, ports.upperBound] {
                 guard let key = ServerCore.key(try? SocketAddress(ipAddress: ip, port: port)) else { continue }
                 active.routeKeys.append(key)
                 core.routes.withLock { $0[key] = .publisher(sink, sessionID: session.id) }
             }
         }
-        sink.begin(session: session.id, format: session.format)
+        sink.begin(session: session.id, format: format)
         sessions[session.id] = active
     }
 
     private func handleInterleaved(channel: UInt8, payload: [UInt8]) {
         for active in sessions.values {
-            guard let channels = active.session.transport.interleaved, channels.contains(Int(channel)) else { continue }
+            guard let index = active.session.streams.firstIndex(where: { $0.transport.interleaved?.contains(Int(channel)) == true }),
+                  let channels = active.session.streams[index].transport.interleaved else { continue }
             let isControl = Int(channel) == channels.upperBound
+            let medium = active.session.streams[index].format.mediaType
             if case .ingest(let sink) = active.mount.kind {
+                guard medium == .video else { return }  // (a publisher's audio is not recorded yet)
                 if isControl { sink.receiveRTCP(payload, session: active.session.id) } else { sink.receiveRTP(payload, session: active.session.id) }
             } else if isControl {
-                active.subscriber?.touch()
+                if index < active.subscribers.count { active.subscribers[index].touch() }
                 let packets = payload.withUnsafeBytes { try? RTCPPacket.parse(compound: $0) } ?? []
-                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
+                if medium == .video, packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
                     core.counts.withLock { $0.pictureLossIndications += 1 }
                     active.mount.requestKeyframe()
                 }
@@ -246,10 +263,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func end(_ id: String, timedOut: Bool) {
         guard let active = sessions.removeValue(forKey: id) else { return }
         active.player?.stop()
-        if let subscriber = active.subscriber {
-            active.fanOut?.remove(subscriber.id)
-            core.unsubscribed(subscriber, timedOut: timedOut)
-        }
+        for subscriber in active.subscribers { active.fanOut?.remove(subscriber.id) }
+        if !active.subscribers.isEmpty { core.unsubscribed(active.subscribers, timedOut: timedOut) }
         for key in active.routeKeys { core.routes.withLock { _ = $0.removeValue(forKey: key) } }
         if case .ingest(let sink) = active.mount.kind { sink.end(session: id) }
     }
@@ -259,7 +274,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let sinceRequest = (NIODeadline.now() - lastRequest).nanoseconds
         var timedOut = false
         for (id, active) in sessions {
-            let idle = active.subscriber?.idleNanoseconds ?? sinceRequest
+            let idle = active.subscribers.map(\.idleNanoseconds).min() ?? sinceRequest
             if idle > limit {
                 end(id, timedOut: true)
                 timedOut = true

@@ -55,6 +55,10 @@ public final class RTSPServer: Sendable {
         public var clientQueueLimit: Int
         /// The transports offered: RTP over UDP, interleaved in TCP, or both.
         public var transports: Set<RTSPTransport.Lower> = [.udp, .tcp]
+        /// Serve a file's first AAC track beside its video, as a second medium (RFC 3640,
+        /// AAC-hbr, a frame a packet, timed at its sample rate; `trackID=1`), which a client
+        /// sets up with the video and plays with it: on by default. Off: the video alone.
+        public var carriesAudio = true
 
         /// Options: 127.0.0.1:8554, no credentials, a 60-second session timeout.
         public init(host: String = "127.0.0.1", port: Int = 8554, credentials: RTSPCredentials? = nil, sessionTimeout: Int = 60, idleConnectionTimeout: Int = 30,
@@ -139,18 +143,36 @@ public final class RTSPServer: Sendable {
         let path = RTSPServerConnection.normalizedPath(path)
         let mount: Mount
         switch media {
-        case .file(let file, let sourceOptions, let loops):
+        case .file(let file, var sourceOptions, let loops):
+            // The first AAC track goes beside the video (the tracks read widened to it).
+            var audioTrack: TrackDescription?
+            if options.carriesAudio, sourceOptions.tracks == .firstVideo, sourceOptions.trackID == nil {
+                let tracks = try StreamedTracks(path: file, options: sourceOptions)
+                audioTrack = tracks.audio
+                sourceOptions = tracks.sourceOptions(sourceOptions)
+            }
             var reader = LoopingSampleReader(path: file, options: sourceOptions, loops: false)
-            let read: SampleBuffer?
-            do { read = try reader.next() } catch { throw .source(error) }
-            guard let first = read else { throw .source(.noSamples(input: file, reason: "no samples to serve")) }
+            var first: SampleBuffer?
+            do {
+                while let sample = try reader.next() {
+                    if sample.videoFormatDescription != nil { first = sample; break }
+                }
+            } catch { throw .source(error) }
+            guard let first else { throw .source(.noSamples(input: file, reason: "no H.264 samples to serve")) }
             let format = H264PayloadFormat(formatDescription: try first.requireVideo(input: file), payloadType: options.packetizer.payloadType,
                                            packetizationMode: options.packetizer.packetizationMode, control: "trackID=0")
+            var audio: (format: MPEG4GenericPayloadFormat, fanOut: RTPFanOut.Audio)?
+            if let audioTrack, let description = audioTrack.format.audio {
+                let payloadType: UInt8 = options.packetizer.payloadType == 97 ? 98 : 97
+                let packetizer = AACPacketizer.Configuration(maximumPacketSize: options.packetizer.maximumPacketSize, payloadType: payloadType)
+                audio = (MPEG4GenericPayloadFormat(formatDescription: description, payloadType: payloadType, control: "trackID=1"),
+                         RTPFanOut.Audio(track: audioTrack.id, clockRate: description.sampleRate, configuration: packetizer))
+            }
             if loops {
-                let fanOut = try RTPFanOut(configuration: options.packetizer)
-                mount = Mount(path: path, kind: .shared(fanOut, file: (file, sourceOptions)), format: format)
+                let fanOut = try RTPFanOut(configuration: options.packetizer, audio: audio?.fanOut)
+                mount = Mount(path: path, kind: .shared(fanOut, file: (file, sourceOptions)), format: format, audio: audio?.format)
             } else {
-                mount = Mount(path: path, kind: .perClient(file: file, options: sourceOptions), format: format)
+                mount = Mount(path: path, kind: .perClient(file: file, options: sourceOptions, audio: audio?.fanOut), format: format, audio: audio?.format)
             }
         case .broadcast(let broadcast):
             let format = H264PayloadFormat(formatDescription: broadcast.formatDescription, payloadType: broadcast.packetizer.payloadType,
@@ -176,7 +198,7 @@ public final class RTSPServer: Sendable {
 /// A path's media as the server holds it.
 final class Mount: Sendable {
     enum Kind: Sendable {
-        case perClient(file: String, options: MediaSource.Options)
+        case perClient(file: String, options: MediaSource.Options, audio: RTPFanOut.Audio?)
         case shared(RTPFanOut, file: (path: String, options: MediaSource.Options)?)
         case ingest(RTSPIngest.Sink)
     }
@@ -184,17 +206,22 @@ final class Mount: Sendable {
     let path: String
     let kind: Kind
     let format: H264PayloadFormat?
+    /// The audio medium served beside the video, if any.
+    let audio: MPEG4GenericPayloadFormat?
     let player = Locked<PacedFilePlayer?>(nil)
 
-    init(path: String, kind: Kind, format: H264PayloadFormat?) {
+    init(path: String, kind: Kind, format: H264PayloadFormat?, audio: MPEG4GenericPayloadFormat? = nil) {
         self.path = path
         self.kind = kind
         self.format = format
+        self.audio = audio
     }
 
     var resource: RTSPServerConnection.Resource {
         if case .ingest = kind { return .recordable }
-        return .playable(format!)
+        guard let format else { return .recordable }  // (every mount but an ingest has one)
+        if let audio { return .playableMedia([.h264(format), .mpeg4Generic(audio)]) }
+        return .playable(format)
     }
 
     func requestKeyframe() {
@@ -239,9 +266,9 @@ final class ServerCore: Sendable {
         return statistics
     }
 
-    /// A client started playing.
-    func subscribed(_ subscriber: RTPSubscriber) {
-        subscribers.withLock { $0[subscriber.id] = subscriber }
+    /// A client started playing (a subscriber for each medium of its session).
+    func subscribed(_ session: [RTPSubscriber]) {
+        subscribers.withLock { for subscriber in session { $0[subscriber.id] = subscriber } }
         counts.withLock {
             $0.sessionsPlayed += 1
             $0.sessionsPlaying += 1
@@ -249,14 +276,17 @@ final class ServerCore: Sendable {
     }
 
     /// A client's session ended: its counts join the totals.
-    func unsubscribed(_ subscriber: RTPSubscriber, timedOut: Bool) {
-        guard subscribers.withLock({ $0.removeValue(forKey: subscriber.id) }) != nil else { return }
-        let final = subscriber.counts
+    func unsubscribed(_ session: [RTPSubscriber], timedOut: Bool) {
+        let removed = subscribers.withLock { all in session.filter { all.removeValue(forKey: $0.id) != nil } }
+        guard !removed.isEmpty else { return }
         counts.withLock {
             $0.sessionsPlaying -= 1
-            $0.packetsSent += final.packets
-            $0.accessUnitsDroppedBehind += final.droppedBehind
-            $0.clientsFellBehind += final.fellBehind
+            for subscriber in removed {
+                let final = subscriber.counts
+                $0.packetsSent += final.packets
+                $0.accessUnitsDroppedBehind += final.droppedBehind
+                $0.clientsFellBehind += final.fellBehind
+            }
             if timedOut { $0.sessionsTimedOut += 1 }
         }
     }

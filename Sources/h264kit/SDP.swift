@@ -42,7 +42,8 @@ struct SDP: ParsableCommand {
         do {
             let target = try RTPDestination(parsing: destination)
             let format = try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode)
-            let audio = noAudio ? nil : try MediaSource.otherTracks(path: input, options: options).lazy.compactMap(\.format.audio).first(where: \.isAAC)
+            // The medium `stream` sends beside the video: the same choice.
+            let audio = try StreamedTracks(path: input, options: options, carriesAudio: !noAudio).audio?.format.audio
             let audioFormat = audio.map { MPEG4GenericPayloadFormat(formatDescription: $0, payloadType: Stream.audioPayloadType(besideVideo: payloadType)) }
             print(target.sessionDescription(video: format, audio: audioFormat).text, terminator: "")
         } catch {

@@ -14,7 +14,8 @@ struct Stream: AsyncParsableCommand {
             prints, for the receiver (ffmpeg -protocol_whitelist file,udp,rtp -i FILE.sdp).
             rtsp://HOST:PORT/PATH serves INPUT on HOST:PORT at PATH to any number of clients (RTP over UDP or \
             interleaved in TCP): a file to each client from its start, or with --loop as one live stream clients \
-            join at its next keyframe; until SIGINT. --user USER:PASS makes clients authenticate.
+            join at its next keyframe; until SIGINT; the input's first AAC track is a second medium beside the \
+            video (RFC 3640; --no-audio: the video alone). --user USER:PASS makes clients authenticate.
             A .y4m (or raw .yuv) INPUT is encoded live with x264 (tune zerolatency unless --tune says otherwise), \
             and a receiver's RTCP picture loss indication makes the next picture an IDR picture.
             http://HOST:PORT/PATH.m3u8 is a live HLS origin: INPUT (a file, paced, with --loop for ever; pictures \
@@ -68,7 +69,7 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Send as fast as the socket takes packets instead of at the stream's pace.")
     var noPace = false
 
-    @Flag(help: "rtp://: send the video alone, leaving out the input's AAC track.")
+    @Flag(help: "rtp:// and rtsp://: send the video alone, leaving out the input's AAC track.")
     var noAudio = false
 
     @Option(help: "Pace at this many times real time (ffmpeg's -readrate).")
@@ -104,7 +105,7 @@ struct Stream: AsyncParsableCommand {
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
         if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
-        if noAudio, isRTSP || isHTTP { throw ValidationError("--no-audio is for rtp://: RTSP and HTTP carry the video alone so far") }
+        if noAudio, isHTTP { throw ValidationError("--no-audio is for rtp:// and rtsp://: HTTP carries the video alone so far") }
         if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
@@ -140,24 +141,16 @@ struct Stream: AsyncParsableCommand {
         let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
         do {
             let live = try isLive ? liveSamples() : nil
-            var audio: TrackDescription?
-            if live == nil {
-                // The picture goes, and over RTP the first AAC track; say what does not.
-                let others = (try? MediaSource.otherTracks(path: input)) ?? []
-                let isRTP = !isHTTP && !isRTSP
-                if isRTP, !noAudio { audio = others.first { $0.format.audio?.isAAC == true } }
-                for track in others where track.id != audio?.id {
-                    let reason = !isRTP ? "streaming over \(isHTTP ? "HTTP" : "RTSP") carries the video alone so far"
-                        : noAudio && track.mediaType == .audio ? "--no-audio" : "RTP carries the video and one AAC track"
-                    printError("\(input): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: \(reason)")
-                }
-            }
+            // The picture goes, and over RTP and RTSP the first AAC track; say what does not.
+            let tracks = live != nil || input == "-" ? nil
+                : try StreamedTracks(path: input, carriesAudio: !noAudio, reason: isHTTP ? "streaming over HTTP carries the video alone so far" : nil)
+            for track in tracks?.leftOut ?? [] { printError("\(input): warning: \(track)") }
             if isHTTP {
                 try await serveHLS(live: live)
             } else if isRTSP {
                 try await serveRTSP(live: live, packetizer: packetizer)
             } else {
-                try await sendRTP(live: live, packetizer: packetizer, audio: audio)
+                try await sendRTP(live: live, packetizer: packetizer, audio: tracks?.audio)
             }
         } catch let error as ToolError { throw error } catch let error as NetworkError where error.code == .source {
             throw ToolError("\(input): \(error)")  // (a source's error does not name it)
@@ -212,8 +205,10 @@ struct Stream: AsyncParsableCommand {
     func serveRTSP(live: LivePictureSamples?, packetizer: H264Packetizer.Configuration) async throws {
         let url = try RTSPURL(parsing: destination)
         let media = damage.applied(to: limits.mediaSource)
-        let server = try RTSPServer(options: .init(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
-                                                   packetizer: packetizer, paced: !noPace, rate: rate))
+        var serverOptions = RTSPServer.Options(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
+                                               packetizer: packetizer, paced: !noPace, rate: rate)
+        serverOptions.carriesAudio = !noAudio
+        let server = try RTSPServer(options: serverOptions)
         let verbose = verbose
         let listening: @Sendable (Int) -> Void = { port in
             if verbose { printError("serving rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)") }

@@ -14,9 +14,14 @@ struct RTSPSessionTests {
         return format
     }()
 
+    /// AAC-LC, 48 kHz stereo, as the second medium of `/av`.
+    static let audioFormat = MPEG4GenericPayloadFormat(formatDescription: try! AudioFormatDescription(aacConfiguration: [0x11, 0x90]), payloadType: 97,
+                                                       control: "trackID=1")
+
     static func resource(_ path: String) -> RTSPServerConnection.Resource? {
         switch path {
         case "/live": .playable(format)
+        case "/av": .playableMedia([.h264(format), .mpeg4Generic(audioFormat)])
         case "/publish": .recordable
         default: nil
         }
@@ -67,6 +72,64 @@ struct RTSPSessionTests {
         #expect(server.errorsAnswered == 0)
     }
 
+    @Test("two media (H.264 and AAC): both described, each set up by its control into one session with its own SSRC, numbers and channels, played, paused and torn down as one; the aggregate URL refused for SETUP, an unknown control 404")
+    func twoMedia() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 11)
+        let describe = server.respond(to: Self.request("DESCRIBE", "rtsp://127.0.0.1:8554/av", 1), resource: Self.resource)
+        let sdp = try SessionDescription(parsing: String(decoding: describe.response.body, as: UTF8.self))
+        #expect(sdp.media.map(\.type) == ["video", "audio"])
+        #expect(try H264PayloadFormat(medium: sdp.media[0]) == Self.format && MPEG4GenericPayloadFormat(medium: sdp.media[1]) == Self.audioFormat)
+        let aggregate = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/av", 2, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")]),
+                                       resource: Self.resource)
+        #expect(Self.status(aggregate.response) == 459)
+        let unknown = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/av/trackID=7", 3, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")]),
+                                     resource: Self.resource)
+        #expect(Self.status(unknown.response) == 404)
+        let video = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/av/trackID=0", 4, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")]),
+                                   resource: Self.resource)
+        let id = try #require(server.activeSessions.first?.id)
+        #expect(Self.status(video.response) == 200)
+        // The second medium, in the same session; its client asks for the channels taken already.
+        let audio = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/av/trackID=1", 5, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1"), ("Session", id)]),
+                                   resource: Self.resource)
+        #expect(Self.status(audio.response) == 200 && server.activeSessions.count == 1)
+        let session = try #require(server.activeSessions.first)
+        #expect(session.streams.map(\.format) == [.h264(Self.format), .mpeg4Generic(Self.audioFormat)])
+        #expect(session.streams.map(\.transport.interleaved) == [0...1, 2...3])
+        #expect(session.streams[0].ssrc != session.streams[1].ssrc && session.format == Self.format)
+        #expect(try RTSPTransport.parse(header: audio.response["Transport"] ?? "").first?.ssrc == session.streams[1].ssrc)
+        // The same medium again replaces its transport, keeping its identifiers.
+        let again = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/av/trackID=1", 6, [("Transport", "RTP/AVP/TCP;unicast;interleaved=6-7"), ("Session", id)]),
+                                   resource: Self.resource)
+        let replaced = try #require(server.activeSessions.first)
+        #expect(Self.status(again.response) == 200 && replaced.streams.count == 2 && replaced.streams[1].transport.interleaved == 6...7)
+        #expect(replaced.streams[1].ssrc == session.streams[1].ssrc && replaced.streams[1].initialSequenceNumber == session.streams[1].initialSequenceNumber)
+
+        let play = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/av/", 7, [("Session", id)]), resource: Self.resource)
+        #expect(Self.status(play.response) == 200 && play.event == .play(replaced, from: nil))
+        let info = replaced.streams.map { "url=rtsp://127.0.0.1:8554/av/trackID=\($0 == replaced.streams[0] ? 0 : 1);seq=\($0.initialSequenceNumber);rtptime=\($0.initialTimestamp)" }
+        #expect(play.response["RTP-Info"] == info.joined(separator: ","))
+        let pause = server.respond(to: Self.request("PAUSE", "rtsp://127.0.0.1:8554/av/", 8, [("Session", id)]), resource: Self.resource)
+        #expect(pause.event == .pause(replaced))
+        let teardown = server.respond(to: Self.request("TEARDOWN", "rtsp://127.0.0.1:8554/av/", 9, [("Session", id)]), resource: Self.resource)
+        #expect(teardown.event == .teardown(replaced) && server.activeSessions.isEmpty)
+        // Every channel is free again.
+        let next = server.respond(to: Self.request("SETUP", "rtsp://127.0.0.1:8554/av/trackID=0", 10, [("Transport", "RTP/AVP/TCP;unicast;interleaved=6-7")]),
+                                  resource: Self.resource)
+        #expect(try RTSPTransport.parse(header: next.response["Transport"] ?? "").first?.interleaved == 6...7)
+    }
+
+    @Test("a UDP offer that names interleaved channels is answered without them, and holds none (found by FuzzRTSP: a TCP session was then given the same channels)")
+    func udpOfferNamingChannels() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 5)
+        let udp = server.respond(to: Self.request("SETUP", "rtsp://h/live/trackID=0", 1, [("Transport", "RTP/AVP;unicast;client_port=5000-5001;interleaved=0-1")]),
+                                 resource: Self.resource)
+        let answered = try #require(try RTSPTransport.parse(header: udp.response["Transport"] ?? "").first)
+        #expect(answered.lower == .udp && answered.interleaved == nil && server.activeSessions.first?.transport.interleaved == nil)
+        let tcp = server.respond(to: Self.request("SETUP", "rtsp://h/av/trackID=0", 2, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")]), resource: Self.resource)
+        #expect(try RTSPTransport.parse(header: tcp.response["Transport"] ?? "").first?.interleaved == 0...1)
+    }
+
     @Test("a PLAY whose Range starts past any time (1e16 s, 0x1p70, 1e308 hours, inf, nan) is refused with 457 (it trapped converting to milliseconds, taking the server down); 24 hours plays",
           arguments: ["npt=1e16-", "npt=0x1p70-", "npt=1e308:0:0-", "npt=inf-", "npt=nan-", "npt=1000000001-"])
     func hostileRangeIsRefused(_ range: String) throws {
@@ -110,7 +173,7 @@ struct RTSPSessionTests {
                                                     [("Transport", "RTP/AVP/UDP;unicast;client_port=20000-20001;mode=record")]), resource: Self.resource)
         #expect(Self.status(setup.response) == 200)
         let session = try #require(server.activeSessions.first)
-        #expect(session.isRecording && session.path == "/publish" && session.format.packetizationMode == 1)
+        #expect(session.isRecording && session.path == "/publish" && session.format?.packetizationMode == 1)
         let play = server.respond(to: Self.request("PLAY", "rtsp://127.0.0.1:8554/publish", 3, [("Session", session.id)]), resource: Self.resource)
         #expect(Self.status(play.response) == 455)
         let record = server.respond(to: Self.request("RECORD", "rtsp://127.0.0.1:8554/publish", 4, [("Session", session.id)]), resource: Self.resource)

@@ -12,6 +12,12 @@ let format = try! H264PayloadFormat(medium: .init(type: "video", port: 0, format
     "rtpmap:96 H264/90000", "fmtp:96 packetization-mode=1; sprop-parameter-sets=Z0LAHtoCgL/lhAAAAwAEAAADAPA8WLqA,aM4PLIA=", "control:trackID=0",
 ]))
 
+/// AAC-LC 48 kHz stereo, the second medium of /av.
+let audio = try! MPEG4GenericPayloadFormat(medium: .init(type: "audio", port: 0, formats: ["97"], attributes: [
+    "rtpmap:97 mpeg4-generic/48000/2", "fmtp:97 streamtype=5; profile-level-id=41; mode=AAC-hbr; config=1190; sizelength=13; indexlength=3; indexdeltalength=3",
+    "control:trackID=1",
+]))
+
 @_cdecl("FuzzRTSP_main")
 func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     runFuzzer(argc, argv) { input in
@@ -50,8 +56,16 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
                 _ = try? RTSPURL(parsing: url)
                 if let query = url.split(separator: "?", maxSplits: 1).dropFirst().first { checkDirectives(query) }
                 let (response, _) = server.respond(to: message) { path in
-                    path == "/live" ? .playable(format) : path == "/publish" ? .recordable : nil
+                    path == "/live" ? .playable(format) : path == "/av" ? .playableMedia([.h264(format), .mpeg4Generic(audio)]) : path == "/publish" ? .recordable : nil
                 }
+                // Every session holds one medium or more, each once, and no two media share
+                // an interleaved channel.
+                var channels: [Int] = []
+                for session in server.activeSessions {
+                    fuzzCheck(!session.streams.isEmpty && Set(session.streams.map(\.format)).count == session.streams.count, "a session's media: \(session.streams.count)")
+                    for stream in session.streams { if let pair = stream.transport.interleaved { channels += [pair.lowerBound, pair.upperBound] } }
+                }
+                fuzzCheck(Set(channels).count == channels.count, "interleaved channels given twice: \(channels)")
                 guard case .response(let status, _) = response.startLine else { fuzzCheck(false, "a request answered with a request"); return }
                 fuzzCheck((100...599).contains(status), "status \(status)")
                 if let sequence = message.sequenceNumber { fuzzCheck(response["CSeq"] == String(sequence), "CSeq not echoed") }

@@ -1,0 +1,42 @@
+public import MediaCore
+public import SampleFlow
+
+/// Which of a file's tracks go over the network beside its H.264 video: the first AAC track
+/// (RTP and RTSP carry one, as ffmpeg sends a file), and every other track with the reason it
+/// is left out, for a sender to say (a track is never dropped without a word).
+///
+/// ``RTPSender``'s callers and ``RTSPServer`` choose with it; `h264kit stream` and `sdp`
+/// print ``leftOut``.
+public struct StreamedTracks: Sendable, Hashable {
+    /// The AAC track sent as the audio medium, if any.
+    public var audio: TrackDescription?
+    /// The tracks besides the video that are not sent, and why.
+    public var leftOut: [StreamMuxer.LeftOutTrack]
+
+    /// The reason of a track left out because the caller asked for the video alone (`--no-audio`).
+    public static let audioNotAsked = "the video alone was asked for"
+    /// The reason of a track left out because one AAC track is sent already, or it is not AAC.
+    public static let oneAACTrack = "RTP carries the video and one AAC track"
+
+    /// The choice for the file at `path` (read with `options`; standard input has no tracks
+    /// to choose from): with `carriesAudio`, its first AAC track; `reason`, when given, is why
+    /// every track is left out instead (a destination that carries the video alone).
+    public init(path: String, options: MediaSource.Options = .decoding, carriesAudio: Bool = true, reason: String? = nil) throws(StreamingError) {
+        let others: [TrackDescription]
+        do { others = try MediaSource.otherTracks(path: path, options: options) } catch { throw .source(error) }
+        let audio = carriesAudio && reason == nil ? others.first { $0.format.audio?.isAAC == true } : nil
+        self.audio = audio
+        leftOut = others.filter { $0.id != audio?.id }.map { track in
+            let why = reason ?? (!carriesAudio && track.mediaType == .audio ? Self.audioNotAsked : Self.oneAACTrack)
+            return StreamMuxer.LeftOutTrack(track: track, reason: why)
+        }
+    }
+
+    /// The tracks a `MediaSource` must read to give the video and the chosen audio: `options`
+    /// widened to every track when there is audio to send (the sender leaves the rest out).
+    public func sourceOptions(_ options: MediaSource.Options) -> MediaSource.Options {
+        var options = options
+        if audio != nil { options.tracks = .all }
+        return options
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import H264Network
+import H264Streaming
+import MediaCore
+import SampleFlow
+import TestSupport
+import Testing
+
+/// ``RTSPServer`` serving a file with sound: the video and its first AAC track as two media of
+/// one session (RFC 3640 for the sound), played by ffmpeg over UDP and TCP and by GStreamer's
+/// rtspsrc. The sound that arrives is the source's frames, byte for byte, and its place beside
+/// the picture is the source's (from the sender reports), also when the sound starts 3 s late.
+@Suite("RTSP with sound", .requires(.ffmpeg, .ffprobe), .serialized, .timely)
+struct RTSPAudioTests {
+    /// 3 s of H.264 (B-frames) and 48 kHz stereo AAC, by ffmpeg.
+    static let source = RTPStreamingTests.audioVideoSource
+
+    /// 5 s of H.264 whose AAC sound starts 3 s after the first picture, by ffmpeg.
+    static let lateSoundSource: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-rtsp-late-sound-\(getpid()).mp4").path
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-itsoffset", "3", "-f", "lavfi", "-i",
+                                "sine=frequency=440:sample_rate=48000", "-map", "0:v", "-map", "1:a", "-t", "5", "-ac", "2",
+                                "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-c:a", "aac", path])
+        return path
+    }()
+
+    /// What ffmpeg's `-c copy` of the source says: the AAC packets' hashes and times, the
+    /// pictures' times in decoding order.
+    static func reference(_ path: String) throws -> (audio: [String], audioStart: Double, pictures: [Double?]) {
+        let audio = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+        let video = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+        return (audio.dataHashes(stream: 0), try #require(audio.firstTime(stream: 0)), video.times(stream: 0))
+    }
+
+    @Test("ffmpeg plays a file with sound from RTSPServer (UDP and TCP): two media in one session; the AAC frames are the source's in order (at most the first 3 missing), the pictures the source's, and the first sound sits beside the pictures as in the source within 24 ms",
+          arguments: ["udp", "tcp"], [false, true])
+    func ffmpegPlaysVideoAndSound(transport: String, soundStartsLate: Bool) async throws {
+        let source = soundStartsLate ? Self.lateSoundSource : Self.source
+        let (server, task, port) = try await RTSPTests.startServer(.file(path: source))
+        defer { task.cancel() }
+        let recorded = try Checkout.temporaryFile([], suffix: ".framemd5")
+        defer { try? FileManager.default.removeItem(atPath: recorded) }
+        let result = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-y", "-rtsp_transport", transport, "-buffer_size", "4194304",
+                                                                     "-i", "rtsp://127.0.0.1:\(port)/live",
+                                                                     "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "framemd5", "-",
+                                                                     "-map", "0", "-c", "copy", "-f", "framemd5", recorded])
+        #expect(result.status == 0, "ffmpeg ends on our BYEs: \(result.stderrText)")
+        let statistics = server.statistics
+        #expect(statistics.sessionsPlayed == 1 && statistics.errorsAnswered == 0, "\(statistics)")
+        #expect(framemd5Hashes(result.stdoutText) == (try ffmpegFrameHashes(source)))
+        let copied = RTPStreamingTests.Framemd5(try String(contentsOfFile: recorded, encoding: .utf8))
+        let reference = try Self.reference(source)
+        // The sound: the source's frames in order, none missing but at most the first 3.
+        let received = copied.dataHashes(stream: 1)
+        #expect(received.count >= reference.audio.count - 3 && received == Array(reference.audio.suffix(received.count)),
+                "\(received.count) AAC frames of \(reference.audio.count)")
+        // Lip sync: the first sound against a picture whose time ffmpeg gives, as in the source
+        // (the frames missing at the start, if any, counted back in).
+        let pictures = copied.times(stream: 0)
+        let picture = try #require(pictures.firstIndex { $0 != nil })
+        let missing = Double(reference.audio.count - received.count) * 1024 / 48_000
+        let offset = try #require(copied.firstTime(stream: 1)) - missing - pictures[picture]!
+        let expected = reference.audioStart - (try #require(reference.pictures[picture]))
+        #expect(abs(offset - expected) <= 0.024, "the first sound \(offset) s after picture \(picture); in the source \(expected) s")
+    }
+
+    @Test("GStreamer's rtspsrc sets up both media and depayloads the sound (rtpmp4gdepay): the source's AAC frames, in order, at most the first 3 missing",
+          .requires(.gstLaunch), arguments: ["udp", "tcp"])
+    func gstreamerPlaysTheSound(transport: String) async throws {
+        let (server, task, port) = try await RTSPTests.startServer(.file(path: Self.source))
+        defer { task.cancel() }
+        let depayloaded = try Checkout.temporaryFile([], suffix: ".aac")
+        defer { try? FileManager.default.removeItem(atPath: depayloaded) }
+        // Both media linked (the picture to a fakesink); the sound's raw frames, one after another.
+        let result = try await RTSPTests.runInBackground("timeout", [
+            "40", "gst-launch-1.0", "-q", "rtspsrc", "location=rtsp://127.0.0.1:\(port)/live", "protocols=\(transport)", "latency=500", "name=s",
+            "s.", "!", "application/x-rtp,media=audio", "!", "rtpmp4gdepay", "!", "filesink", "location=\(depayloaded)",
+            "s.", "!", "application/x-rtp,media=video", "!", "rtph264depay", "!", "fakesink",
+        ])
+        #expect(result.status == 0, "gst-launch ends at our BYEs: \(result.stderrText)")
+        #expect(server.statistics.sessionsPlayed == 1)
+        // The source's frames (as `MediaSource` reads them: ffmpeg's -c copy packets, measured
+        // in the RTP tests): what arrived is the last of them, whole, at most the first 3 missing.
+        var options = MediaSource.Options()
+        options.tracks = .all
+        var frames: [[UInt8]] = []
+        let reader = try MediaSource(path: Self.source, options: options)
+        while let sample = try reader.next() {
+            if sample.mediaType == .audio { frames.append(sample.data.bytes) }
+        }
+        let received = [UInt8](try Data(contentsOf: URL(fileURLWithPath: depayloaded)))
+        let matched = (0...3).first { received == Array(frames.dropFirst($0).joined()) }
+        #expect(matched != nil, "\(received.count) bytes of AAC frames received, \(frames.joined().count) in the source")
+    }
+
+    @Test("carriesAudio off: the video alone is described and served")
+    func theVideoAloneWhenAsked() async throws {
+        var options = RTSPServer.Options()
+        options.carriesAudio = false
+        let (_, task, port) = try await RTSPTests.startServer(.file(path: Self.source), options: options)
+        defer { task.cancel() }
+        let probe = try run("ffprobe", ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_type", "-of", "csv=p=0", "rtsp://127.0.0.1:\(port)/live"])
+        #expect(probe.stdoutText.split(separator: "\n").map(String.init) == ["video"], "\(probe.stderrText)")
+    }
+}
