@@ -152,6 +152,22 @@ public enum RTCPPacket: Sendable, Hashable {
         return try result.get()
     }
 
+    /// A source description (SDES, RFC 3550 §6.5) with one chunk: `ssrc` and its canonical name
+    /// (CNAME, at most 255 bytes of UTF-8), which ties the media of one sender together: a
+    /// receiver lines up the streams whose reports carry the same CNAME (RFC 3550 §6.5.1).
+    /// It goes after the report in every compound packet.
+    public static func sourceDescription(ssrc: UInt32, canonicalName: String) -> RTCPPacket {
+        let name = Array(canonicalName.utf8.prefix(255))
+        var body: [UInt8] = []
+        append(ssrc, to: &body)
+        body += [1, UInt8(name.count)] + name + [0]  // CNAME, then the END item
+        while body.count % 4 != 0 { body.append(0) }
+        var bytes: [UInt8] = [2 << 6 | 1, 202]
+        let words = body.count / 4
+        bytes += [UInt8(words >> 8), UInt8(words & 0xFF)]
+        return .other(type: 202, bytes: bytes + body)
+    }
+
     /// A compound datagram of `packets`, in order (RFC 3550 wants a report first).
     public static func serialize(_ packets: [RTCPPacket]) -> [UInt8] {
         var result: [UInt8] = []

@@ -8,12 +8,16 @@ public enum RTPPayloadFormat: Sendable, Hashable {
     case h264(H264PayloadFormat)
     /// AAC in RFC 3640's AAC-hbr mode.
     case mpeg4Generic(MPEG4GenericPayloadFormat)
+    /// A medium this side does not read (a publisher's G.711 or Opus, say): set up as the
+    /// session description states it, its packets not taken.
+    case carried(SessionDescription.Media)
 
     /// The kind of media the format carries.
     public var mediaType: MediaType {
         switch self {
         case .h264: .video
         case .mpeg4Generic: .audio
+        case .carried(let medium): medium.type == "video" ? .video : medium.type == "audio" ? .audio : MediaType(rawValue: "data")
         }
     }
 
@@ -22,6 +26,7 @@ public enum RTPPayloadFormat: Sendable, Hashable {
         switch self {
         case .h264(let format): format.payloadType
         case .mpeg4Generic(let format): format.payloadType
+        case .carried(let medium): medium.formats.first.flatMap { UInt8($0) } ?? 0
         }
     }
 
@@ -30,6 +35,12 @@ public enum RTPPayloadFormat: Sendable, Hashable {
         switch self {
         case .h264: Int(H264Packetizer.clockRate)
         case .mpeg4Generic(let format): format.clockRate
+        case .carried(let medium):
+            // `a=rtpmap:PT NAME/RATE...` of its first format (8000 for the static G.711 types).
+            medium.attributes.lazy.compactMap { attribute -> Int? in
+                guard attribute.lowercased().hasPrefix("rtpmap:"), let slash = attribute.firstIndex(of: "/") else { return nil }
+                return Int(attribute[attribute.index(after: slash)...].prefix { $0.isNumber })
+            }.first ?? 8000
         }
     }
 
@@ -38,14 +49,18 @@ public enum RTPPayloadFormat: Sendable, Hashable {
         switch self {
         case .h264(let format): format.control
         case .mpeg4Generic(let format): format.control
+        case .carried(let medium): medium.attribute("control")
         }
     }
 
     /// The medium on `port` with this format's attributes.
     public func medium(port: Int) -> SessionDescription.Media {
         switch self {
-        case .h264(let format): format.medium(port: port)
-        case .mpeg4Generic(let format): format.medium(port: port)
+        case .h264(let format): return format.medium(port: port)
+        case .mpeg4Generic(let format): return format.medium(port: port)
+        case .carried(var medium):
+            medium.port = port
+            return medium
         }
     }
 }

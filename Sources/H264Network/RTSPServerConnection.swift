@@ -123,6 +123,8 @@ public struct RTSPServerConnection: Sendable {
     private struct SessionState: Sendable, Hashable {
         var session: Session
         var state: State
+        /// It has played (or recorded): its media are fixed from then on.
+        var started = false
     }
 
     /// The server's settings.
@@ -183,12 +185,14 @@ public struct RTSPServerConnection: Sendable {
                 guard let medium = description.media.first(where: { $0.type == "video" }) else {
                     return (reply(415, "Unsupported Media Type", to: request, note: "no video medium"), nil)
                 }
-                // The video, and the first AAC medium (`mpeg4-generic`) when there is one.
-                var media: [RTPPayloadFormat] = [.h264(try H264PayloadFormat(medium: medium))]
-                if let audio = description.media.lazy.filter({ $0.type == "audio" }).compactMap({ try? MPEG4GenericPayloadFormat(medium: $0) }).first {
-                    media.append(.mpeg4Generic(audio))
+                // Every medium, so that each SETUP finds its own: the video (recorded), AAC
+                // (`mpeg4-generic`) read, and any other carried as it is.
+                let video = try H264PayloadFormat(medium: medium)
+                announced[path] = description.media.map { other in
+                    if other == medium { return .h264(video) }
+                    if let audio = try? MPEG4GenericPayloadFormat(medium: other) { return .mpeg4Generic(audio) }
+                    return .carried(other)
                 }
-                announced[path] = media
             } catch {
                 return (reply(415, "Unsupported Media Type", to: request, note: error.description), nil)
             }
@@ -263,8 +267,9 @@ public struct RTSPServerConnection: Sendable {
         var existing: SessionState?
         if let id = request["Session"].map(Self.sessionID) {
             guard let state = sessions[id] else { return (reply(454, "Session Not Found", to: request), nil) }
-            guard state.state == .ready, state.session.path == resourcePath else {
-                return (reply(455, "Method Not Valid in This State", to: request, note: state.state == .ready ? "a session holds the media of one resource" : nil), nil)
+            guard state.state == .ready, !state.started, state.session.path == resourcePath else {
+                let note = state.state != .ready || state.started ? "SETUP goes before PLAY (or RECORD)" : "a session holds the media of one resource"
+                return (reply(455, "Method Not Valid in This State", to: request, note: note), nil)
             }
             existing = state
         } else if sessions.count >= Self.maximumSessions {
@@ -299,7 +304,15 @@ public struct RTSPServerConnection: Sendable {
                             initialTimestamp: previous?.initialTimestamp ?? UInt32(truncatingIfNeeded: random.next()))
         var session = existing?.session
             ?? Session(id: String(random.next() & 0xFFFF_FFFF_FFFF, radix: 16).uppercased(), path: resourcePath, streams: [], isRecording: recording)
-        if let index { session.streams[index] = stream } else { session.streams.append(stream) }
+        if let index {
+            session.streams[index] = stream
+        } else {
+            // In the order the description lists the media, whatever order they are set up in
+            // (RTP-Info lists them so).
+            let rank = { (format: RTPPayloadFormat) in media.firstIndex(of: format) ?? media.count }
+            let place = session.streams.firstIndex { rank($0.format) > rank(format) } ?? session.streams.count
+            session.streams.insert(stream, at: place)
+        }
         sessions[session.id] = SessionState(session: session, state: .ready)
         var response = reply(200, "OK", to: request)
         response.headers += [("Transport", transport.description), ("Session", "\(session.id);timeout=\(configuration.sessionTimeout)")]
@@ -327,9 +340,9 @@ public struct RTSPServerConnection: Sendable {
             response.headers.append(("Range", "npt=\(Self.format(start ?? 0))-"))
             // The aggregate URL (a PLAY of one medium's URL names its resource all the same).
             var base = Self.url(of: request)
-            if state.session.streams.count > 1, Self.normalizedPath(base) != state.session.path, let slash = base.lastIndex(of: "/") {
-                base = String(base[..<slash])
-            }
+            if let query = base.firstIndex(of: "?") { base = String(base[..<query]) }
+            while base.count > 1, base.hasSuffix("/") { base.removeLast() }
+            if Self.normalizedPath(base) != state.session.path, let slash = base.lastIndex(of: "/") { base = String(base[..<slash]) }
             let info = state.session.streams.map { stream in
                 let control = stream.format.control ?? "*"
                 let trackURL = control == "*" || control.lowercased().hasPrefix("rtsp://") ? base
@@ -339,6 +352,7 @@ public struct RTSPServerConnection: Sendable {
             response.headers.append(("RTP-Info", info.joined(separator: ",")))
             if state.state != .playing { event = .play(state.session, from: start) }
             state.state = .playing
+            state.started = true
         case "PAUSE":
             guard !state.session.isRecording else { return (reply(455, "Method Not Valid in This State", to: request), nil) }
             if state.state == .playing { event = .pause(state.session) }
@@ -347,6 +361,7 @@ public struct RTSPServerConnection: Sendable {
             guard state.session.isRecording else { return (reply(455, "Method Not Valid in This State", to: request, note: "not set up with mode=record"), nil) }
             if state.state != .recording { event = .record(state.session) }
             state.state = .recording
+            state.started = true
         case "TEARDOWN":
             sessions[id] = nil
             for stream in state.session.streams {

@@ -38,8 +38,21 @@ struct PacketizedUnit: Sendable {
 /// `RTP-Info` announces) is then the one its clock has at that same instant, as RFC 2326
 /// §12.33 asks, also for a medium that starts later (sound 3 s after the picture) or a client
 /// that joins a live stream (the sound first, the picture at the next sync sample).
+///
+/// It holds the session's one mapping of media time onto the wall clock too, fed by the units of
+/// every stream, from which each stream's sender report takes the RTP time of the same instant
+/// (two mappings, each dated by its own stream's first units, would disagree by those units'
+/// delays, and a receiver lining the media up by the reports would shift one), and the CNAME
+/// every report of the session carries (RFC 3550 §6.5.1: what ties its streams together).
 final class SessionAnchor: Sendable {
     private let time = Locked<Double?>(nil)
+    private let clock = Locked(WallClockMapping())
+    /// The canonical name of the session's streams.
+    let canonicalName: String
+
+    init(canonicalName: String) {
+        self.canonicalName = canonicalName
+    }
 
     /// The anchor: `candidate` if none was set yet.
     func time(first candidate: Double) -> Double {
@@ -47,6 +60,16 @@ final class SessionAnchor: Sendable {
             if time == nil { time = candidate }
             return time!
         }
+    }
+
+    /// Notes a unit of media time `mediaTime` (seconds) going out at `date`.
+    func sent(mediaTime: Double, at date: Double) {
+        clock.withLock { _ = $0.date(ofMediaTime: mediaTime, arrival: date) }
+    }
+
+    /// The media time the session's clock puts at `date`; nil before any unit.
+    func mediaTime(atDate date: Double) -> Double? {
+        clock.withLock { $0.mediaTime(atDate: date) }
     }
 }
 
@@ -154,8 +177,9 @@ final class RTPSubscriber: Sendable {
                 // becomes the announced first timestamp.
                 var base = unit.timestamp
                 if let anchor, let time = unit.presentationTime {
-                    let start = anchor.time(first: time)
-                    base = unit.timestamp &- UInt32(truncatingIfNeeded: Int64(((time - start) * Double(clockRate)).rounded()))
+                    let ticks = ((time - anchor.time(first: time)) * Double(clockRate)).rounded()
+                    // (Times from a file are bounded; a crafted one's absurd ones are not converted.)
+                    base = unit.timestamp &- (ticks.magnitude < 0x1p62 ? UInt32(truncatingIfNeeded: Int64(ticks)) : 0)
                 }
                 delta = initialTimestamp &- base
             }
@@ -175,14 +199,16 @@ final class RTPSubscriber: Sendable {
             state.counts.accessUnits += 1
             state.lastTimestamp = timestamp
             if let decodeTime = unit.decodeTime {
-                state.clock.date(ofMediaTime: decodeTime, arrival: WallClock.seconds)
+                if let anchor { anchor.sent(mediaTime: decodeTime, at: WallClock.seconds) } else {
+                    state.clock.date(ofMediaTime: decodeTime, arrival: WallClock.seconds)
+                }
                 state.lastDecode = (decodeTime, unit.decodeTimestamp &+ delta)
             }
             var report: [UInt8]?
             let now = NIODeadline.now()
             if now >= state.nextReport {
                 state.nextReport = now + Self.reportInterval
-                report = RTCPPacket.serialize([.senderReport(senderReport(state))])
+                report = RTCPPacket.serialize([.senderReport(senderReport(state))] + sourceDescription)
             }
             return (packets, report)
         }
@@ -201,7 +227,7 @@ final class RTPSubscriber: Sendable {
         let bye: [UInt8]? = state.withLock { state in
             guard !state.finished else { return nil }
             state.finished = true
-            return RTCPPacket.serialize([.senderReport(senderReport(state)), .goodbye(.init(sources: [ssrc]))])
+            return RTCPPacket.serialize([.senderReport(senderReport(state))] + sourceDescription + [.goodbye(.init(sources: [ssrc]))])
         }
         guard let bye else { return }
         switch transport {
@@ -239,7 +265,7 @@ final class RTPSubscriber: Sendable {
     private func senderReport(_ state: State) -> RTCPPacket.SenderReport {
         let now = WallClock.seconds
         var rtp = state.lastTimestamp
-        if let media = state.clock.mediaTime(atDate: now), let last = state.lastDecode {
+        if let media = anchor?.mediaTime(atDate: now) ?? state.clock.mediaTime(atDate: now), let last = state.lastDecode {
             rtp = last.timestamp &+ UInt32(truncatingIfNeeded: Int64(((media - last.seconds) * Double(clockRate)).rounded()))
         }
         return RTCPPacket.SenderReport(ssrc: ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
@@ -271,6 +297,11 @@ final class RTPSubscriber: Sendable {
             if let control { Self.frame(control, channel: rtcpChannel, into: &buffer) }
             connection.writeAndFlush(buffer, promise: nil)
         }
+    }
+
+    /// The SDES with the session's CNAME that follows each report (none without a session).
+    private var sourceDescription: [RTCPPacket] {
+        anchor.map { [RTCPPacket.sourceDescription(ssrc: ssrc, canonicalName: $0.canonicalName)] } ?? []
     }
 
     /// `$`, the channel, the 16-bit length, the packet (RFC 2326 §10.12).

@@ -173,10 +173,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         guard let mount = core.mount(for: session.path), mount.format != nil else { return }
         // A subscriber for each medium set up, on its own transport.
         var subscribers: [RTPSubscriber] = []
-        var routeKeys: [String] = []
-        let anchor = SessionAnchor()
+        var routes: [(key: String, subscriber: RTPSubscriber)] = []
+        let anchor = SessionAnchor(canonicalName: "h264kit-\(session.id)")
         for (index, stream) in session.streams.enumerated() {
             let transport: RTPSinkTransport
+            var routeKey: String?
             if stream.transport.lower == .tcp, let channels = stream.transport.interleaved {
                 transport = .interleaved(connection: context.channel, rtpChannel: UInt8(channels.lowerBound), rtcpChannel: UInt8(channels.upperBound))
             } else {
@@ -187,36 +188,37 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 // Packets go only to the address the request came from (never to a `destination`
                 // a client names: that would make the server an amplifier for anyone).
                 transport = .udp(rtp: udp.rtp, rtcp: udp.rtcp, rtpAddress: rtpAddress, rtcpAddress: rtcpAddress)
-                routeKeys += [ServerCore.key(rtcpAddress)].compactMap { $0 }
+                routeKey = ServerCore.key(rtcpAddress)
             }
             subscribers.append(RTPSubscriber(id: "\(session.id)/\(index)", transport: transport, ssrc: stream.ssrc, payloadType: stream.format.payloadType,
                                              initialSequenceNumber: stream.initialSequenceNumber, initialTimestamp: stream.initialTimestamp,
                                              medium: stream.format.mediaType, clockRate: stream.format.clockRate, anchor: anchor))
+            if let routeKey { routes.append((routeKey, subscribers[subscribers.count - 1])) }
         }
         guard !subscribers.isEmpty else { return }
-        var active = Active(session: session, mount: mount, subscribers: subscribers, routeKeys: routeKeys)
-        for (key, subscriber) in zip(routeKeys, subscribers.filter({ if case .udp = $0.transport { true } else { false } })) {
-            core.routes.withLock { $0[key] = .player(subscriber, mount) }
-        }
-        core.subscribed(subscribers)
+        // The fan-out first: when it cannot be made, nothing is registered.
+        var player: PacedFilePlayer?
+        let fanOut: RTPFanOut
         switch mount.kind {
         case .perClient(let file, let options, let audio):
             var reader = LoopingSampleReader(path: file, options: options, loops: false)
             if let from, from > 0 { reader.seek(to: MediaTime(seconds: from, preferredTimescale: 90_000)) }
-            guard let fanOut = try? RTPFanOut(configuration: core.options.packetizer, audio: audio) else { return }
-            for subscriber in subscribers { fanOut.add(subscriber) }
+            guard let made = try? RTPFanOut(configuration: core.options.packetizer, audio: audio) else { return }
+            fanOut = made
             // Unpaced, a file played to one client goes at its socket's pace, nothing dropped.
-            let player = PacedFilePlayer(reader: reader, fanOut: fanOut, loop: context.eventLoop, paced: core.options.paced, rate: core.options.rate,
-                                         waitsForRoom: true, onEnd: { _ in })
-            active.player = player
-            active.fanOut = fanOut
-            player.start()
-        case .shared(let fanOut, _):
-            active.fanOut = fanOut
-            for subscriber in subscribers { fanOut.add(subscriber) }
+            player = PacedFilePlayer(reader: reader, fanOut: fanOut, loop: context.eventLoop, paced: core.options.paced, rate: core.options.rate,
+                                     waitsForRoom: true, onEnd: { _ in })
+        case .shared(let shared, _):
+            fanOut = shared
         case .ingest:
             return
         }
+        var active = Active(session: session, mount: mount, subscribers: subscribers, player: player, fanOut: fanOut, routeKeys: routes.map(\.key))
+        for route in routes { core.routes.withLock { $0[route.key] = .player(route.subscriber, mount) } }
+        core.subscribed(subscribers)
+        for subscriber in subscribers { fanOut.add(subscriber) }
+        player?.start()
+        active.paused = false
         sessions[session.id] = active
     }
 

@@ -165,6 +165,9 @@ public final class RTSPServer: Sendable {
             if let audioTrack, let description = audioTrack.format.audio {
                 let payloadType: UInt8 = options.packetizer.payloadType == 97 ? 98 : 97
                 let packetizer = AACPacketizer.Configuration(maximumPacketSize: options.packetizer.maximumPacketSize, payloadType: payloadType)
+                // (Checked now: a setting the AAC packetizer refuses is an error here, not a PLAY
+                // answered with nothing sent.)
+                _ = try StreamingError.network { () throws(NetworkError) in try AACPacketizer(configuration: packetizer, clockRate: description.sampleRate) }
                 audio = (MPEG4GenericPayloadFormat(formatDescription: description, payloadType: payloadType, control: "trackID=1"),
                          RTPFanOut.Audio(track: audioTrack.id, clockRate: description.sampleRate, configuration: packetizer))
             }
@@ -400,7 +403,7 @@ final class ServerCore: Sendable {
             guard isControl else { return }
             subscriber.touch()
             let packets = bytes.withUnsafeBytes { try? RTCPPacket.parse(compound: $0) } ?? []
-            if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
+            if subscriber.medium == .video, packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
                 counts.withLock { $0.pictureLossIndications += 1 }
                 mount.requestKeyframe()
             }

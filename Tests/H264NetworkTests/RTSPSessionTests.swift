@@ -119,6 +119,52 @@ struct RTSPSessionTests {
         #expect(try RTSPTransport.parse(header: next.response["Transport"] ?? "").first?.interleaved == 6...7)
     }
 
+    @Test("two media set up sound first are listed in the description's order; a SETUP after PLAY (or after PAUSE) is 455; PLAY on a medium's URL, with a slash or a query, names every medium by the aggregate URL")
+    func twoMediaOrderAndLateSetup() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 13)
+        _ = server.respond(to: Self.request("SETUP", "rtsp://h/av/trackID=1", 1, [("Transport", "RTP/AVP;unicast;client_port=5002-5003")]), resource: Self.resource)
+        let id = try #require(server.activeSessions.first?.id)
+        _ = server.respond(to: Self.request("SETUP", "rtsp://h/av/trackID=0", 2, [("Transport", "RTP/AVP;unicast;client_port=5000-5001"), ("Session", id)]),
+                           resource: Self.resource)
+        let session = try #require(server.activeSessions.first)
+        #expect(session.streams.map(\.format.mediaType) == [.video, .audio] && session.transport.clientPorts == 5000...5001)
+        let play = server.respond(to: Self.request("PLAY", "rtsp://h/av/trackID=0/?x=1", 3, [("Session", id)]), resource: Self.resource)
+        let urls = play.response["RTP-Info"]?.split(separator: ",").map { $0.split(separator: ";").first.map(String.init) ?? "" }
+        #expect(urls == ["url=rtsp://h/av/trackID=0", "url=rtsp://h/av/trackID=1"])
+        for method in ["PLAY", "PAUSE"] {
+            if method == "PAUSE" { _ = server.respond(to: Self.request("PAUSE", "rtsp://h/av", 4, [("Session", id)]), resource: Self.resource) }
+            let late = server.respond(to: Self.request("SETUP", "rtsp://h/av/trackID=1", 5, [("Transport", "RTP/AVP/TCP;unicast;interleaved=4-5"), ("Session", id)]),
+                                      resource: Self.resource)
+            #expect(Self.status(late.response) == 455, "after \(method)")
+        }
+        #expect(server.activeSessions.first == session)
+    }
+
+    @Test("a publisher announcing video, AAC and a medium not recorded (PCMA): each SETUP finds its own medium, the video keeps its transport")
+    func publisherWithSeveralMedia() throws {
+        var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 17)
+        let sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=x\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\n"
+            + "a=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\na=control:streamid=0\r\n"
+            + "m=audio 0 RTP/AVP 8\r\na=rtpmap:8 PCMA/8000\r\na=control:streamid=1\r\n"
+            + "m=audio 0 RTP/AVP 97\r\na=rtpmap:97 MPEG4-GENERIC/48000/2\r\na=fmtp:97 profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3;config=1190\r\n"
+            + "a=control:streamid=2\r\n"
+        let announce = server.respond(to: Self.request("ANNOUNCE", "rtsp://h/publish", 1, [("Content-Type", "application/sdp")], body: sdp), resource: Self.resource)
+        #expect(Self.status(announce.response) == 200)
+        var id: String?
+        for (index, channels) in [(0, "0-1"), (1, "2-3"), (2, "4-5")] {
+            let setup = server.respond(to: Self.request("SETUP", "rtsp://h/publish/streamid=\(index)", 2 + index,
+                                                        [("Transport", "RTP/AVP/TCP;unicast;interleaved=\(channels);mode=record")] + (id.map { [("Session", $0)] } ?? [])),
+                                       resource: Self.resource)
+            #expect(Self.status(setup.response) == 200)
+            id = server.activeSessions.first?.id
+        }
+        let session = try #require(server.activeSessions.first)
+        #expect(session.streams.count == 3 && session.format?.packetizationMode == 1)
+        #expect(session.streams.map(\.transport.interleaved) == [0...1, 2...3, 4...5])
+        #expect(session.streams[0].format.mediaType == .video && session.streams[1].format.payloadType == 8 && session.streams[1].format.clockRate == 8000)
+        if case .mpeg4Generic = session.streams[2].format {} else { Issue.record("the AAC medium read as \(session.streams[2].format)") }
+    }
+
     @Test("a UDP offer that names interleaved channels is answered without them, and holds none (found by FuzzRTSP: a TCP session was then given the same channels)")
     func udpOfferNamingChannels() throws {
         var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 5)

@@ -36,6 +36,7 @@ struct RTSPAudioTests {
           arguments: ["udp", "tcp"], [false, true])
     func ffmpegPlaysVideoAndSound(transport: String, soundStartsLate: Bool) async throws {
         let source = soundStartsLate ? Self.lateSoundSource : Self.source
+        try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
         let (server, task, port) = try await RTSPTests.startServer(.file(path: source))
         defer { task.cancel() }
         let recorded = try Checkout.temporaryFile([], suffix: ".framemd5")
@@ -88,6 +89,7 @@ struct RTSPAudioTests {
         while let sample = try reader.next() {
             if sample.mediaType == .audio { frames.append(sample.data.bytes) }
         }
+        try #require(frames.count > 100, "the source has its sound")
         let received = [UInt8](try Data(contentsOf: URL(fileURLWithPath: depayloaded)))
         let matched = (0...3).first { received == Array(frames.dropFirst($0).joined()) }
         #expect(matched != nil, "\(received.count) bytes of AAC frames received, \(frames.joined().count) in the source")

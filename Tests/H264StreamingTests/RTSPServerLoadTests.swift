@@ -62,13 +62,18 @@ final class RawRTSPConnection: @unchecked Sendable {
         }
     }
 
-    /// OPTIONS, DESCRIBE, SETUP over TCP interleaved and PLAY: the stream starts coming.
-    func play(_ url: String) throws {
+    /// OPTIONS, DESCRIBE, SETUP over TCP interleaved and PLAY: the stream starts coming;
+    /// `withSound`: the second medium (`trackID=1`) is set up into the session too.
+    func play(_ url: String, withSound: Bool = false) throws {
         send("DESCRIBE \(url) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\n\r\n")
         guard let described = response(), case .response(200, _) = described.startLine else { throw TestFailure("DESCRIBE failed") }
         send("SETUP \(url)/trackID=0 RTSP/1.0\r\nCSeq: 2\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n\r\n")
         guard let setUp = response(), case .response(200, _) = setUp.startLine, let session = setUp["Session"]?.split(separator: ";").first else { throw TestFailure("SETUP failed") }
-        send("PLAY \(url) RTSP/1.0\r\nCSeq: 3\r\nSession: \(session)\r\n\r\n")
+        if withSound {
+            send("SETUP \(url)/trackID=1 RTSP/1.0\r\nCSeq: 3\r\nSession: \(session)\r\nTransport: RTP/AVP/TCP;unicast;interleaved=2-3\r\n\r\n")
+            guard let sound = response(), case .response(200, _) = sound.startLine else { throw TestFailure("SETUP of the sound failed") }
+        }
+        send("PLAY \(url) RTSP/1.0\r\nCSeq: 4\r\nSession: \(session)\r\n\r\n")
     }
 }
 
@@ -196,15 +201,16 @@ struct RTSPServerLoadTests {
         withExtendedLifetime(stalled) {}
     }
 
-    @Test("two hundred clients join in the same second (UDP and TCP), twenty of them never read: every reader gets its frames from a sync sample")
-    func twoHundredClients() async throws {
-        let (server, task, port) = try await Self.start(.file(path: Self.source, loops: true))
+    @Test("two hundred clients join in the same second (UDP and TCP), twenty of them never read: every reader gets its frames from a sync sample; also from a file with sound, the twenty that never read holding both media",
+          arguments: [false, true])
+    func twoHundredClients(withSound: Bool) async throws {
+        let (server, task, port) = try await Self.start(.file(path: withSound ? RTPStreamingTests.audioVideoSource : Self.source, loops: true))
         defer { task.cancel() }
         let url = try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live")
         let stalled = try await offThePool {
             try (0..<20).map { _ in
                 let connection = try RawRTSPConnection(port: port, receiveBuffer: 4096)
-                try connection.play(url.description)
+                try connection.play(url.description, withSound: withSound)
                 return connection
             }
         }
