@@ -400,13 +400,16 @@ private struct SendingSession {
         let now = WallClock.seconds
         var envelopes: [AddressedEnvelope<ByteBuffer>] = []
         // (No video report while no picture went beside the sound: an audio-only send.)
+        // Each report with the sender's CNAME (one for both media: what ties them together).
+        let name = "h264kit-\(String(packetizer.configuration.ssrc, radix: 16))"
         if samples > 0 || audio == nil {
-            var video: [RTCPPacket] = [.senderReport(senderReport(at: now))]
+            var video: [RTCPPacket] = [.senderReport(senderReport(at: now)), RTCPPacket.sourceDescription(ssrc: packetizer.configuration.ssrc, canonicalName: name)]
             if goodbye { video.append(.goodbye(.init(sources: [packetizer.configuration.ssrc]))) }
             envelopes.append(AddressedEnvelope(remoteAddress: rtcpAddress, data: ByteBuffer(bytes: RTCPPacket.serialize(video))))
         }
         if let audio {
-            var packets: [RTCPPacket] = [.senderReport(audioSenderReport(audio, at: now))]
+            var packets: [RTCPPacket] = [.senderReport(audioSenderReport(audio, at: now)),
+                                         RTCPPacket.sourceDescription(ssrc: audio.packetizer.configuration.ssrc, canonicalName: name)]
             if goodbye { packets.append(.goodbye(.init(sources: [audio.packetizer.configuration.ssrc]))) }
             envelopes.append(AddressedEnvelope(remoteAddress: audioAddresses.rtcp, data: ByteBuffer(bytes: RTCPPacket.serialize(packets))))
         }
