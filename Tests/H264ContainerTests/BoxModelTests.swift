@@ -126,6 +126,44 @@ struct BoxModelTests {
         #expect(try topLevelBoxesRoundTrip(bytes, file: "written") == [])
     }
 
+    /// `sgpd` of each version (ISO/IEC 14496-12 §8.9.3): default_length from version 1 on, the
+    /// default index from 2, and version 0 of a type whose entries cannot be told apart kept as
+    /// bytes. CI's FuzzMovie found a version 2 box read without its default_length: three
+    /// zero-length entries that, written back, no longer parsed.
+    @Test(arguments: [
+        // version 2, default_length 0: each entry with its own length (2 and 0 bytes).
+        [2, 0, 0, 0] + Array("alst".utf8) + [0, 0, 0, 0] + [0, 0, 0, 1] + [0, 0, 0, 2] + [0, 0, 0, 2, 0xAB, 0xCD] + [0, 0, 0, 0],
+        // version 2, default_length 1, three entries.
+        [2, 0, 0, 0] + Array("rap ".utf8) + [0, 0, 0, 1] + [0, 0, 0, 0] + [0, 0, 0, 3] + [0x80, 0x81, 0x82],
+        // version 0 roll: 2 bytes an entry.
+        [0, 0, 0, 0] + Array("roll".utf8) + [0, 0, 0, 2] + [0xFF, 0xFF, 0xFF, 0xFE],
+        // version 0 of another type: three entries of no length the box could give.
+        [0, 0, 0, 0] + Array("xyzw".utf8) + [0, 0, 0, 3],
+        [0, 0, 0, 0] + Array("xyzw".utf8) + [0, 0, 0, 3] + [1, 2, 3],
+    ] as [[UInt8]])
+    func sampleGroupDescriptionOfEachVersionWritesBack(_ payload: [UInt8]) throws {
+        var writer = BoxWriter()
+        writer.box("sgpd") { $0.append(payload) }
+        let parsed = try AnyBox.parse(writer.bytes)
+        let box = try #require(parsed.box as? SampleGroupDescriptionBox)
+        #expect(parsed.box.serialized == writer.bytes)
+        #expect(try AnyBox.parse(parsed.box.serialized) == parsed)
+        if box.version >= 1 { #expect(box.entries.allSatisfy { box.defaultLength == 0 || $0.count == Int(box.defaultLength) }) }
+    }
+
+    /// An entry_count the bytes left cannot hold is an error naming the box, never an
+    /// allocation of that size.
+    @Test(arguments: [
+        [1, 0, 0, 0] + Array("roll".utf8) + [0, 0, 0, 2] + [0x7F, 0xFF, 0xFF, 0xFF] + [0, 1],
+        [2, 0, 0, 0] + Array("alst".utf8) + [0, 0, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 2] + [0, 0, 0, 0],
+        [0, 0, 0, 0] + Array("xyzw".utf8) + [0x7F, 0xFF, 0xFF, 0xFF],
+    ] as [[UInt8]])
+    func sampleGroupDescriptionWithTooManyEntriesIsAnError(_ payload: [UInt8]) {
+        var writer = BoxWriter()
+        writer.box("sgpd") { $0.append(payload) }
+        #expect(throws: ContainerError.self) { _ = try AnyBox.parse(writer.bytes) }
+    }
+
     /// Eight bytes of size and type, and a 64-bit size of 2^63 or more: an error, never a
     /// trap in the integer conversion (every subcommand that opened such a file died).
     @Test(arguments: [UInt64(1) << 63, UInt64.max, UInt64(Int64.max)])

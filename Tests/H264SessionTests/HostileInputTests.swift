@@ -41,6 +41,9 @@ struct HostileInputTests {
             }
         case "mp4", "mov":
             if let movie = try? MovieReader(path: path) {
+                // As FuzzMovie checks: the moov written from its boxes reads back to the same boxes.
+                let written = movie.movieBox.serialized
+                #expect(try AnyBox.parse(written) == AnyBox(movie.movieBox), "\(name): the moov written back reads back the same")
                 for index in movie.tracks.indices where movie.tracks[index].isH264 {
                     if let samples = try? movie.sampleBuffers(track: index) { for sample in samples { _ = sample.data.bytes.count } }
                 }

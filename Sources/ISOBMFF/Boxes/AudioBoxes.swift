@@ -244,14 +244,18 @@ public struct SampleGroupDescriptionBox: Box {
     public var flags: UInt32 = 0
     /// grouping_type: `roll`, `prol`, `sync`, ...
     public var groupingType: FourCharCode
-    /// default_length (version 1): 0 when each entry gives its own length.
+    /// default_length (version 1 and later): 0 when each entry gives its own length.
     public var defaultLength: UInt32 = 0
     /// default_sample_description_index (version 2 and later).
     public var defaultSampleDescriptionIndex: UInt32 = 0
-    /// The entries' bytes.
+    /// The entries' bytes. A version 0 box of a grouping type whose entries' size is not known
+    /// here holds all of them as one run of bytes, and ``undelimitedEntryCount`` their number.
     public var entries: [[UInt8]]
+    /// For a version 0 box whose entries could not be told apart (no lengths in the box, and a
+    /// grouping type other than `roll`/`prol`): the entry_count read, written back as it was.
+    public private(set) var undelimitedEntryCount: UInt32?
 
-    /// The most entries read (each is at least a byte).
+    /// The most entries read.
     public static let maximumEntries = 1 << 20
 
     /// A `roll` grouping of one entry per distance (AAC: -1; Opus: -4 at 48 kHz).
@@ -265,21 +269,27 @@ public struct SampleGroupDescriptionBox: Box {
     public init(parsing reader: inout BoxReader) throws(ContainerError) {
         (version, flags) = try reader.versionAndFlags()
         groupingType = try reader.fourCC("grouping_type")
-        if version == 1 { defaultLength = try reader.u32("default_length") }
+        // ISO/IEC 14496-12 §8.9.3.2: default_length from version 1 on, the default index from 2.
+        if version >= 1 { defaultLength = try reader.u32("default_length") }
         if version >= 2 { defaultSampleDescriptionIndex = try reader.u32("default_sample_description_index") }
         let count = Int(try reader.u32("entry_count"))
-        guard count <= min(Self.maximumEntries, reader.remaining) else {
+        let knownLength = groupingType == "roll" || groupingType == "prol"
+        // The fewest bytes one entry takes; 0 when version 0 gives no way to tell entries apart.
+        let smallest = version >= 1 ? (defaultLength == 0 ? 4 : Int(defaultLength)) : (knownLength ? 2 : 0)
+        guard count <= Self.maximumEntries, smallest == 0 || count <= reader.remaining / smallest else {
             throw ContainerError(.invalidBox, "sgpd entry_count \(count): more than the \(reader.remaining) bytes left can hold")
         }
+        guard smallest > 0 else {
+            // Version 0 gives no lengths: only a roll grouping's 2 bytes can be known.
+            entries = count == 0 && reader.remaining == 0 ? [] : [reader.rest()]
+            undelimitedEntryCount = UInt32(count)
+            return
+        }
         var read: [[UInt8]] = []
+        read.reserveCapacity(count)
         for _ in 0..<count {
-            var length = Int(defaultLength)
-            if version == 1 && defaultLength == 0 { length = Int(try reader.u32("description_length")) }
-            if version == 0 {
-                // Version 0 gives no lengths: only a roll grouping's 2 bytes can be known.
-                guard groupingType == "roll" || groupingType == "prol" else { read.append(reader.rest()); break }
-                length = 2
-            }
+            var length = smallest
+            if version >= 1 && defaultLength == 0 { length = Int(try reader.u32("description_length")) }
             read.append(try reader.bytes(length, "sample group entry"))
         }
         entries = read
@@ -289,11 +299,11 @@ public struct SampleGroupDescriptionBox: Box {
     public func writePayload(to writer: inout BoxWriter) {
         writer.versionAndFlags(version, flags)
         writer.fourCC(groupingType)
-        if version == 1 { writer.u32(defaultLength) }
+        if version >= 1 { writer.u32(defaultLength) }
         if version >= 2 { writer.u32(defaultSampleDescriptionIndex) }
-        writer.u32(UInt32(entries.count))
+        writer.u32(undelimitedEntryCount ?? UInt32(entries.count))
         for entry in entries {
-            if version == 1 && defaultLength == 0 { writer.u32(UInt32(entry.count)) }
+            if version >= 1 && defaultLength == 0 { writer.u32(UInt32(entry.count)) }
             writer.append(entry)
         }
     }
