@@ -6,6 +6,7 @@ import H264Streaming
 import MediaCore
 import SampleFlow
 import SystemIO
+import Synchronization
 import TestSupport
 import Testing
 #if canImport(Glibc)
@@ -15,7 +16,7 @@ import Glibc
 /// The low-latency origin (RFC 8216bis) on the source: 640x360 at 30 fps with an IDR
 /// picture every 2 s, looped as if live, 2 s segments of 0.5 s parts. What a player of parts
 /// sees: the tags, parts within their target, blocking reloads answered as each part comes
-/// (latency measured against the playlist's own clock), a held preload hint, a delta update,
+/// (latency measured from each part's publication; none before its end by the playlist's clock), a held preload hint, a delta update,
 /// gzip; and what a player without low latency sees: an ordinary live playlist.
 @Suite("Low-Latency HLS origin", .requires(.ffmpeg, .ffprobe), .serialized, .timely, .exclusive)
 struct HLSLowLatencyTests {
@@ -138,27 +139,51 @@ struct HLSLowLatencyTests {
         let media = running.url.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")
         let directory = String(media[...media.lastIndex(of: "/")!])
 
-        // 48 blocking reloads in a row, each for the part after the last. The latency is the
-        // answer's arrival against the part's end by the playlist's own clock (its program
-        // date-time); p95 of 48 allows two answers late by one stall of this shared machine
-        // (seen in CI: the source held up 300 ms beside a Chromium test, then catching up; and
-        // a stall of 355 ms across two parts).
+        // 48 blocking reloads in a row, each for the part after the last. The origin's latency
+        // is the answer's arrival against the moment the part was published: the count of
+        // parts published read as the answer arrives (the origin counts a part before it
+        // answers the requests held for it), and when that count was first seen by a watcher
+        // reading it every 2 ms. The publisher's own lateness is not the origin's. (In CI a stall of this
+        // shared machine held the paced source up by 1.6 s beside a Chromium test, and the
+        // answers, judged against the parts' end by the playlist's clock, came as late.) p95 of
+        // 48 allows two answers late by one stall of the origin itself.
+        let publications = Mutex<[(time: Double, count: Int)]>([])
+        let origin = running.origin
+        let watcher = Task.detached {
+            var last = -1
+            while !Task.isCancelled {
+                let count = origin.statistics.partsPublished
+                if count != last {
+                    let now = Date().timeIntervalSince1970
+                    publications.withLock { $0.append((now, count)) }
+                    last = count
+                }
+                try? await Task.sleep(for: .milliseconds(2))
+            }
+        }
         var (playlist, _) = try await Self.playlist(media)
-        var latencies: [Double] = []
+        var answered: [(arrived: Double, count: Int)] = []
+        var scheduleLatencies: [Double] = []
         var arrivals: [Double] = []
         for _ in 0..<48 {
             let (sequence, index) = playlist.next
             let (answer, arrived) = try await Self.playlist(media, query: "?_HLS_msn=\(sequence)&_HLS_part=\(index)")
             let part = try #require(answer.part(sequence, index), "part \(index) of segment \(sequence) is in the answer to its blocking reload")
-            latencies.append(arrived - (part.end ?? .infinity))
+            answered.append((arrived, origin.statistics.partsPublished))
+            scheduleLatencies.append(arrived - (part.end ?? .infinity))
             arrivals.append(arrived)
             playlist = answer
         }
+        try await Task.sleep(for: .milliseconds(50))
+        watcher.cancel()
+        let seen = publications.withLock { $0 }
+        let latencies = answered.map { answer in answer.arrived - (seen.first { $0.count >= answer.count }?.time ?? answer.arrived) }
         let pace = (arrivals.last! - arrivals.first!) / Double(arrivals.count - 1)
         #expect(abs(pace - Self.partTarget) < 0.1, "answered one part duration apart on average: \(pace) s (each: \(zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }))")
         let p95 = Self.percentile(latencies, 95)
         #expect(p95 <= 0.25, "origin latency p95 \(Int(p95 * 1000)) ms (all: \(latencies.map { Int($0 * 1000) }))")
-        #expect(latencies.allSatisfy { $0 > -0.05 && $0 < 1 }, "no part answered before its end by the playlist's clock, none a second late: \(latencies.map { Int($0 * 1000) })")
+        #expect(scheduleLatencies.allSatisfy { $0 > -0.05 }, "no part answered before its end by the playlist's clock: \(scheduleLatencies.map { Int($0 * 1000) })")
+        #expect(Self.percentile(scheduleLatencies, 50) < 0.25, "half the parts answered within 250 ms of their end by the playlist's clock: \(scheduleLatencies.map { Int($0 * 1000) })")
 
         // The tags, and every part within its target.
         #expect(playlist.partTarget == Self.partTarget)
