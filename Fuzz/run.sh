@@ -133,8 +133,9 @@ for target in "${targets[@]}"; do
     [ -z "$runs" ] || limit=(-runs="$runs")
     seeds=("$work/seeds/$target")
     if [ ${#regressions[@]} -gt 0 ]; then
-        mkdir -p "$work/regressions/$target"
-        cp "${regressions[@]}" "$work/regressions/$target/"
+        rm -rf "$work/regressions/$target"; mkdir -p "$work/regressions/$target"
+        # (named for their folder too: a crash file and its hostile fixture may share a name)
+        for input in "${regressions[@]}"; do cp "$input" "$work/regressions/$target/$(basename "$(dirname "$input")")-$(basename "$input")"; done
         seeds+=("$work/regressions/$target")
     fi
     if [ -n "$runs" ]; then echo "== $target ($runs runs)"; else echo "== $target ($budget s)"; fi
