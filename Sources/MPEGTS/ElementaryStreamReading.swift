@@ -31,6 +31,9 @@ struct ElementaryStreamReading {
     private(set) var format: FormatDescription?
     /// The AAC format (``format``'s), kept apart so that a frame does not take it out of the case.
     private var audioFormat: AudioFormatDescription?
+    /// The AAC format's clock and frame length: read once, not through a copy of the format
+    /// for every frame.
+    private var audioClock = (rate: Int64(1), step: Int64(1024))
     /// The next frame's time in the sample rate's clock, from the origin.
     private var nextTicks: Int64?
     /// A carried PES packet waiting for the next one's time (its duration).
@@ -214,20 +217,20 @@ struct ElementaryStreamReading {
             }
             format = .audio(audio)
             audioFormat = audio
+            audioClock = (Int64(audio.sampleRate), Int64(audio.framesPerPacket))
         }
-        guard let format, let audio = audioFormat else { return nil }
+        guard format != nil else { return nil }
         var same = sameAsFirst
         if same == nil {
             let other = config().flatMap { try? AudioFormatDescription(aac: $0) }
-            same = other == audio
+            same = other == audioFormat
             if let known = lastConfiguration, known.same == nil { lastConfiguration = (known.config, same) }
         }
         if same == false {
             otherFormatFrames += 1
             return nil
         }
-        let rate = Int64(audio.sampleRate)
-        let step = Int64(audio.framesPerPacket)
+        let (rate, step) = audioClock
         // The stamp of the PES packet the frame begins in, if the frame is its first.
         var stamped: Int64?
         var restarted = false
@@ -283,6 +286,7 @@ struct ElementaryStreamReading {
             damagedRanges.removeAll { $0.upperBound <= bytes.upperBound }
         }
         let time = MediaTime(value: ticks, timescale: Int32(clamping: rate))
+        guard let format else { return nil }
         return SampleBuffer(data: payload, formatDescription: format,  // (one reference for every frame)
                             timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: step, timescale: Int32(clamping: rate))),
                             attachments: SampleAttachments(isSync: true), trackID: trackID)

@@ -19,19 +19,26 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
     public var channelCount: Int
     /// Samples per channel in one packet (one sample buffer).
     public var framesPerPacket: Int
-    /// The codec's configuration as it came (AAC: the AudioSpecificConfig's bytes).
-    public var magicCookie: [UInt8]
+    /// The codec's configuration as it came (AAC: the AudioSpecificConfig's bytes). Setting it
+    /// reads it again as an AudioSpecificConfig when ``codec`` is `mp4a`.
+    public var magicCookie: [UInt8] {
+        get { configuration.bytes }
+        set { configuration = Configuration(newValue, configuration: codec == "mp4a" ? try? AudioSpecificConfig(bytes: newValue) : nil) }
+    }
     /// For AAC, the configuration read.
-    public var audioSpecificConfig: AudioSpecificConfig? { parsed.configuration }
-    /// The configuration read, shared by every copy: every sample buffer carries its
-    /// description, and copying one is a retain here, not one per array inside the
-    /// configuration.
-    private let parsed: ParsedConfiguration
+    public var audioSpecificConfig: AudioSpecificConfig? { configuration.parsed }
+    /// The configuration's bytes and what they say, shared by every copy: every sample buffer
+    /// carries its description, and copying one is a single retain here.
+    private var configuration: Configuration
 
-    private final class ParsedConfiguration: Sendable {
-        let configuration: AudioSpecificConfig?
-        init(_ configuration: AudioSpecificConfig?) { self.configuration = configuration }
-        static let none = ParsedConfiguration(nil)
+    private final class Configuration: Sendable {
+        let bytes: [UInt8]
+        let parsed: AudioSpecificConfig?
+        init(_ bytes: [UInt8], configuration: AudioSpecificConfig?) {
+            self.bytes = bytes
+            parsed = configuration
+        }
+        static let none = Configuration([], configuration: nil)
     }
 
     /// AAC described by the AudioSpecificConfig in `magicCookie` (an esds's DecoderSpecificInfo,
@@ -52,8 +59,9 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
         sampleRate = config.outputSamplingFrequency
         channelCount = channels
         framesPerPacket = config.outputSamplingFrequency == config.samplingFrequency ? frames : frames * config.outputSamplingFrequency / max(config.samplingFrequency, 1)
-        if let magicCookie { self.magicCookie = magicCookie } else { self.magicCookie = try config.serialized() }
-        parsed = ParsedConfiguration(config)
+        let bytes: [UInt8]
+        if let magicCookie { bytes = magicCookie } else { bytes = try config.serialized() }
+        configuration = Configuration(bytes, configuration: config)
     }
 
     /// Audio of another codec: `codec`, timed at `sampleRate`, with `framesPerPacket` samples
@@ -63,8 +71,7 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         self.framesPerPacket = framesPerPacket
-        self.magicCookie = magicCookie
-        parsed = .none
+        configuration = magicCookie.isEmpty ? .none : Configuration(magicCookie, configuration: nil)
     }
 
     /// Whether the samples are AAC.
@@ -80,7 +87,7 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
     /// Equal in codec, rate, channels, frames and configuration bytes.
     public static func == (a: AudioFormatDescription, b: AudioFormatDescription) -> Bool {
         a.codec == b.codec && a.sampleRate == b.sampleRate && a.channelCount == b.channelCount && a.framesPerPacket == b.framesPerPacket
-            && a.magicCookie == b.magicCookie
+            && (a.configuration === b.configuration || a.magicCookie == b.magicCookie)
     }
 
     /// Hashes what `==` compares.

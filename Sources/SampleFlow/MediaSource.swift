@@ -120,7 +120,8 @@ public final class MediaSource: SampleSource {
     /// What the input is, with its reader.
     public let kind: Kind
     /// ``kind``'s reader when it is a transport stream's.
-    private var transportStreamReader: TransportStreamReader?
+    /// (A constant: a sample read through it needs no retain of the reader.)
+    private let transportStreamReader: TransportStreamReader?
     /// The input's name in messages ("stdin" for standard input).
     public let name: String
     /// The first video sample's format description, once read.
@@ -136,12 +137,10 @@ public final class MediaSource: SampleSource {
         case .transportStream where path == "-":
             let reader = TransportStreamReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.transportStreamOptions)
             kind = .transportStream(reader)
-            transportStreamReader = reader
         case .transportStream:
             let reader: TransportStreamReader
             do { reader = try TransportStreamReader(path: path, options: options.transportStreamOptions) } catch { throw .container(error) }
             kind = .transportStream(reader)
-            transportStreamReader = reader
         case .annexB where path == "-":
             kind = .annexB(SampleBufferReader(nalUnits: AnnexBReader(fileDescriptor: .standardInput, name: name, prefix: prefix, options: options.annexB.reader),
                                               options: options.annexB))
@@ -164,6 +163,7 @@ public final class MediaSource: SampleSource {
             }
             kind = .movie(reader, track: movieTracks[0].index, samples: movieTracks[0].samples)
         }
+        if case .transportStream(let reader) = kind { transportStreamReader = reader } else { transportStreamReader = nil }
         // An input of one stream has no other tracks to choose among.
         if case .annexB = kind, !options.tracks.includes(.first, .video) {
             throw .invalidOption("\(name) is an H.264 stream: its one track is video (1)")
@@ -215,6 +215,7 @@ public final class MediaSource: SampleSource {
     public init(annexB bytes: [UInt8], name: String = "bytes", options: SampleBufferReader.Options = .init()) {
         self.name = name
         kind = .annexB(SampleBufferReader(bytes: bytes, name: name, options: options))
+        transportStreamReader = nil
     }
 
     /// For a movie, moves the read position to the sync sample from which decoding shows the
@@ -248,9 +249,12 @@ public final class MediaSource: SampleSource {
     public func next() throws(SampleFlowError) -> SampleBuffer? {
         if let reader = transportStreamReader {
             // (The hot path of a transport stream: its reader without a copy of `kind`.)
+            // (No binding of the sample after the first: each would be a copy, retains and
+            // releases for every sample.)
             let sample = try next(from: reader)
-            if formatDescription == nil, let sample, case .video(let video) = sample.formatDescription { formatDescription = video }
-            if sample != nil { samplesRead += 1 }
+            guard sample != nil else { return nil }
+            samplesRead += 1
+            if formatDescription == nil, case .video(let video)? = sample?.formatDescription { formatDescription = video }
             return sample
         }
         let sample: SampleBuffer?

@@ -230,7 +230,7 @@ public struct StreamMuxer: Sendable {
                 }
                 lastDecision = (sample.trackID, carried)
                 if carried {
-                    try sink!.append(sample)
+                    try sink?.append(sample)
                     written += 1
                 }
                 progress(state())

@@ -1,6 +1,7 @@
 import Foundation
 import H264Bitstream
 import MediaCore
+import MPEG4Audio
 import TestSupport
 import Testing
 
@@ -135,5 +136,29 @@ struct FormatDescriptionTests {
         #expect(descriptions[0].canAccept(descriptions[1]) && descriptions[1].canAccept(descriptions[2]))
         #expect(!descriptions[0].hasSamePictureGeometry(as: descriptions[1]))
         #expect(parser.pictureSPSChanges.count == 3)
+    }
+}
+
+@Suite("Audio format descriptions")
+struct AudioFormatDescriptionTests {
+    /// The configuration's bytes and what they say stay together: a new magic cookie is read
+    /// again, and copies share the old one until then.
+    @Test func aNewMagicCookieIsReadAgain() throws {
+        let stereo48k: [UInt8] = [0x11, 0x90]  // AAC LC, 48 kHz, 2 channels
+        let mono44k: [UInt8] = [0x12, 0x08]    // AAC LC, 44.1 kHz, 1 channel
+        var format = try AudioFormatDescription(aacConfiguration: stereo48k)
+        let copy = format
+        #expect(format.audioSpecificConfig?.channelConfiguration == 2)
+        format.magicCookie = mono44k
+        #expect(format.magicCookie == mono44k)
+        #expect(format.audioSpecificConfig?.channelConfiguration == 1)
+        #expect(format.audioSpecificConfig?.samplingFrequency == 44_100)
+        #expect(copy.magicCookie == stereo48k && copy.audioSpecificConfig?.channelConfiguration == 2)
+        #expect(format != copy)
+        #expect(copy == (try AudioFormatDescription(aacConfiguration: stereo48k)))
+        // Another codec's cookie is kept as bytes, not read as AAC.
+        var law = AudioFormatDescription(codec: "ulaw", sampleRate: 8000, channelCount: 1, framesPerPacket: 1)
+        law.magicCookie = stereo48k
+        #expect(law.audioSpecificConfig == nil && law.magicCookie == stereo48k)
     }
 }

@@ -9,7 +9,7 @@ protocol MovieLayout: AnyObject {
     /// written, fixes its tracks).
     func acceptsNewTrack(_ id: TrackID, declared: Bool) throws(ContainerError)
     /// Stores one placed sample of track `index`.
-    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError)
+    func write(_ sample: consuming PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError)
     /// Writes the index and puts the file in place.
     func finish(tracks: inout [WrittenTrack]) throws(ContainerError) -> MovieWriter.Summary
     /// Gives up: whatever was written is removed.
@@ -77,14 +77,14 @@ final class PlainMedia {
         self.chunkDuration = chunkDuration
     }
 
-    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+    func write(_ sample: consuming PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         if index == tracks.primaryIndex {
             try write(sample, track: index, continuesChunk: lastWritten == index, tracks: &tracks)
             lastWritten = index
             return
         }
-        tracks[index].pending.append(sample)
         tracks[index].pendingBytes += sample.data.count
+        tracks[index].pending.append(sample)  // (moved in: the caller's was consumed)
         let timescale = tracks[index].timeline.timescale
         let limit: Int64
         if let known = tracks[index].chunkLimit, known.timescale == timescale { limit = known.ticks } else {
@@ -147,7 +147,7 @@ final class ProgressiveLayout: MovieLayout {
 
     func acceptsNewTrack(_ id: TrackID, declared: Bool) throws(ContainerError) {}
 
-    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+    func write(_ sample: consuming PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         if !started {
             started = true
             // The brands are written before the index: a video track declared or begun (the
@@ -224,7 +224,7 @@ final class FaststartLayout: MovieLayout {
 
     deinit { if mediaKept { removeFile(mediaPath) } }
 
-    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+    func write(_ sample: consuming PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         try plain.write(sample, track: index, tracks: &tracks)
     }
 
@@ -358,7 +358,7 @@ final class FragmentedLayout: MovieLayout {
         }
     }
 
-    func write(_ sample: PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
+    func write(_ sample: consuming PlacedSample, track index: Int, tracks: inout [WrittenTrack]) throws(ContainerError) {
         if let named = headerTracks, !named.contains(tracks[index].fileTrackID) {
             // Declared, but with no sample when the header was written: it is not in the file.
             try acceptsNewTrack(tracks[index].sourceID, declared: true)
