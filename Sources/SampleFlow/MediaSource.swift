@@ -363,6 +363,7 @@ public final class MediaSource: SampleSource {
     /// How far reading has come, for progress: bytes read of the file's size for a stream (no size
     /// for standard input), samples read of the sample count for a movie.
     public var progress: (read: Int, total: Int?) {
+        if let reader = transportStreamReader { return (reader.bytesRead, reader.totalBytes) }  // (asked after every sample)
         switch kind {
         case .annexB(let reader): return (reader.nalUnits.bytesRead, reader.nalUnits.totalBytes)
         case .adts(let reader): return reader.progress
@@ -374,10 +375,11 @@ public final class MediaSource: SampleSource {
     /// How many diagnostics the H.264 parser has kept (nil without one), cheap enough to check
     /// after every sample: ``parser`` is a copy of the parser's whole state.
     public var diagnosticCount: Int? {
+        if let reader = transportStreamReader { return reader.diagnosticCount }
         switch kind {
-        case .annexB(let reader): reader.diagnosticCount
-        case .transportStream(let reader): reader.diagnosticCount
-        case .movie, .adts: nil
+        case .annexB(let reader): return reader.diagnosticCount
+        case .transportStream(let reader): return reader.diagnosticCount
+        case .movie, .adts: return nil
         }
     }
 

@@ -185,14 +185,17 @@ public struct StreamMuxer: Sendable {
         var written = 0
         func tell() {
             // The count first: the parser is copied only when it has something new to say.
-            guard let count = inputs.lazy.compactMap(\.diagnosticCount).first, count != told,
+            // (One input, asked directly: a key path through a lazy map costs more than the
+            // rest of a small sample's loop.)
+            let count = single.map { $0.diagnosticCount } ?? inputs.lazy.compactMap(\.diagnosticCount).first
+            guard let count, count != told,
                   let parser = inputs.lazy.compactMap(\.parser).first else { return }
             let diagnostics = parser.diagnostics
             for diagnostic in diagnostics.dropFirst(told) { onDiagnostic(diagnostic) }
             told = diagnostics.count
         }
         func state() -> Progress {
-            let read = source.progress
+            let read = single?.progress ?? source.progress
             return Progress(bytesRead: read.read, totalBytes: read.total, samples: written)
         }
         defer { tell() }
