@@ -1,3 +1,4 @@
+import Logging
 import H264Network
 public import H264Streaming
 import SampleFlow
@@ -126,7 +127,10 @@ public struct Preview: Sendable {
                         // A live source: samples to the layer as they come, the end told.
                         defer { shared.endOfStream() }
                         if case .live(let live) = source {
-                            _ = try await live.withReceiverOptions { $0.isLowLatency = true }.receive { shared.enqueue($0) }
+                            let report = try await live.withReceiverOptions { $0.isLowLatency = true }.receive { shared.enqueue($0) }
+                            for medium in report.mediaNotReceived {
+                                Logger(label: "h264kit.display").warning("\(medium) not shown (a live source's H.264 video only so far)")
+                            }
                         }
                         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
                     }

@@ -1,6 +1,8 @@
 /// The client side of an RTSP session that plays (RFC 2326): `OPTIONS`, `DESCRIBE`, `SETUP` of
 /// the first H.264 video medium, `PLAY`, then keep-alives and `TEARDOWN`, as a pure state
 /// machine: responses in, the next request out. The connection around it owns the sockets.
+/// The description's other media (a camera's sound) are not set up; ``Setup/mediaNotSetUp``
+/// names them, for the caller to say so.
 ///
 /// A 401 is answered once with the credentials (Digest when offered, else Basic), and every
 /// later request carries them. Transports are offered in the order given: when the server
@@ -31,6 +33,9 @@ public struct RTSPClientSession: Sendable {
         public var firstSequenceNumber: UInt16?
         /// The RTP timestamp of the first sample (`RTP-Info`), when given.
         public var firstTimestamp: UInt32?
+        /// The description's other media, not set up (``SessionDescription/Media/summary``):
+        /// a camera's sound, which this session does not play yet.
+        public var mediaNotSetUp: [String] = []
     }
 
     private enum State: Sendable, Hashable { case options, describe, setup, play, playing, done }
@@ -53,6 +58,7 @@ public struct RTSPClientSession: Sendable {
     private var sessionID: String?
     private var timeout = 60
     private var answered: RTSPTransport?
+    private var mediaNotSetUp: [String] = []
 
     /// A session to play `url`, offering `transports` in that order (a UDP transport with
     /// client ports, then TCP interleaved, say).
@@ -106,8 +112,8 @@ public struct RTSPClientSession: Sendable {
                 throw NetworkError(.invalidDescription, "\(url): DESCRIBE: the session description does not parse", cause: error)
             }
             var found: H264PayloadFormat?
-            for medium in description.media where medium.type == "video" {
-                if let parsed = try? H264PayloadFormat(medium: medium) { found = parsed; break }
+            for medium in description.media {
+                if found == nil, medium.type == "video", let parsed = try? H264PayloadFormat(medium: medium) { found = parsed } else { mediaNotSetUp.append(medium.summary) }
             }
             guard let found else { throw NetworkError(.unsupported, "\(url): the session description has no H.264 video medium") }
             guard !transports.isEmpty else { throw NetworkError(.unsupported, "\(url): no transport to ask for (the session was made with none)") }
@@ -134,7 +140,7 @@ public struct RTSPClientSession: Sendable {
         case .play:
             state = .playing
             guard let format, let sessionID, let answered else { throw NetworkError(.invalidDescription, "\(url): PLAY before SETUP") }
-            var setup = Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL)
+            var setup = Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL, mediaNotSetUp: mediaNotSetUp)
             if let info = response["RTP-Info"] {
                 for field in info.split(separator: ",").first?.split(separator: ";") ?? [] {
                     let pair = field.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
@@ -147,7 +153,7 @@ public struct RTSPClientSession: Sendable {
         case .playing, .done:
             // A response to a keep-alive (or after the teardown).
             guard let format, let sessionID, let answered else { throw NetworkError(.invalidDescription, "\(url): a response with no session playing") }
-            return .playing(Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL))
+            return .playing(Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL, mediaNotSetUp: mediaNotSetUp))
         }
     }
 

@@ -50,6 +50,17 @@ public struct SessionDescription: Sendable, Hashable {
             throw NetworkError(.invalidDescription, "the \(type) medium has no 'a=rtpmap:PT \(encoding)/RATE' line")
         }
 
+        /// The medium in a few words for a message: its type and its first format's encoding
+        /// ("audio MPEG4-GENERIC/48000/2", "video H264/90000"; "audio, payload type 0" for a
+        /// static payload type without an `rtpmap`).
+        public var summary: String {
+            let first = formats.first ?? ""
+            if let map = attributes.first(where: { $0.hasPrefix("rtpmap:\(first) ") }) {
+                return "\(type) \(map.dropFirst("rtpmap:\(first) ".count).prefix(60))"
+            }
+            return first.isEmpty ? type : "\(type), payload type \(first.prefix(8))"
+        }
+
         /// The `name=value` parameters of `a=fmtp:` for `payloadType`, in order, spaces
         /// around them trimmed (names as written: RFC 4566 leaves their case to each format).
         public func formatParameters(payloadType: UInt8) -> [(name: Substring, value: Substring)] {

@@ -112,10 +112,21 @@ public struct RTPReceiver: Sendable {
         // swiftlang/swift#87481, async results over about 280 bytes).
         private var sourceValidationStorage: StatisticsBox?
 
+        /// The media the stream's description offered beside the one received, not received
+        /// (``SessionDescription/Media/summary``: "audio MPEG4-GENERIC/48000/2"): the receiver
+        /// records the H.264 video, and a camera's sound is named here rather than lost without
+        /// a word.
+        public var mediaNotReceived: [String] {
+            get { mediaNotReceivedStorage?.value ?? [] }
+            set { mediaNotReceivedStorage = newValue.isEmpty ? nil : NamesBox(newValue) }
+        }
+        private var mediaNotReceivedStorage: NamesBox?  // (by reference, as above)
+
         private enum CodingKeys: String, CodingKey {
             case ending, samples, depacketizer, droppedBeforeParameterSets, refusedForParameterSets, droppedOutOfOrder, jitter, controlPackets,
                  ssrc, receiverReports, pictureLossIndications, samplesDroppedForSlowConsumer
             case sourceValidationStorage = "sourceValidation"
+            case mediaNotReceivedStorage = "mediaNotReceived"
         }
     }
 
@@ -129,6 +140,16 @@ public struct RTPReceiver: Sendable {
         func hash(into hasher: inout Hasher) { hasher.combine(value) }
     }
 
+    /// Names kept by reference in a report, compared and coded by value.
+    final class NamesBox: Sendable, Hashable, Codable {
+        let value: [String]
+        init(_ value: [String]) { self.value = value }
+        init(from decoder: any Decoder) throws { value = try [String](from: decoder) }
+        func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+        static func == (a: NamesBox, b: NamesBox) -> Bool { a.value == b.value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+    }
+
     /// Where to listen: RTP on the port, RTCP on the next; an empty host listens on every
     /// IPv4 address.
     public let endpoint: RTPDestination
@@ -137,6 +158,9 @@ public struct RTPReceiver: Sendable {
     public let payloadFormat: H264PayloadFormat?
     /// How packets are received.
     public let options: Options
+    /// The media of the session description beside the video received (its sound), not
+    /// received: named in the report (``Report/mediaNotReceived``).
+    public private(set) var mediaNotReceived: [String] = []
 
     /// A receiver on `endpoint`, with the stream described by `payloadFormat` when known.
     public init(endpoint: RTPDestination, payloadFormat: H264PayloadFormat? = nil, options: Options = Options()) {
@@ -159,6 +183,10 @@ public struct RTPReceiver: Sendable {
         let address = (medium.connection ?? sessionDescription.connection)?.split(separator: " ").last.map(String.init) ?? ""
         let host = address.hasPrefix("127.") || address == "::1" ? address : ""
         self.init(endpoint: RTPDestination(host: host, port: medium.port), payloadFormat: format, options: options)
+        var seenVideo = false
+        for other in sessionDescription.media {
+            if other == medium && !seenVideo { seenVideo = true } else { mediaNotReceived.append(other.summary) }
+        }
     }
 
     /// Receives until the stream ends (see ``Ending``), handing each sample buffer to `handle`
@@ -259,7 +287,9 @@ public struct RTPReceiver: Sendable {
         }
         if Task.isCancelled { ending = .cancelled }
         delivered = try Self.hand(session.finish(), delivered: delivered, limit: options.sampleLimit, handle)
-        return Report(session: session, ending: ending, samples: delivered)
+        var report = Report(session: session, ending: ending, samples: delivered)
+        report.mediaNotReceived = mediaNotReceived
+        return report
     }
 
     /// A UDP channel on `host:port` handing each datagram to `forward`.

@@ -16,6 +16,9 @@ import SystemIO
 /// the server's RTCP BYE, its closing the connection, ``RTPReceiver/Options/sampleLimit``
 /// samples, ``RTPReceiver/Options/idleTimeout`` without a packet, or cancellation; then a
 /// `TEARDOWN` goes out, and the samples still held are handed on.
+///
+/// It plays the description's first H.264 video medium; the others (a camera's sound) are not
+/// played yet, and ``RTPReceiver/Report/mediaNotReceived`` names them.
 public struct RTSPClient: Sendable {
     /// How the stream is carried.
     public enum TransportPreference: String, Sendable, Hashable, CaseIterable {
@@ -332,7 +335,9 @@ public struct RTSPClient: Sendable {
                 if Task.isCancelled { ending = .cancelled }
                 if ending != .teardown { try? await send(machine.teardown()) }
                 delivered = try RTPReceiver.hand(session.finish(), delivered: delivered, limit: receiverOptions.sampleLimit, handle)
-                return .report(RTPReceiver.Report(session: session, ending: ending, samples: delivered))
+                var report = RTPReceiver.Report(session: session, ending: ending, samples: delivered)
+                report.mediaNotReceived = setup.mediaNotSetUp
+                return .report(report)
             }
         }
         return outcome

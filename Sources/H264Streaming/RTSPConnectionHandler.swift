@@ -234,7 +234,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 core.routes.withLock { $0[key] = .publisher(sink, sessionID: session.id) }
             }
         }
-        sink.begin(session: session.id, format: format)
+        // The other media are named in the report (not recorded yet), never dropped unsaid.
+        let others = session.streams.filter { $0 != video }.map { $0.format.medium(port: 0).summary }
+        sink.begin(session: session.id, format: format, mediaNotRecorded: others)
         sessions[session.id] = active
     }
 

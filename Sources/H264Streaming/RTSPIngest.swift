@@ -11,6 +11,8 @@ import SystemIO
 ///
 /// One ``RTSPServer`` listens at the URL's host and port and takes the first publisher of its
 /// path; the samples are handed on in decode order as they complete, as ``RTPReceiver`` does.
+/// The publisher's H.264 video is received; its other media (its sound) are set up, so that it
+/// can publish, but not recorded yet: ``RTPReceiver/Report/mediaNotReceived`` names them.
 /// Receiving ends at the publisher's `TEARDOWN` (or its connection closing), an RTCP BYE,
 /// ``RTPReceiver/Options/sampleLimit`` samples, ``RTPReceiver/Options/idleTimeout`` without a
 /// packet once the publisher has started, or cancellation; the samples still held are handed
@@ -109,6 +111,8 @@ public struct RTSPIngest: Sendable {
             /// Samples were dropped: the next ones wait for a sync sample.
             var skippingToSync = false
             var failure: StreamingError?
+            /// The publisher's media beside the video, not recorded.
+            var mediaNotRecorded: [String] = []
         }
 
         /// Samples and the end, as they happen: at most `maximumQueuedBytes` of samples wait
@@ -161,10 +165,12 @@ public struct RTSPIngest: Sendable {
         static func bytes(of samples: [SampleBuffer]) -> Int { samples.reduce(0) { $0 + $1.data.count } }
 
         /// A publisher's session started recording; the first one is taken, others ignored.
-        func begin(session id: String, format: H264PayloadFormat) {
+        /// `mediaNotRecorded` names its media beside the video (its sound), for the report.
+        func begin(session id: String, format: H264PayloadFormat, mediaNotRecorded: [String] = []) {
             state.withLock { state in
                 guard state.sessionID == nil, !state.ended else { return }
                 state.sessionID = id
+                state.mediaNotRecorded = mediaNotRecorded
                 state.receiving = RTPReceivingSession(configuration: configuration, formatDescription: try? format.formatDescription())
                 state.lastArrival = monotonicSeconds()
             }
@@ -239,6 +245,7 @@ public struct RTSPIngest: Sendable {
                 var report = state.receiving.map { RTPReceiver.Report(session: $0, ending: ending, samples: samples) }
                     ?? RTPReceiver.Report(session: RTPReceivingSession(), ending: ending, samples: samples)
                 report.samplesDroppedForSlowConsumer = state.droppedForSlowConsumer
+                report.mediaNotReceived = state.mediaNotRecorded
                 return report
             }
         }

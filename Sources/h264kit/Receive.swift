@@ -77,6 +77,9 @@ struct Receive: AsyncParsableCommand {
         let counts = report.depacketizer
         printError("\(self.output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
                    + "\(counts.accessUnitsDropped) access units dropped, \(counts.accessUnitsSkipped) skipped to the next IDR")
+        for medium in report.mediaNotReceived {
+            printError("\(self.output): warning: \(source): \(medium) not received (receive records the H.264 video only so far)")
+        }
     }
 }
 

@@ -251,7 +251,10 @@ struct Stream: AsyncParsableCommand {
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
         @Sendable func publish(_ input: String, as rendition: String) async throws {
             if LiveSource.isLive(input) {
-                _ = try await origin.publish(try LiveSource(parsing: input), rendition: rendition)
+                let report = try await origin.publish(try LiveSource(parsing: input), rendition: rendition)
+                for medium in report.mediaNotReceived {
+                    printError("warning: \(input): \(medium) not relayed (a live source's H.264 video only so far)")
+                }
             } else {
                 try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop, onWarnings: Self.printWarnings(of: input)), paced: paced, rendition: rendition)
             }

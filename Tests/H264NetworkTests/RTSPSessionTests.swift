@@ -307,6 +307,7 @@ struct RTSPSessionTests {
         let playing = try #require(setup)
         #expect(playing.transport.lower == .tcp && playing.transport.interleaved == 0...1 && playing.format == Self.format)
         #expect(playing.controlURL == "rtsp://127.0.0.1:8554/live/trackID=0" && playing.firstSequenceNumber != nil && playing.timeout == 60)
+        #expect(playing.mediaNotSetUp == [], "a description of video alone leaves nothing out")
         // UDP alone, refused: a typed outcome (the RTSP client's cue to try TCP), not words to match.
         var udpOnly = RTSPClientSession(url: try RTSPURL(parsing: "rtsp://127.0.0.1:8554/live"), transports: [RTSPTransport(lower: .udp, clientPorts: 5000...5001)])
         var tcpServer = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971, transports: [.tcp]), seed: 5)

@@ -143,6 +143,45 @@ struct RTSPAudioTests {
         #expect(abs(measured - expected) <= 0.024, "the first sound \(measured) s from the second picture; in the source \(expected) s")
     }
 
+    /// The receiving side plays the video alone so far: the sound it does not record is named
+    /// in the report and by `receive`, never dropped without a word.
+    @Test("RTSPClient and RTSPIngest with sound offered: the video recorded, the sound named in the report as not received")
+    func theSoundNotReceivedIsSaid() async throws {
+        try #require(FileManager.default.fileExists(atPath: Self.source), "ffmpeg made the source")
+        let (_, task, port) = try await RTSPTests.startServer(.file(path: Self.source))
+        defer { task.cancel() }
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: .tcp))
+        let played = try await client.record(to: .init(path: movie))
+        #expect(played.samples == 75 && played.mediaNotReceived.map { $0.lowercased() } == ["audio mpeg4-generic/48000/2"], "\(played)")
+
+        // ffmpeg publishes the file with its sound: the video recorded, the sound named.
+        let ingestPort = try freeTCPPort()
+        let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(ingestPort)/live"), options: .init(idleTimeout: .seconds(5)))
+        async let report = ingest.record(to: .init(path: movie))
+        try #require(await waitUntilListening(ingestPort, seconds: 60))
+        let publisher = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", Self.source, "-c", "copy", "-f", "rtsp",
+                                                                        "-rtsp_transport", "tcp", "rtsp://127.0.0.1:\(ingestPort)/live"])
+        #expect(publisher.status == 0, "\(publisher.stderrText)")
+        let received = try await report
+        #expect(received.samples == 75 && received.mediaNotReceived.count == 1 && received.mediaNotReceived[0].lowercased().hasPrefix("audio mpeg4-generic/48000"),
+                "\(received)")
+    }
+
+    @Test("an RTP receiver made from a description with sound names the sound it will not receive")
+    func anRTPReceiverNamesTheSound() throws {
+        let description = try SessionDescription(parsing: """
+            v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=x\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
+            m=video 5004 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n\
+            m=audio 5006 RTP/AVP 97\r\na=rtpmap:97 MPEG4-GENERIC/44100/2\r\n\
+            m=audio 5008 RTP/AVP 0\r\n
+            """)
+        let receiver = try RTPReceiver(sessionDescription: description)
+        #expect(receiver.endpoint.port == 5004)
+        #expect(receiver.mediaNotReceived == ["audio MPEG4-GENERIC/44100/2", "audio, payload type 0"])
+    }
+
     @Test("carriesAudio off: the video alone is described and served")
     func theVideoAloneWhenAsked() async throws {
         var options = RTSPServer.Options()

@@ -44,6 +44,22 @@ struct RTSPCommandTests {
         #expect(server.wait() == 0, "\(server.stderrText)")
     }
 
+    @Test("receive rtsp:// of a stream with sound records the video and warns that the sound is not received (never dropped without a word)")
+    func receiveSaysTheSoundIsNotRecorded() throws {
+        let source = Self.temporaryPath(".mp4"), movie = Self.temporaryPath(".mp4")
+        defer { for path in [source, movie] { try? FileManager.default.removeItem(atPath: path) } }
+        try #require(try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=sample_rate=48000",
+                                        "-t", "2", "-ac", "2", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-g", "25", "-c:a", "aac", source]).status == 0)
+        let port = try freeTCPPort()
+        let server = try ChildProcess(try h264kitURL(), ["stream", source, "rtsp://127.0.0.1:\(port)/live"])
+        try Self.waitUntilListening(port)
+        let received = try h264kit(["receive", "--rtsp-transport", "tcp", "rtsp://127.0.0.1:\(port)/live", movie])
+        #expect(received.status == 0 && received.stderr.contains("50 samples (goodbye)"), "\(received.stderr)")
+        #expect(received.stderr.lowercased().contains("warning: rtsp://127.0.0.1:\(port)/live: audio mpeg4-generic/48000/2 not received"), "\(received.stderr)")
+        kill(server.pid, SIGINT)
+        #expect(server.wait() == 0, "\(server.stderrText)")
+    }
+
     @Test("receive --listen rtsp:// records what ffmpeg publishes (ffmpeg -f rtsp): the source's frames and times; it ends at the TEARDOWN")
     func listenForPublisher() throws {
         let port = try freeTCPPort()
