@@ -195,7 +195,7 @@ struct TrackTimeline {
     /// The description a sample uses, and whether its parameter sets must go in band.
     private mutating func descriptionIndex(for description: FormatDescription) throws(ContainerError) -> (index: Int, inBand: Bool) {
         // Most samples have the previous one's description: no search, no copy.
-        if let index = previousIndex, let previous = previousDescription, previous == description { return (index, false) }
+        if let index = previousIndex, previousDescription == description { return (index, false) }
         let found = try findDescription(description)
         previousDescription = description
         previousIndex = found.index
