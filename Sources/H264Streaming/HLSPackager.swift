@@ -2,7 +2,7 @@ import H264Bitstream
 public import ISOBMFF
 import MPEGTS
 public import H264Network
-import MediaCore
+public import MediaCore
 public import SampleFlow
 import SystemIO
 
@@ -31,6 +31,12 @@ public struct HLSPackager: Sendable {
         public var dashManifest: String?
         /// How the input is read.
         public var source: MediaSource.Options
+        /// Whether the input's first AAC track goes into transport stream segments, muxed
+        /// beside the video (the variant's CODECS then name both), as Apple's authoring
+        /// specification allows; true by default. Fragmented MP4 packages carry the video alone
+        /// so far (the sound is named as left out). Applies when ``source`` reads the first
+        /// video track alone (its default).
+        public var carriesAudio = true
 
         /// Options: 6 s fMP4 segments, no DASH.
         public init(segmenter: MediaSegmenter.Options = .init(), dashManifest: String? = nil, source: MediaSource.Options = .init(editList: .shift)) {
@@ -56,6 +62,11 @@ public struct HLSPackager: Sendable {
         public var iFrameVariant: HLSMultivariantPlaylist.Variant
         /// Its DASH representation (fragmented MP4).
         public var representation: DASHManifest.Representation?
+        /// The sound muxed into its transport stream segments, if any.
+        public var audio: TrackDescription?
+        /// The input's tracks read but not packaged, each with why ("track 3 (audio, AC-3):
+        /// left out: ...").
+        public var tracksLeftOut: [String] = []
         /// The stream's presentation length, seconds.
         public var duration: Double
         /// Whether every segment decodes on its own.
@@ -89,14 +100,20 @@ public struct HLSPackager: Sendable {
         let files = WrittenFiles()
         do throws(StreamingError) {
             try files.makeDirectory(for: output)
+            var sourceOptions = options.source
+            // Every track read when the sound may go in: the packaging chooses what it carries.
+            let readsAll = sourceOptions.tracks == .firstVideo && sourceOptions.trackID == nil
+            if readsAll { sourceOptions.tracks = .all }
             let source: MediaSource
-            do { source = try MediaSource(path: path, options: options.source) } catch { throw .source(error) }
-            let rendition = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files) {
+            do { source = try MediaSource(path: path, options: sourceOptions) } catch { throw .source(error) }
+            let muxesAudio = options.carriesAudio && options.segmenter.format == .transportStream
+            let rendition = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files,
+                                             tracks: readsAll ? .chosen(audio: muxesAudio) : .all) {
                 progress(source.progress.read, source.progress.total)
             }
             if Task.isCancelled { throw .source(.cancelled) }
             return try Self.finish([rendition], playlist: output, dash: options.dashManifest,
-                                   warnings: source.warnings + source.leftOutTracks(reason: Self.videoOnly), files: files)
+                                   warnings: source.warnings + source.leftOutTracks(reason: Self.videoOnly) + rendition.tracksLeftOut, files: files)
         } catch {
             files.removeAll()
             if Task.isCancelled { throw .source(.cancelled) }
@@ -122,11 +139,54 @@ public struct HLSPackager: Sendable {
         path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
     }
 
+    /// Which of a source's tracks a rendition takes.
+    enum TrackChoice {
+        /// Every sample (a source of the video alone).
+        case all
+        /// The first H.264 track, and with `audio` the first AAC track muxed beside it; the
+        /// others left out, each named with why.
+        case chosen(audio: Bool)
+    }
+
     /// Reads `source` to its end into the segments, playlists and files of rendition `name`.
     static func package(_ source: some SampleSource, as name: String, beside output: String, options: MediaSegmenter.Options,
-                        files: WrittenFiles, tick: () -> Void = {}) throws(StreamingError) -> Rendition {
+                        files: WrittenFiles, tracks choice: TrackChoice = .all, tick: () -> Void = {}) throws(StreamingError) -> Rendition {
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options) } catch { throw .output(error) }
+        // The tracks taken, decided at the first sample (a transport stream's are known then).
+        var taken: Set<TrackID>?
+        var audio: TrackDescription?
+        var leftOut: [String] = []
+        func choose() throws(StreamingError) -> Set<TrackID>? {
+            guard case .chosen(let withAudio) = choice else { return nil }
+            let tracks = source.tracks
+            guard let video = tracks.first(where: { $0.format.video != nil }) else { return [] }
+            var chosen: Set<TrackID> = [video.id]
+            do { try segmenter.declare(video) } catch { throw .output(error) }
+            for track in tracks where track.id != video.id {
+                let reason: String
+                if case .audio(let format) = track.format, withAudio, audio == nil, format.isAAC {
+                    do {
+                        try segmenter.declare(track)
+                        audio = track
+                        chosen.insert(track.id)
+                        continue
+                    } catch {
+                        reason = "\(error)"
+                    }
+                } else if track.format.video != nil {
+                    reason = "a rendition carries one video track"
+                } else if case .audio(let format) = track.format, withAudio, format.isAAC {
+                    reason = "a transport stream segment carries one audio track (the first AAC one)"
+                } else if case .audio = track.format, withAudio {
+                    reason = "a transport stream segment of this package carries AAC"
+                } else {
+                    reason = options.format == .fragmentedMP4 ? "fragmented MP4 packaging carries the video alone so far (segments in TS carry its AAC)" : videoOnly
+                }
+                leftOut.append("track \(track.id) (\(track.mediaType), \(track.format.codecName)\(track.language.map { ", \($0)" } ?? "")): left out: \(reason)")
+            }
+            return chosen
+        }
         var reports: [MediaSegmenter.SegmentReport] = []
         var wroteInitialization = false
         let initialization = sibling(output, name, "-init.mp4")
@@ -149,6 +209,10 @@ public struct HLSPackager: Sendable {
             do { sample = try source.next() } catch { throw .source(error) }
             guard let sample else { break }
             if Task.isCancelled { throw .source(.cancelled) }
+            if case .chosen = choice {
+                if taken == nil { taken = try choose() }
+                guard taken?.contains(sample.trackID) ?? true else { continue }
+            }
             if frameRate == nil { frameRate = source.frameRate }
             let made: MediaSegmenter.Output
             do { made = try segmenter.append(sample) } catch { throw .output(error) }
@@ -161,8 +225,11 @@ public struct HLSPackager: Sendable {
         guard let format = segmenter.formatDescription, !reports.isEmpty else {
             throw .source(.noSamples(input: source.name, reason: "no samples to package"))
         }
-        return rendition(name: name, beside: output, reports: reports, format: format, frameRate: frameRate ?? format.sps.frameRate,
-                         segmenter: options, timescale: segmenter.timescale, files: files)
+        var made = rendition(name: name, beside: output, reports: reports, format: format, audio: audio?.format.audio, frameRate: frameRate ?? format.sps.frameRate,
+                             segmenter: options, timescale: segmenter.timescale, files: files)
+        made.audio = audio
+        made.tracksLeftOut = leftOut
+        return made
     }
 
     static func segmentPath(_ output: String, _ name: String, _ index: Int, _ format: MediaSegmenter.Format) -> String {
@@ -172,7 +239,7 @@ public struct HLSPackager: Sendable {
 
     /// The rendition's playlists (its media and I-frame playlists, written) and its entries in
     /// the multivariant playlist and the MPD.
-    static func rendition(name: String, beside output: String, reports: [MediaSegmenter.SegmentReport], format: VideoFormatDescription,
+    static func rendition(name: String, beside output: String, reports: [MediaSegmenter.SegmentReport], format: VideoFormatDescription, audio: AudioFormatDescription? = nil,
                           frameRate: FrameRate?, segmenter: MediaSegmenter.Options, timescale: Int32?, files: WrittenFiles) -> Rendition {
         let isFMP4 = segmenter.format == .fragmentedMP4
         let map = isFMP4 ? (uri: fileName(sibling(output, name, "-init.mp4")), byteRange: Range<Int>?.none) : nil
@@ -198,7 +265,8 @@ public struct HLSPackager: Sendable {
         let iFramePeak = zip(frames, frames.map { Double($0.byteRange?.count ?? 0) * 8 }).map { $1 / max($0.duration, 0.001) }.max() ?? 0
         let size = (width: format.width, height: format.height)
         let variant = HLSMultivariantPlaylist.Variant(uri: fileName(playlist), bandwidth: Int(peak.rounded(.up)), averageBandwidth: Int(average.rounded(.up)),
-                                                      codecs: [format.codecString], resolution: size, frameRate: frameRate?.framesPerSecond)
+                                                      codecs: [format.codecString] + (audio.map { [$0.codecString] } ?? []), resolution: size,
+                                                      frameRate: frameRate?.framesPerSecond)
         let iFrameVariant = HLSMultivariantPlaylist.Variant(uri: fileName(iFramePlaylist), bandwidth: Int(iFramePeak.rounded(.up)), codecs: [format.codecString],
                                                             resolution: size)
         var representation: DASHManifest.Representation?

@@ -198,10 +198,30 @@ public struct MediaSegmenter {
         }
     }
 
+    /// Declares a track before its first sample: a transport stream's first tables then list
+    /// it (declare the video first, then the sound muxed beside it). A fragmented MP4 segment
+    /// holds the video alone: declaring anything else there is an error, as appending it is.
+    public mutating func declare(_ track: TrackDescription) throws(SampleFlowError) {
+        switch (options.format, track.format) {
+        case (.transportStream, .video), (.transportStream, .audio):
+            do { try muxer!.addStream(for: track) } catch {
+                throw .container(ContainerError(error, while: "declaring track \(track.id)"))
+            }
+        case (.fragmentedMP4, .video):
+            break
+        default:
+            throw .invalidOption("track \(track.id) (\(track.format.codecName)): \(options.format == .transportStream ? "a transport stream segment" : "a fragmented MP4 segment") carries "
+                                 + (options.format == .transportStream ? "H.264 video and AAC" : "the H.264 video alone"))
+        }
+    }
+
     /// Takes the next sample in decoding order; returns the bytes made and the segment it
     /// closed, if it starts one.
-    /// It takes H.264 video; a sample of another kind is an error.
+    /// It takes H.264 video, and for transport stream segments AAC too (muxed beside the
+    /// video; segments are still cut at the video's sync samples, and the reports' times,
+    /// durations and sample counts are the video's); a sample of another kind is an error.
     public mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) -> Output {
+        if options.format == .transportStream, case .audio = sample.formatDescription { return try appendAudio(sample) }
         guard let video = sample.videoFormatDescription else {
             throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime,
                           underlying: .invalidOption("a \(sample.formatDescription.codecName) sample: the segmenter cuts H.264 video"))
@@ -222,6 +242,7 @@ public struct MediaSegmenter {
                 try closeSegment(last: false)
                 begin(sample, time: time)
             } else {
+                muxer!.flush()  // (the sound gathered so far belongs to the segment that closes)
                 try closeSegment(last: false)
                 begin(sample, time: time)
                 try appendToTransportStream(sample, time: time)
@@ -254,7 +275,21 @@ public struct MediaSegmenter {
     /// Ends the stream: the last segment's last bytes and its report.
     public mutating func finish() throws(SampleFlowError) -> Output {
         output = Output()
-        if current != nil { try closeSegment(last: true) }
+        if current != nil {
+            if options.format == .transportStream { muxer!.flush() }
+            try closeSegment(last: true)
+        }
+        return output
+    }
+
+    /// An AAC frame into the transport stream, beside the video: into the segment being made
+    /// (before the first picture, into the first segment).
+    private mutating func appendAudio(_ sample: SampleBuffer) throws(SampleFlowError) -> Output {
+        output = Output()
+        do { try muxer!.write(sample) } catch {
+            throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime, underlying: .container(ContainerError(error, while: "muxing")))
+        }
+        if current != nil, muxer!.pendingByteCount >= Self.transportStreamChunk { drainTransportStream() }
         return output
     }
 

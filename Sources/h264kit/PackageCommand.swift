@@ -12,6 +12,8 @@ struct PackageCommand: InterruptibleCommand {
             measured, CODECS, RESOLUTION and FRAME-RATE from the stream, and an I-frame playlist. Beside it go, per \
             rendition NAME: OUT-NAME.m3u8 (VOD; EXT-X-INDEPENDENT-SEGMENTS when every segment decodes on its own), \
             OUT-NAME-iframes.m3u8 (a byte range per sync sample), OUT-NAME-init.mp4 and OUT-NAME-00000.m4s... \
+            ts segments carry the input's first AAC track muxed beside the video (CODECS names both; --no-audio \
+            leaves it out); fmp4 packages carry the video alone so far, and say what they leave out. \
             --dash OUT.mpd writes a DASH manifest of the same segments. --ladder encodes renditions (1080p, 720p, \
             480p, 360p, 240p: heights) with keyframes every segment, so their segments align. A failed or interrupted \
             run removes what it wrote.
@@ -41,6 +43,9 @@ struct PackageCommand: InterruptibleCommand {
 
     @Option(help: "The x264 preset for --ladder.")
     var preset: String = "veryfast"
+
+    @Flag(help: "Leave the sound out (ts segments carry the first AAC track muxed beside the video by default).")
+    var noAudio = false
 
     func validate() throws {
         guard segmentDuration > 0, segmentDuration <= 3600 else { throw ValidationError("--segment-duration \(segmentDuration): 0 to 3600 seconds") }
@@ -79,7 +84,9 @@ struct PackageCommand: InterruptibleCommand {
                     progress.update(done: state.frames, total: nil, unit: "frames", note: state.rendition)
                 }
             } else {
-                summary = try HLSPackager(options: .init(segmenter: segmenter, dashManifest: dash, source: source)).run(path: input, to: output) { read, total in
+                var options = HLSPackager.Options(segmenter: segmenter, dashManifest: dash, source: source)
+                options.carriesAudio = !noAudio
+                summary = try HLSPackager(options: options).run(path: input, to: output) { read, total in
                     progress.update(done: read, total: total, unit: "MB", note: "")
                 }
             }
@@ -92,7 +99,7 @@ struct PackageCommand: InterruptibleCommand {
         for rendition in summary.renditions {
             let durations = rendition.segments.map(\.duration.seconds)
             printError("\(rendition.playlist): \(rendition.segments.count) segments, \(decimal(rendition.duration)) s, longest \(decimal(durations.max() ?? 0)) s; "
-                + "BANDWIDTH \(rendition.variant.bandwidth), AVERAGE-BANDWIDTH \(rendition.variant.averageBandwidth ?? 0), \(rendition.variant.codecs.joined())"
+                + "BANDWIDTH \(rendition.variant.bandwidth), AVERAGE-BANDWIDTH \(rendition.variant.averageBandwidth ?? 0), \(rendition.variant.codecs.joined(separator: ","))"
                 + (rendition.independentSegments ? "" : "; segments not independent (open GOP: --clean-cuts cuts only where they are)"))
         }
         printError("\(output): \(summary.renditions.count) rendition(s)" + (summary.dashManifest.map { "; \($0)" } ?? ""))

@@ -22,6 +22,11 @@ struct HLSPackagingTests {
             _ = try? run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "20", "-pix_fmt", "yuv420p",
                                     "-c:v", "libx264", "-preset", "veryfast", "-x264-params", parameters, "\(directory)/\(name).mp4"])
         }
+        // The closed-GOP picture with 48 kHz stereo AAC beside it; and FFmpeg's TS of it (its
+        // AAC packets as ADTS, what a transport stream segment carries).
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-i", "\(directory)/closed.mp4", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-map", "0:v",
+                                "-map", "1:a", "-t", "20", "-c:v", "copy", "-c:a", "aac", "-ac", "2", "\(directory)/sound.mp4"])
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-i", "\(directory)/sound.mp4", "-map", "0", "-c", "copy", "\(directory)/sound.ts"])
         return directory
     }()
 
@@ -189,12 +194,110 @@ struct HLSPackagingTests {
         function report(what) { fetch('/report?' + what).catch(() => {}); }
         v.addEventListener('ended', () => {
           const q = v.getVideoPlaybackQuality();
-          report('ended&t=' + v.currentTime + '&frames=' + q.totalVideoFrames + '&dropped=' + q.droppedVideoFrames + '&stalled=' + stalled);
+          report('ended&t=' + v.currentTime + '&frames=' + q.totalVideoFrames + '&dropped=' + q.droppedVideoFrames + '&stalled=' + stalled
+                 + '&audio=' + (v.webkitAudioDecodedByteCount || 0));
         });
         v.addEventListener('error', () => report('error&code=' + (v.error && v.error.code)));
         v.play().catch(e => report('playfailed&message=' + encodeURIComponent(e.message)));
         </script></body></html>
         """
+    }
+
+    /// A file with sound, packaged in TS segments: the first AAC track muxed beside the video
+    /// (Apple's authoring specification allows it; one audio stream a segment). What reaches a
+    /// player through the multivariant playlist is the source's: its pictures, its AAC frames
+    /// byte for byte (as FFmpeg's own TS of the file carries them, ADTS), the sound's place
+    /// beside the picture.
+    @Test("TS segments carry the sound muxed: CODECS name avc1 and mp4a.40.2; through the playlist ffmpeg reads the source's pictures, its AAC frames byte for byte and its A/V offset; fMP4 says it leaves the sound out")
+    func transportStreamSegmentsCarryTheSound() throws {
+        let source = "\(Self.sources)/sound.mp4"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let playlist = directory + "/out.m3u8"
+        let summary = try HLSPackager(options: .init(segmenter: .init(format: .transportStream, segmentDuration: MediaTime(value: 6, timescale: 1))))
+            .run(path: source, to: playlist)
+        #expect(summary.warnings.isEmpty, "\(summary.warnings)")
+        let variant = try #require(summary.renditions.first?.variant)
+        #expect(variant.codecs.count == 2 && variant.codecs[0].hasPrefix("avc1.") && variant.codecs[1] == "mp4a.40.2", "\(variant.codecs)")
+        let multivariant = HLSChecker.multivariant(try Self.text(playlist))
+        #expect(multivariant.problems.isEmpty, "\(multivariant.problems)")
+        #expect(multivariant.variants.first { !$0.isIFrame }?.attributes["CODECS"] == variant.codecs.joined(separator: ","))
+        let media = HLSChecker.media(try Self.text(directory + "/out-video.m3u8"))
+        #expect(media.problems.isEmpty, "\(media.problems)")
+        // Every segment decodes alone, the sound in it too (its PMT lists both streams).
+        for entry in media.entries {
+            let probe = try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", directory + "/" + entry.uri]).stdoutText
+            #expect(Set(probe.split(separator: "\n").map(String.init)) == ["video", "audio"], "\(entry.uri): \(probe)")
+        }
+
+        #expect(try ffmpegFrameHashes(playlist) == ffmpegFrameHashes(source), "the pictures through the playlist")
+        func audioPackets(_ path: String) throws -> [String] {
+            try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText
+                .split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+                    // (The sixth field: a segment's first packet has side data after it, new extradata.)
+                    let fields = line.split(separator: ",")
+                    return fields.count > 5 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
+                }
+        }
+        let sound = try audioPackets(playlist), theirs = try audioPackets("\(Self.sources)/sound.ts")
+        #expect(sound.count == (try audioPackets(source)).count && sound.count > 900, "\(sound.count) AAC frames")
+        let same = sound == theirs  // (a Bool: a failure names the first difference, not 900 hashes)
+        #expect(same, "the AAC frames as FFmpeg's TS of the source carries them: first difference at \(Array(zip(sound, theirs)).firstIndex { $0 != $1 } ?? -1)")
+        func starts(_ path: String) throws -> [String] {
+            try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,start_time", "-of", "csv=p=0", path]).stdoutText.split(separator: "\n").map(String.init)
+        }
+        let ours = try starts(playlist), ffmpegs = try starts("\(Self.sources)/sound.ts")
+        #expect(ours == ffmpegs, "the A/V offset: \(ours) against FFmpeg's TS \(ffmpegs)")
+
+        // Without the sound: the video alone; fMP4: the video alone, the sound named.
+        var options = HLSPackager.Options(segmenter: .init(format: .transportStream))
+        options.carriesAudio = false
+        let silent = try HLSPackager(options: options).run(path: source, to: directory + "/silent.m3u8")
+        #expect(silent.renditions.first?.variant.codecs.count == 1)
+        let fmp4 = try HLSPackager().run(path: source, to: directory + "/fmp4.m3u8")
+        #expect(fmp4.warnings.contains { $0.hasPrefix("track 2 (audio, AAC") && $0.contains("left out") }, "\(fmp4.warnings)")
+    }
+
+    @Test("GStreamer (uridecodebin3 over HTTP) decodes every picture and all the sound of TS segments with sound", .requires(.gstLaunch, .python3))
+    func gstreamerDecodesTheSoundOverHTTP() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try HLSPackager(options: .init(segmenter: .init(format: .transportStream))).run(path: "\(Self.sources)/sound.mp4", to: directory + "/out.m3u8")
+        let server = try await StaticHTTPServer(directory: directory)
+        defer { server.stop() }
+        let (pictures, sound) = (directory + "/gst.yuv", directory + "/gst.pcm")
+        let result = try run("timeout", ["60", "gst-launch-1.0", "-q", "uridecodebin3", "uri=\(server.url)out.m3u8", "name=d",
+                                         "d.", "!", "queue", "!", "videoconvert", "!", "video/x-raw,format=I420", "!", "filesink", "location=\(pictures)",
+                                         "d.", "!", "queue", "!", "audioconvert", "!", "audio/x-raw,format=S16LE,channels=2", "!", "filesink", "location=\(sound)"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let picturesSize = try Self.size(pictures)
+        #expect(picturesSize == 600 * 640 * 360 * 3 / 2, "GStreamer decoded \(picturesSize / (640 * 360 * 3 / 2)) of 600 frames")
+        // FFmpeg's decode of the source's sound, priming trimmed: 20 s of 48 kHz stereo, within a frame.
+        let expected = try run("ffmpeg", ["-v", "error", "-i", "\(Self.sources)/sound.mp4", "-map", "0:a", "-f", "s16le", "-ac", "2", "-"]).stdout.count
+        let decoded = try Self.size(sound)
+        #expect(abs(decoded - expected) <= 2 * 1024 * 4, "GStreamer decoded \(decoded) bytes of sound, FFmpeg \(expected)")
+    }
+
+    @Test(.requires(.chromium, .python3), .timely, .exclusive)
+    func chromiumPlaysTheSoundOfTransportStreamSegments() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try HLSPackager(options: .init(segmenter: .init(format: .transportStream))).run(path: "\(Self.sources)/sound.mp4", to: directory + "/out.m3u8")
+        try Self.playerPage(source: "out.m3u8").write(toFile: directory + "/play.html", atomically: true, encoding: .utf8)
+        let server = try await StaticHTTPServer(directory: directory)
+        defer { server.stop() }
+        let browser = try HeadlessChromium(url: server.url + "play.html")
+        defer { browser.stop() }
+        let ended = await server.waitForRequest(startingWith: "/report?ended", seconds: 90)
+        let failure = server.requests.first { $0.hasPrefix("/report?error") || $0.hasPrefix("/report?playfailed") }
+        #expect(failure == nil, "\(failure ?? "")")
+        let report = try #require(ended, "the page did not play to its end: \(server.requests.filter { $0.hasPrefix("/report") })")
+        let fields = HLSChecker.attributes(Substring(report.dropFirst("/report?ended&".count).replacingOccurrences(of: "&", with: ",")))
+        #expect(abs((Double(fields["t"] ?? "") ?? 0) - 20) < 0.1, "\(report)")
+        #expect(Int(fields["frames"] ?? "") ?? 0 >= 590, "\(report)")
+        // 20 s of 48 kHz stereo decoded (Chromium counts the compressed bytes it decoded: about
+        // 128 kbit/s, so more than 250 kB).
+        #expect(Int(fields["audio"] ?? "") ?? 0 > 250_000, "the sound decoded: \(report)")
     }
 
     @Test(.requires(.x264))

@@ -188,8 +188,14 @@ public enum HLSChecker {
         for variant in playlist.variants {
             let required = variant.isIFrame ? ["BANDWIDTH", "CODECS", "RESOLUTION"] : ["BANDWIDTH", "AVERAGE-BANDWIDTH", "CODECS", "RESOLUTION", "FRAME-RATE"]
             for name in required where variant.attributes[name] == nil { playlist.problems.append("\(variant.uri): no \(name)") }
-            if let codecs = variant.attributes["CODECS"], !codecs.split(separator: ",").allSatisfy({ $0.hasPrefix("avc1.") && $0.count == 11 }) {
-                playlist.problems.append("\(variant.uri): CODECS \(codecs) is not avc1.PPCCLL")
+            // RFC 6381: avc1.PPCCLL for H.264; mp4a.40.N for MPEG-4 audio (AAC LC 2, HE 5, HEv2 29).
+            if let codecs = variant.attributes["CODECS"] {
+                let list = codecs.split(separator: ",")
+                let video = list.filter { $0.hasPrefix("avc1.") }
+                let wellFormed = list.allSatisfy { ($0.hasPrefix("avc1.") && $0.count == 11) || ($0.hasPrefix("mp4a.40.") && Int($0.dropFirst(8)) != nil) }
+                if !wellFormed || video.count > 1 || (variant.isIFrame && list.count != video.count) {
+                    playlist.problems.append("\(variant.uri): CODECS \(codecs) is not avc1.PPCCLL (an I-frame variant's alone), beside at most mp4a.40.N")
+                }
             }
         }
         if playlist.variants.contains(where: \.isIFrame), (playlist.version ?? 1) < 4 { playlist.problems.append("I-frame playlists need version 4") }
