@@ -101,14 +101,14 @@ public struct HLSPackager: Sendable {
         do throws(StreamingError) {
             try files.makeDirectory(for: output)
             var sourceOptions = options.source
-            // Every track read when the sound may go in: the packaging chooses what it carries.
-            let readsAll = sourceOptions.tracks == .firstVideo && sourceOptions.trackID == nil
+            // Every track read when the sound goes in: the packaging chooses what it carries
+            // (else the video alone is read, and the reader names the rest).
+            let readsAll = options.carriesAudio && options.segmenter.format == .transportStream && sourceOptions.tracks == .firstVideo && sourceOptions.trackID == nil
             if readsAll { sourceOptions.tracks = .all }
             let source: MediaSource
             do { source = try MediaSource(path: path, options: sourceOptions) } catch { throw .source(error) }
-            let muxesAudio = options.carriesAudio && options.segmenter.format == .transportStream
             let rendition = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files,
-                                             tracks: readsAll ? .chosen(audio: muxesAudio) : .all) {
+                                             tracks: readsAll ? .chosen(audio: true) : .all) {
                 progress(source.progress.read, source.progress.total)
             }
             if Task.isCancelled { throw .source(.cancelled) }
@@ -153,39 +153,42 @@ public struct HLSPackager: Sendable {
                         files: WrittenFiles, tracks choice: TrackChoice = .all, tick: () -> Void = {}) throws(StreamingError) -> Rendition {
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options) } catch { throw .output(error) }
-        // The tracks taken, decided at the first sample (a transport stream's are known then).
-        var taken: Set<TrackID>?
+        // Each track taken or left out at its first sample (a transport stream's tracks become
+        // known as their samples come): the first H.264 track, and the first AAC one with it.
+        var decided: [TrackID: Bool] = [:]
+        var video: TrackID?
         var audio: TrackDescription?
         var leftOut: [String] = []
-        func choose() throws(StreamingError) -> Set<TrackID>? {
-            guard case .chosen(let withAudio) = choice else { return nil }
-            let tracks = source.tracks
-            guard let video = tracks.first(where: { $0.format.video != nil }) else { return [] }
-            var chosen: Set<TrackID> = [video.id]
-            do { try segmenter.declare(video) } catch { throw .output(error) }
-            for track in tracks where track.id != video.id {
-                let reason: String
-                if case .audio(let format) = track.format, withAudio, audio == nil, format.isAAC {
-                    do {
-                        try segmenter.declare(track)
-                        audio = track
-                        chosen.insert(track.id)
-                        continue
-                    } catch {
-                        reason = "\(error)"
-                    }
-                } else if track.format.video != nil {
-                    reason = "a rendition carries one video track"
-                } else if case .audio(let format) = track.format, withAudio, format.isAAC {
-                    reason = "a transport stream segment carries one audio track (the first AAC one)"
-                } else if case .audio = track.format, withAudio {
-                    reason = "a transport stream segment of this package carries AAC"
-                } else {
-                    reason = options.format == .fragmentedMP4 ? "fragmented MP4 packaging carries the video alone so far (segments in TS carry its AAC)" : videoOnly
+        func takes(_ sample: SampleBuffer) throws(StreamingError) -> Bool {
+            guard case .chosen(let withAudio) = choice else { return true }
+            if let known = decided[sample.trackID] { return known }
+            let track = source.tracks.first { $0.id == sample.trackID } ?? TrackDescription(id: sample.trackID, format: sample.formatDescription)
+            var reason: String?
+            switch track.format {
+            case .video where video == nil:
+                do { try segmenter.declare(track) } catch { throw .output(error) }
+                video = track.id
+            case .video:
+                reason = "a rendition carries one video track"
+            case .audio(let format) where withAudio && format.isAAC && audio == nil:
+                do {
+                    try segmenter.declare(track)
+                    audio = track
+                } catch {
+                    reason = "\(error)"
                 }
+            case .audio(let format) where withAudio && format.isAAC:
+                reason = "a transport stream segment carries one audio track (the first AAC one)"
+            case .audio where withAudio:
+                reason = "a transport stream segment of this package carries AAC"
+            default:
+                reason = videoOnly
+            }
+            if let reason {
                 leftOut.append("track \(track.id) (\(track.mediaType), \(track.format.codecName)\(track.language.map { ", \($0)" } ?? "")): left out: \(reason)")
             }
-            return chosen
+            decided[sample.trackID] = reason == nil
+            return reason == nil
         }
         var reports: [MediaSegmenter.SegmentReport] = []
         var wroteInitialization = false
@@ -209,10 +212,7 @@ public struct HLSPackager: Sendable {
             do { sample = try source.next() } catch { throw .source(error) }
             guard let sample else { break }
             if Task.isCancelled { throw .source(.cancelled) }
-            if case .chosen = choice {
-                if taken == nil { taken = try choose() }
-                guard taken?.contains(sample.trackID) ?? true else { continue }
-            }
+            guard try takes(sample) else { continue }
             if frameRate == nil { frameRate = source.frameRate }
             let made: MediaSegmenter.Output
             do { made = try segmenter.append(sample) } catch { throw .output(error) }
@@ -284,7 +284,7 @@ public struct HLSPackager: Sendable {
 
     /// Writes the playlists (and the MPD) of `renditions` and commits every file.
     /// Why a packager leaves a track out.
-    static let videoOnly = "HLS and DASH packaging carries the video alone so far"
+    static let videoOnly = "HLS and DASH packaging carries the video alone so far (TS segments carry the first AAC track)"
 
     static func finish(_ renditions: [Rendition], playlist output: String, dash: String?, warnings: [String], files: WrittenFiles) throws(StreamingError) -> Summary {
         let multivariant = HLSMultivariantPlaylist(variants: renditions.map(\.variant), iFrameVariants: renditions.map(\.iFrameVariant),
