@@ -91,6 +91,13 @@ public struct RTPReceivingSession: Sendable {
     public private(set) var senderSaidGoodbye = false
     /// The sender's packet count in its last sender report (RFC 3550 §6.4.1).
     public private(set) var reportedPacketCount: UInt32?
+    /// The sender's clock from its last report (nil before one came): what places this medium
+    /// beside another of the same sender (lip sync).
+    public private(set) var senderClock: RTPSenderClock?
+    /// The first access unit's RTP timestamp: sample times count from it.
+    public private(set) var firstTimestamp: UInt32?
+    /// When the first access unit's last packet arrived (the caller's clock).
+    public private(set) var firstArrival: Double?
     private var lastSenderReport: (middle: UInt32, arrival: Double)?
     private var lastReport: Double?
     private var lastPictureLoss: Double?
@@ -124,6 +131,7 @@ public struct RTPReceivingSession: Sendable {
             reception = nil
             for packet in packets { units += take(packet, arrival: arrival) }
         }
+        if firstArrival == nil, !units.isEmpty { firstArrival = arrival }
         return build(units) + expire(now: arrival)
     }
 
@@ -175,6 +183,7 @@ public struct RTPReceivingSession: Sendable {
                 events.senderReport = true
                 lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), arrival)
                 reportedPacketCount = report.packetCount
+                senderClock = RTPSenderClock(ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp, clockRate: 90_000)
             default: break
             }
         }
@@ -240,6 +249,7 @@ public struct RTPReceivingSession: Sendable {
 
     private mutating func build(_ units: [H264Depacketizer.AccessUnit]) -> [SampleBuffer] {
         var samples: [SampleBuffer] = []
+        if firstTimestamp == nil, let unit = units.first { firstTimestamp = unit.timestamp &- UInt32(truncatingIfNeeded: unit.extendedTimestamp) }
         for unit in units {
             do { samples += try builder.append(unit) } catch { refusedForParameterSets += 1 }
         }

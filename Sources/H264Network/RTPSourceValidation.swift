@@ -41,6 +41,10 @@ public struct RTPSourceValidation: Sendable {
         public var maximumCandidates: Int
         /// Packets held per source in probation (the oldest are dropped past this).
         public var maximumHeldPackets: Int
+        /// Whether a payload must have the shape of H.264's (RFC 6184 §5.2-5.8: a NAL unit,
+        /// an aggregation, a fragment); false for another payload format (AAC), whose packets
+        /// need only a payload.
+        public var checksH264PayloadShape = true
 
         /// RFC 3550's constants, a second of silence before a new source replaces the stream.
         public init(minimumSequential: Int = 2, maximumDropout: Int = 3000, maximumMisorder: Int = 100, expectedSSRC: UInt32? = nil,
@@ -130,7 +134,7 @@ public struct RTPSourceValidation: Sendable {
             statistics.packetsOfOtherPayloadTypes += 1
             return .drop
         }
-        guard let shape = Self.payloadShape(packet.payload) else {
+        guard let shape = configuration.checksH264PayloadShape ? Self.payloadShape(packet.payload) : (packet.payload.isEmpty ? nil : .startsNALUnit) else {
             statistics.packetsMalformed += 1
             return .drop
         }

@@ -1,8 +1,9 @@
 /// The client side of an RTSP session that plays (RFC 2326): `OPTIONS`, `DESCRIBE`, `SETUP` of
 /// the first H.264 video medium, `PLAY`, then keep-alives and `TEARDOWN`, as a pure state
 /// machine: responses in, the next request out. The connection around it owns the sockets.
-/// The description's other media (a camera's sound) are not set up; ``Setup/mediaNotSetUp``
-/// names them, for the caller to say so.
+/// Made with ``audioTransports``, it sets up the description's first AAC medium (RFC 3640) too,
+/// in the same session, after the picture; the other media are not set up, and
+/// ``Setup/mediaNotSetUp`` names them, for the caller to say so.
 ///
 /// A 401 is answered once with the credentials (Digest when offered, else Basic), and every
 /// later request carries them. Transports are offered in the order given: when the server
@@ -33,17 +34,36 @@ public struct RTSPClientSession: Sendable {
         public var firstSequenceNumber: UInt16?
         /// The RTP timestamp of the first sample (`RTP-Info`), when given.
         public var firstTimestamp: UInt32?
-        /// The description's other media, not set up (``SessionDescription/Media/summary``):
-        /// a camera's sound, which this session does not play yet.
+        /// The sound set up beside the picture (its first AAC medium), when the session was
+        /// made with transports for it.
+        public var audio: MediumSetup?
+        /// The description's other media, not set up (``SessionDescription/Media/summary``).
         public var mediaNotSetUp: [String] = []
     }
 
-    private enum State: Sendable, Hashable { case options, describe, setup, play, playing, done }
+    /// The sound's medium as set up.
+    public struct MediumSetup: Sendable, Hashable {
+        /// Its payload format (RFC 3640 `mpeg4-generic`).
+        public var format: MPEG4GenericPayloadFormat
+        /// The transport the server answered for it.
+        public var transport: RTSPTransport
+        /// Its control URL.
+        public var controlURL: String
+        /// The sequence number of its first packet (`RTP-Info`), when given.
+        public var firstSequenceNumber: UInt16?
+        /// The RTP timestamp of its first sample (`RTP-Info`), when given.
+        public var firstTimestamp: UInt32?
+    }
+
+    private enum State: Sendable, Hashable { case options, describe, setup, setupAudio, play, playing, done }
 
     /// The address played.
     public let url: RTSPURL
     /// The transports to ask for, in order of preference.
     public let transports: [RTSPTransport]
+    /// The sound's transport beside each of ``transports`` (the same lower transport: the next
+    /// UDP port pair, the next interleaved channels); empty: the sound is not set up.
+    public let audioTransports: [RTSPTransport]
     /// The `User-Agent` header.
     public let userAgent: String
     private var state = State.options
@@ -59,12 +79,15 @@ public struct RTSPClientSession: Sendable {
     private var timeout = 60
     private var answered: RTSPTransport?
     private var mediaNotSetUp: [String] = []
+    private var audio: (format: MPEG4GenericPayloadFormat, summary: String)?
+    private var answeredAudio: RTSPTransport?
 
     /// A session to play `url`, offering `transports` in that order (a UDP transport with
     /// client ports, then TCP interleaved, say).
-    public init(url: RTSPURL, transports: [RTSPTransport], userAgent: String = "H264Kit") {
+    public init(url: RTSPURL, transports: [RTSPTransport], audioTransports: [RTSPTransport] = [], userAgent: String = "H264Kit") {
         self.url = url
         self.transports = transports
+        self.audioTransports = audioTransports
         self.userAgent = userAgent
         contentBase = url.description
     }
@@ -91,6 +114,13 @@ public struct RTSPClientSession: Sendable {
             guard case .request(let method, let target) = pending.startLine else { throw NetworkError(.unsupported, "401 to no request") }
             return .send(request(method, target, headers: pending.headers.filter { !["cseq", "authorization"].contains($0.name.lowercased()) }, body: pending.body))
         }
+        if state == .setupAudio, !(200..<300).contains(status), status != 401 {
+            // The sound refused: the picture plays alone, the sound named as not set up.
+            if let audio { mediaNotSetUp.append(audio.summary) }
+            audio = nil
+            state = .play
+            return .send(request("PLAY", contentBase, headers: [("Range", "npt=0.000-")]))
+        }
         if status == 461, state == .setup {
             guard transportIndex + 1 < transports.count else {
                 throw NetworkError(.transportRefused, "\(url): the server refused \(transports[transportIndex].lower) (\(status) \(reason))")
@@ -113,7 +143,14 @@ public struct RTSPClientSession: Sendable {
             }
             var found: H264PayloadFormat?
             for medium in description.media {
-                if found == nil, medium.type == "video", let parsed = try? H264PayloadFormat(medium: medium) { found = parsed } else { mediaNotSetUp.append(medium.summary) }
+                if found == nil, medium.type == "video", let parsed = try? H264PayloadFormat(medium: medium) {
+                    found = parsed
+                } else if audio == nil, !audioTransports.isEmpty, medium.type == "audio", let parsed = try? MPEG4GenericPayloadFormat(medium: medium),
+                          (try? parsed.formatDescription()) != nil {
+                    audio = (parsed, medium.summary)
+                } else {
+                    mediaNotSetUp.append(medium.summary)
+                }
             }
             guard let found else { throw NetworkError(.unsupported, "\(url): the session description has no H.264 video medium") }
             guard !transports.isEmpty else { throw NetworkError(.unsupported, "\(url): no transport to ask for (the session was made with none)") }
@@ -135,25 +172,57 @@ public struct RTSPClientSession: Sendable {
                 throw NetworkError(.unsupported, "\(url): asked for \(transports[transportIndex]), the server answered \(transport)")
             }
             answered = transport
+            if let audio, transportIndex < audioTransports.count {
+                state = .setupAudio
+                return .send(request("SETUP", resolved(audio.format.control), headers: [("Transport", audioTransports[transportIndex].description)]))
+            }
+            if let audio { mediaNotSetUp.append(audio.summary) }
+            audio = nil
+            state = .play
+            return .send(request("PLAY", contentBase, headers: [("Range", "npt=0.000-")]))
+        case .setupAudio:
+            guard let transportHeader = response["Transport"], let transport = try RTSPTransport.parse(header: transportHeader).first,
+                  transport.lower == audioTransports[transportIndex].lower else {
+                throw NetworkError(.invalidDescription, "\(url): SETUP of the sound answered without a Transport header of \(audioTransports[transportIndex].lower)")
+            }
+            answeredAudio = transport
             state = .play
             return .send(request("PLAY", contentBase, headers: [("Range", "npt=0.000-")]))
         case .play:
             state = .playing
             guard let format, let sessionID, let answered else { throw NetworkError(.invalidDescription, "\(url): PLAY before SETUP") }
-            var setup = Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL, mediaNotSetUp: mediaNotSetUp)
-            if let info = response["RTP-Info"] {
-                for field in info.split(separator: ",").first?.split(separator: ";") ?? [] {
+            var setup = self.setup(sessionID: sessionID, answered: answered, format: format)
+            // RTP-Info (RFC 2326 §12.33): an entry per medium, named by its URL.
+            let entries = (response["RTP-Info"] ?? "").split(separator: ",").map { entry in
+                var fields: (url: String?, seq: UInt16?, time: UInt32?) = (nil, nil, nil)
+                for field in entry.split(separator: ";") {
                     let pair = field.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
                     guard pair.count == 2 else { continue }
-                    if pair[0].lowercased() == "seq" { setup.firstSequenceNumber = UInt16(pair[1]) }
-                    if pair[0].lowercased() == "rtptime" { setup.firstTimestamp = UInt32(pair[1]) }
+                    switch pair[0].lowercased() {
+                    case "url": fields.url = String(pair[1])
+                    case "seq": fields.seq = UInt16(pair[1])
+                    case "rtptime": fields.time = UInt32(pair[1])
+                    default: break
+                    }
                 }
+                return fields
+            }
+            func entry(for control: String) -> (url: String?, seq: UInt16?, time: UInt32?)? {
+                entries.first { $0.url.map { control.hasSuffix($0) || $0.hasSuffix(control) || $0 == control } ?? false }
+            }
+            if let video = entry(for: controlURL) ?? (setup.audio == nil ? entries.first : nil) {
+                setup.firstSequenceNumber = video.seq
+                setup.firstTimestamp = video.time
+            }
+            if let control = setup.audio?.controlURL, let sound = entry(for: control) {
+                setup.audio?.firstSequenceNumber = sound.seq
+                setup.audio?.firstTimestamp = sound.time
             }
             return .playing(setup)
         case .playing, .done:
             // A response to a keep-alive (or after the teardown).
             guard let format, let sessionID, let answered else { throw NetworkError(.invalidDescription, "\(url): a response with no session playing") }
-            return .playing(Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL, mediaNotSetUp: mediaNotSetUp))
+            return .playing(setup(sessionID: sessionID, answered: answered, format: format))
         }
     }
 
@@ -170,9 +239,21 @@ public struct RTSPClientSession: Sendable {
         return request("TEARDOWN", contentBase)
     }
 
-    private var controlURL: String {
+    private var controlURL: String { resolved(format?.control) }
+
+    /// A medium's control URL against the content base.
+    private func resolved(_ control: String?) -> String {
         guard let base = try? RTSPURL(parsing: contentBase) else { return contentBase }
-        return base.resolving(control: format?.control)
+        return base.resolving(control: control)
+    }
+
+    /// What plays, as set up.
+    private func setup(sessionID: String, answered: RTSPTransport, format: H264PayloadFormat) -> Setup {
+        var setup = Setup(sessionID: sessionID, timeout: timeout, transport: answered, format: format, controlURL: controlURL, mediaNotSetUp: mediaNotSetUp)
+        if let audio, let answeredAudio {
+            setup.audio = MediumSetup(format: audio.format, transport: answeredAudio, controlURL: resolved(audio.format.control))
+        }
+        return setup
     }
 
     private var pendingMethod: String {

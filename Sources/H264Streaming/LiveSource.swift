@@ -23,12 +23,14 @@ public enum LiveSource: Sendable {
         return lower.hasPrefix("rtp://") || lower.hasPrefix("rtsp://") || lower.hasSuffix(".sdp")
     }
 
-    /// The source `name` names, receiving with `options`: an RTSP client prefers `transport`;
-    /// with `listen`, an `rtsp://` path is served for a publisher, who must give `credentials`
-    /// when set. A session description file is read (at most `SessionDescription.maximumSize`
-    /// bytes); anything else is an error.
+    /// The source `name` names, receiving with `options`: an RTSP client prefers `transport`,
+    /// and with `audio` receives the stream's AAC sound beside its picture (track 2, in lip
+    /// sync; a consumer of pictures alone leaves it off, and the report names the sound not
+    /// received); with `listen`, an `rtsp://` path is served for a publisher, who must give
+    /// `credentials` when set. A session description file is read (at most
+    /// `SessionDescription.maximumSize` bytes); anything else is an error.
     public init(parsing name: String, options: RTPReceiver.Options = .init(), transport: RTSPClient.TransportPreference = .automatic,
-                listen: Bool = false, credentials: RTSPCredentials? = nil) throws(StreamingError) {
+                listen: Bool = false, credentials: RTSPCredentials? = nil, audio: Bool = false) throws(StreamingError) {
         let lower = name.lowercased()
         if listen || credentials != nil, !lower.hasPrefix("rtsp://") {
             throw .invalidOption("\(name): serving for a publisher (and its credentials) is for an rtsp:// path")
@@ -39,7 +41,11 @@ public enum LiveSource: Sendable {
         if lower.hasPrefix("rtsp://") {
             let url = try StreamingError.network { () throws(NetworkError) in try RTSPURL(parsing: name) }
             self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options))
-                : .rtsp(RTSPClient(url: url, options: .init(receiver: options, transport: transport)))
+                : .rtsp(RTSPClient(url: url, options: { () -> RTSPClient.Options in
+                    var client = RTSPClient.Options(receiver: options, transport: transport)
+                    client.receivesAudio = audio
+                    return client
+                }()))
         } else if lower.hasPrefix("rtp://") {
             self = .rtp(RTPReceiver(endpoint: try StreamingError.network { () throws(NetworkError) in try RTPDestination(parsing: name) }, options: options))
         } else {

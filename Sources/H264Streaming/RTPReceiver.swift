@@ -121,13 +121,67 @@ public struct RTPReceiver: Sendable {
             set { mediaNotReceivedStorage = newValue.isEmpty ? nil : NamesBox(newValue) }
         }
         private var mediaNotReceivedStorage: NamesBox?  // (by reference, as above)
+        /// The sound received beside the picture, when it was.
+        public var sound: SoundReport? {
+            get { soundStorage?.value }
+            set { soundStorage = newValue.map(SoundBox.init) }
+        }
+        private var soundStorage: SoundBox?  // (by reference, as above)
 
         private enum CodingKeys: String, CodingKey {
             case ending, samples, depacketizer, droppedBeforeParameterSets, refusedForParameterSets, droppedOutOfOrder, jitter, controlPackets,
                  ssrc, receiverReports, pictureLossIndications, samplesDroppedForSlowConsumer
             case sourceValidationStorage = "sourceValidation"
             case mediaNotReceivedStorage = "mediaNotReceived"
+            case soundStorage = "sound"
         }
+    }
+
+    /// What became of the sound received beside the picture.
+    public struct SoundReport: Sendable, Hashable, Codable {
+        /// Its format ("mp4a.40.2 48000 Hz, 2 channels, 1024 frames per packet").
+        public var format: String
+        /// AAC frames handed on.
+        public var samples: Int
+        /// RTP packets received.
+        public var packetsReceived: Int
+        /// RTP packets lost (RFC 3550 A.3).
+        public var packetsLost: Int64
+        /// Frames dropped (cut by a loss, or refused).
+        public var framesDropped: Int
+        /// What placed the sound beside the picture: the sender reports, or (none in time) the
+        /// first packets' arrival.
+        public var lipSync: RTPLipSync.Basis?
+        /// Seconds from the picture's first sample to the sound's, as placed.
+        public var offset: Double?
+
+        /// A report of these counts.
+        public init(format: String, samples: Int, packetsReceived: Int, packetsLost: Int64, framesDropped: Int, lipSync: RTPLipSync.Basis?, offset: Double?) {
+            self.format = format
+            self.samples = samples
+            self.packetsReceived = packetsReceived
+            self.packetsLost = packetsLost
+            self.framesDropped = framesDropped
+            self.lipSync = lipSync
+            self.offset = offset
+        }
+
+        /// The report of `session`, placed by `lipSync`.
+        public init(session: RTPAudioReceivingSession, lipSync: RTPLipSync) {
+            self.init(format: session.formatDescription.description, samples: session.samplesMade, packetsReceived: session.reception?.packetsReceived ?? 0,
+                      packetsLost: max(0, session.reception?.cumulativeLost ?? 0), framesDropped: session.depacketizer.statistics.framesDropped,
+                      lipSync: lipSync.basis, offset: lipSync.offset)
+        }
+    }
+
+    /// A sound report kept by reference in a report, compared and coded by value.
+    final class SoundBox: Sendable, Hashable, Codable {
+        let value: SoundReport
+        init(_ value: SoundReport) { self.value = value }
+        init(from decoder: any Decoder) throws { value = try SoundReport(from: decoder) }
+        func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+        static func == (a: SoundBox, b: SoundBox) -> Bool { a.value == b.value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
     }
 
     /// Counts kept by reference in a report, compared and coded by value.

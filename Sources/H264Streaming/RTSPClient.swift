@@ -17,8 +17,12 @@ import SystemIO
 /// samples, ``RTPReceiver/Options/idleTimeout`` without a packet, or cancellation; then a
 /// `TEARDOWN` goes out, and the samples still held are handed on.
 ///
-/// It plays the description's first H.264 video medium; the others (a camera's sound) are not
-/// played yet, and ``RTPReceiver/Report/mediaNotReceived`` names them.
+/// It plays the description's first H.264 video medium (track 1) and, with
+/// ``Options/receivesAudio`` (the default), its first AAC medium (RFC 3640, track 2) in the same
+/// session: the sound is placed on the picture's timeline by the sender reports of both
+/// (``RTPLipSync``; without reports in time, by the first packets' arrival, and the report says
+/// so), and ``RTPReceiver/Report/sound`` tells what came. Other media are not played, and
+/// ``RTPReceiver/Report/mediaNotReceived`` names them.
 public struct RTSPClient: Sendable {
     /// How the stream is carried.
     public enum TransportPreference: String, Sendable, Hashable, CaseIterable {
@@ -48,6 +52,10 @@ public struct RTSPClient: Sendable {
         /// take packets only on the interface the session runs over. "0.0.0.0" takes them on
         /// every IPv4 address.
         public var udpBindAddress: String?
+        /// Whether the description's first AAC medium (RFC 3640) is set up and received beside
+        /// the picture, placed on its timeline by the sender reports (``RTPLipSync``); true by
+        /// default. Its samples are on track 2, the picture's on track 1.
+        public var receivesAudio = true
 
         /// Options: UDP then TCP, 3 seconds to get a UDP packet, 10 for an answer.
         public init(receiver: RTPReceiver.Options = .init(), transport: TransportPreference = .automatic, udpTimeout: Duration = .seconds(3),
@@ -116,14 +124,16 @@ public struct RTSPClient: Sendable {
         case interleaved(channel: UInt8, payload: [UInt8])
         case rtp([[UInt8]])
         case rtcp([UInt8], from: SocketAddress)
+        case audioRTP([[UInt8]])
+        case audioRTCP([UInt8])
         case tick
         case closed
 
         /// The packet bytes it holds (counted against ``RTPReceiver/Options/maximumQueuedBytes``).
         var queuedBytes: Int {
             switch self {
-            case .rtp(let datagrams): datagrams.reduce(0) { $0 + $1.count }
-            case .rtcp(let bytes, _): bytes.count
+            case .rtp(let datagrams), .audioRTP(let datagrams): datagrams.reduce(0) { $0 + $1.count }
+            case .rtcp(let bytes, _), .audioRTCP(let bytes): bytes.count
             case .interleaved(_, let payload): payload.count
             default: 0
             }
@@ -148,6 +158,7 @@ public struct RTSPClient: Sendable {
         let closed = Locked(false)
         let budget = ByteBudget(limit: max(1, options.receiver.maximumQueuedBytes))
         var udp: (rtp: any Channel, rtcp: any Channel)?
+        var audioUDP: (rtp: any Channel, rtcp: any Channel)?
         if lower == .udp {
             do {
                 // The connection's own local address unless told otherwise (never every address
@@ -164,14 +175,34 @@ public struct RTSPClient: Sendable {
                             if case .dropped = input.yield(.rtcp(datagram.bytes, from: datagram.remoteAddress)) { budget.give(datagram.bytes.count) }
                         }
                     })
+                if options.receivesAudio {
+                    audioUDP = try await Self.bindPortPair(
+                        host: host,
+                        rtp: { datagrams in
+                            let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
+                            if !kept.isEmpty, case .dropped = input.yield(.audioRTP(kept)) { budget.give(kept.reduce(0) { $0 + $1.count }) }
+                        },
+                        rtcp: {
+                            for datagram in $0 where budget.take(datagram.bytes.count) {
+                                if case .dropped = input.yield(.audioRTCP(datagram.bytes)) { budget.give(datagram.bytes.count) }
+                            }
+                        })
+                }
             } catch {
+                if let udp {
+                    udp.rtp.close(promise: nil)
+                    udp.rtcp.close(promise: nil)
+                }
                 try? await connection.channel.close()
                 throw error
             }
         }
+        let audioOffer: RTSPTransport? = !options.receivesAudio ? nil
+            : lower == .udp ? audioUDP.map { RTSPTransport(lower: .udp, clientPorts: $0.rtp.localAddress!.port!...($0.rtp.localAddress!.port! + 1)) }
+            : RTSPTransport(lower: .tcp, interleaved: 2...3)
         let offer = lower == .udp ? RTSPTransport(lower: .udp, clientPorts: udp!.rtp.localAddress!.port!...(udp!.rtp.localAddress!.port! + 1))
                                   : RTSPTransport(lower: .tcp, interleaved: 0...1)
-        var machine = RTSPClientSession(url: url, transports: [offer], userAgent: options.userAgent)
+        var machine = RTSPClientSession(url: url, transports: [offer], audioTransports: audioOffer.map { [$0] } ?? [], userAgent: options.userAgent)
         let receiverOptions = options.receiver
         let serverIP = connection.channel.remoteAddress?.ipAddress
 
@@ -206,19 +237,19 @@ public struct RTSPClient: Sendable {
                 defer {
                     group.cancelAll()
                     input.finish()
-                    if let udp {
-                        udp.rtp.close(promise: nil)
-                        udp.rtcp.close(promise: nil)
+                    for pair in [udp, audioUDP].compactMap({ $0 }) {
+                        pair.rtp.close(promise: nil)
+                        pair.rtcp.close(promise: nil)
                     }
                 }
 
                 func send(_ request: RTSPMessage) async throws {
                     try await outbound.write(ByteBuffer(bytes: request.bytes))
                 }
-                func sendControl(_ bytes: [UInt8], setup: RTSPClientSession.Setup) async {
-                    if let udp, let serverIP, let port = setup.transport.serverPorts?.upperBound, let address = try? SocketAddress(ipAddress: serverIP, port: port) {
-                        try? await udp.rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
-                    } else if let channels = setup.transport.interleaved {
+                func sendControl(_ bytes: [UInt8], transport: RTSPTransport, over socket: (any Channel)?) async {
+                    if let socket, let serverIP, let port = transport.serverPorts?.upperBound, let address = try? SocketAddress(ipAddress: serverIP, port: port) {
+                        try? await socket.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
+                    } else if let channels = transport.interleaved {
                         var frame = ByteBuffer()
                         RTPSubscriber.frame(bytes, channel: UInt8(channels.upperBound), into: &frame)
                         try? await outbound.write(frame)
@@ -258,8 +289,27 @@ public struct RTSPClient: Sendable {
                 }
                 guard let setup else { return .report(RTPReceiver.Report(session: RTPReceivingSession(), ending: .cancelled, samples: 0)) }
 
-                // Playing.
+                // Playing: the picture, and the sound beside it when it was set up.
                 var session = RTPReceivingSession(configuration: receiverOptions.session, formatDescription: try? setup.format.formatDescription())
+                var mediaNotReceived = setup.mediaNotSetUp
+                var audioSession: RTPAudioReceivingSession?
+                if let audio = setup.audio {
+                    do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch {
+                        mediaNotReceived.append("audio mpeg4-generic/\(audio.format.clockRate) (\(error))")
+                    }
+                }
+                var lipSync = RTPLipSync()
+                let audioRTPChannel = setup.audio?.transport.interleaved.map { UInt8($0.lowerBound) }
+                let audioRTCPChannel = setup.audio?.transport.interleaved.map { UInt8($0.upperBound) }
+                func clocks() -> (video: RTPLipSync.MediumClock, audio: RTPLipSync.MediumClock) {
+                    (RTPLipSync.MediumClock(firstTimestamp: session.firstTimestamp, firstArrival: session.firstArrival, senderClock: session.senderClock),
+                     RTPLipSync.MediumClock(firstTimestamp: audioSession?.firstTimestamp, firstArrival: audioSession?.firstArrival, senderClock: audioSession?.senderClock))
+                }
+                func handSound(_ sound: [SampleBuffer]) throws {
+                    for sample in sound {
+                        do { try handle(sample) } catch { throw RTPReceiver.HandlerError(underlying: error) }
+                    }
+                }
                 var delivered = 0
                 var ending = RTPReceiver.Ending.cancelled
                 var lastArrival = ContinuousClock.now
@@ -280,7 +330,23 @@ public struct RTSPClient: Sendable {
                     }
                     guard let event = next else { break playing }
                     var samples: [SampleBuffer] = []
+                    var sound: [SampleBuffer] = []
                     switch event {
+                    case .audioRTP(let datagrams):
+                        lastArrival = .now
+                        anyRTP = true
+                        let arrival = monotonicSeconds()
+                        for bytes in datagrams { sound += audioSession?.receiveRTP(bytes, arrival: arrival) ?? [] }
+                    case .audioRTCP(let bytes):
+                        lastArrival = .now
+                        _ = bytes.withUnsafeBytes { audioSession?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                    case .interleaved(let channel, let payload) where channel == audioRTPChannel:
+                        lastArrival = .now
+                        anyRTP = true
+                        sound = audioSession?.receiveRTP(payload, arrival: monotonicSeconds()) ?? []
+                    case .interleaved(let channel, let payload) where channel == audioRTCPChannel:
+                        lastArrival = .now
+                        _ = payload.withUnsafeBytes { audioSession?.receiveRTCP($0, arrival: monotonicSeconds()) }
                     case .rtp(let datagrams):
                         lastArrival = .now
                         anyRTP = true
@@ -307,6 +373,7 @@ public struct RTSPClient: Sendable {
                             break playing
                         }
                         samples = session.expire(now: monotonicSeconds())
+                        sound = audioSession?.expire(now: monotonicSeconds()) ?? []
                         let now = ContinuousClock.now
                         if session.isOver(quiet: (now - lastArrival).inSeconds) {
                             ending = .goodbye
@@ -325,8 +392,15 @@ public struct RTSPClient: Sendable {
                             try? await send(machine.keepAlive())
                         }
                     }
-                    if let feedback = session.feedback(now: monotonicSeconds()) { await sendControl(feedback, setup: setup) }
+                    if let feedback = session.feedback(now: monotonicSeconds()) { await sendControl(feedback, transport: setup.transport, over: udp?.rtcp) }
+                    if let audio = setup.audio, let feedback = audioSession?.feedback(now: monotonicSeconds()) {
+                        await sendControl(feedback, transport: audio.transport, over: audioUDP?.rtcp)
+                    }
                     delivered = try RTPReceiver.hand(samples, delivered: delivered, limit: receiverOptions.sampleLimit, handle)
+                    if audioSession != nil {
+                        let (video, audio) = clocks()
+                        try handSound(lipSync.align(sound, video: video, audio: audio, now: monotonicSeconds()))
+                    }
                     if let limit = receiverOptions.sampleLimit, delivered >= limit {
                         ending = .sampleLimit
                         break playing
@@ -336,7 +410,13 @@ public struct RTSPClient: Sendable {
                 if ending != .teardown { try? await send(machine.teardown()) }
                 delivered = try RTPReceiver.hand(session.finish(), delivered: delivered, limit: receiverOptions.sampleLimit, handle)
                 var report = RTPReceiver.Report(session: session, ending: ending, samples: delivered)
-                report.mediaNotReceived = setup.mediaNotSetUp
+                if audioSession != nil {
+                    let (video, audio) = clocks()
+                    let tail = audioSession?.finish() ?? []
+                    try handSound(lipSync.align(tail, video: video, audio: audio, now: monotonicSeconds()) + lipSync.finish(video: video, audio: audio, now: monotonicSeconds()))
+                    report.sound = audioSession.map { RTPReceiver.SoundReport(session: $0, lipSync: lipSync) }
+                }
+                report.mediaNotReceived = mediaNotReceived
                 return .report(report)
             }
         }

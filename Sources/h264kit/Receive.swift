@@ -37,6 +37,9 @@ struct Receive: AsyncParsableCommand {
     @Option(help: "Packets held waiting for a missing one before it counts as lost.")
     var reorderDepth = 64
 
+    @Flag(help: "rtsp://: record the picture alone (by default the first AAC sound is recorded too, in lip sync).")
+    var noAudio = false
+
     @Flag(help: "rtsp://: serve the path and record what a publisher pushes (ANNOUNCE/RECORD).")
     var listen = false
 
@@ -64,7 +67,7 @@ struct Receive: AsyncParsableCommand {
         let live: LiveSource
         do {
             live = try LiveSource(parsing: source, options: options, transport: rtspTransport, listen: listen,
-                                  credentials: try user.map(RTSPCredentials.init(parsing:)))
+                                  credentials: try user.map(RTSPCredentials.init(parsing:)), audio: !noAudio)
         } catch { throw ToolError("\(source): \(error)") }
         let task = Task { try await live.record(to: output) }
         let token = Interruption.shared.onInterrupt { task.cancel() }
@@ -77,8 +80,14 @@ struct Receive: AsyncParsableCommand {
         let counts = report.depacketizer
         printError("\(self.output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
                    + "\(counts.accessUnitsDropped) access units dropped, \(counts.accessUnitsSkipped) skipped to the next IDR")
+        if let sound = report.sound {
+            printError("\(self.output): sound: \(sound.samples) AAC frames (\(sound.format)); \(sound.packetsReceived) packets, \(sound.packetsLost) lost, "
+                       + "\(sound.framesDropped) frames dropped; placed by the \(sound.lipSync?.rawValue ?? "nothing")"
+                       + (sound.offset.map { ", starting \(Int((abs($0) * 1000).rounded())) ms \($0 < 0 ? "before" : "after") the picture" } ?? ""))
+        }
         for medium in report.mediaNotReceived {
-            printError("\(self.output): warning: \(source): \(medium) not received (receive records the H.264 video only so far)")
+            printError("\(self.output): warning: \(source): \(medium) not received (receive records the H.264 video"
+                       + (noAudio ? "; --no-audio" : " and, from rtsp://, the first AAC sound") + ")")
         }
     }
 }

@@ -44,8 +44,8 @@ struct RTSPCommandTests {
         #expect(server.wait() == 0, "\(server.stderrText)")
     }
 
-    @Test("receive rtsp:// of a stream with sound records the video and warns that the sound is not received (never dropped without a word)")
-    func receiveSaysTheSoundIsNotRecorded() throws {
+    @Test("receive rtsp:// of a stream with sound records both (the sound placed by the sender reports); --no-audio records the video and warns that the sound is not received")
+    func receiveRecordsTheSound() throws {
         let source = Self.temporaryPath(".mp4"), movie = Self.temporaryPath(".mp4")
         defer { for path in [source, movie] { try? FileManager.default.removeItem(atPath: path) } }
         try #require(try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=sample_rate=48000",
@@ -53,7 +53,11 @@ struct RTSPCommandTests {
         let port = try freeTCPPort()
         let server = try ChildProcess(try h264kitURL(), ["stream", source, "rtsp://127.0.0.1:\(port)/live"])
         try Self.waitUntilListening(port)
-        let received = try h264kit(["receive", "--rtsp-transport", "tcp", "rtsp://127.0.0.1:\(port)/live", movie])
+        let both = try h264kit(["receive", "--rtsp-transport", "tcp", "rtsp://127.0.0.1:\(port)/live", movie])
+        #expect(both.status == 0 && both.stderr.contains("50 samples (goodbye)") && both.stderr.contains("placed by the sender reports"), "\(both.stderr)")
+        let streams = try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", movie]).stdoutText
+        #expect(streams.split(separator: "\n").sorted() == ["audio", "video"], "\(streams)")
+        let received = try h264kit(["receive", "--no-audio", "--rtsp-transport", "tcp", "rtsp://127.0.0.1:\(port)/live", movie])
         #expect(received.status == 0 && received.stderr.contains("50 samples (goodbye)"), "\(received.stderr)")
         #expect(received.stderr.lowercased().contains("warning: rtsp://127.0.0.1:\(port)/live: audio mpeg4-generic/48000/2 not received"), "\(received.stderr)")
         kill(server.pid, SIGINT)
