@@ -224,19 +224,23 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     private func record(_ session: RTSPServerConnection.Session, context: ChannelHandlerContext) {
         guard let mount = core.mount(for: session.path), case .ingest(let sink) = mount.kind else { return }
-        // The video is recorded (the publisher's audio medium, set up too, is not yet).
+        // The video is recorded, and the first AAC medium beside it; the others are named in
+        // the report, never dropped unsaid.
         guard let format = session.format, let video = session.streams.first(where: { $0.format.mediaType == .video }) else { return }
+        let audio = session.streams.first { if case .mpeg4Generic = $0.format { true } else { false } }
         var active = Active(session: session, mount: mount)
-        if video.transport.lower == .udp, let ip = context.channel.remoteAddress?.ipAddress, let ports = video.transport.clientPorts {
+        for (stream, isAudio) in [(video, false), (audio, true)] {
+            guard let stream, stream.transport.lower == .udp, let ip = context.channel.remoteAddress?.ipAddress, let ports = stream.transport.clientPorts else { continue }
             for port in [ports.lowerBound, ports.upperBound] {
                 guard let key = ServerCore.key(try? SocketAddress(ipAddress: ip, port: port)) else { continue }
                 active.routeKeys.append(key)
-                core.routes.withLock { $0[key] = .publisher(sink, sessionID: session.id) }
+                core.routes.withLock { $0[key] = .publisher(sink, sessionID: session.id, isAudio: isAudio) }
             }
         }
-        // The other media are named in the report (not recorded yet), never dropped unsaid.
-        let others = session.streams.filter { $0 != video }.map { $0.format.medium(port: 0).summary }
-        sink.begin(session: session.id, format: format, mediaNotRecorded: others)
+        let others = session.streams.filter { $0 != video && $0 != audio }.map { $0.format.medium(port: 0).summary }
+        var sound: MPEG4GenericPayloadFormat?
+        if case .mpeg4Generic(let format)? = audio?.format { sound = format }
+        sink.begin(session: session.id, format: format, audio: sound, mediaNotRecorded: others)
         sessions[session.id] = active
     }
 
@@ -247,8 +251,15 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             let isControl = Int(channel) == channels.upperBound
             let medium = active.session.streams[index].format.mediaType
             if case .ingest(let sink) = active.mount.kind {
-                guard medium == .video else { return }  // (a publisher's audio is not recorded yet)
-                if isControl { sink.receiveRTCP(payload, session: active.session.id) } else { sink.receiveRTP(payload, session: active.session.id) }
+                let isAudio: Bool
+                switch active.session.streams[index].format {
+                case .h264: isAudio = false
+                case .mpeg4Generic: isAudio = true
+                case .carried: return  // (named in the report, not recorded)
+                }
+                if isControl { sink.receiveRTCP(payload, session: active.session.id, isAudio: isAudio) } else {
+                    sink.receiveRTP(payload, session: active.session.id, isAudio: isAudio)
+                }
             } else if isControl {
                 if index < active.subscribers.count { active.subscribers[index].touch() }
                 let packets = payload.withUnsafeBytes { try? RTCPPacket.parse(compound: $0) } ?? []
@@ -269,8 +280,24 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         active.player?.stop()
         for subscriber in active.subscribers { active.fanOut?.remove(subscriber.id) }
         if !active.subscribers.isEmpty { core.unsubscribed(active.subscribers, timedOut: timedOut) }
-        for key in active.routeKeys { core.routes.withLock { _ = $0.removeValue(forKey: key) } }
-        if case .ingest(let sink) = active.mount.kind { sink.end(session: id) }
+        guard case .ingest(let sink) = active.mount.kind else {
+            for key in active.routeKeys { core.routes.withLock { _ = $0.removeValue(forKey: key) } }
+            return
+        }
+        sink.end(session: id)
+        // A publisher's last packets come over UDP and may still wait in the socket when its
+        // TEARDOWN came over TCP (ffmpeg sends the picture and sound it held back just before):
+        // its routes stay while the sink takes them (it ends 250 ms on), then go, unless
+        // another session has them by then.
+        let keys = active.routeKeys, core = core
+        Task {
+            try? await Task.sleep(for: .milliseconds(500))
+            core.routes.withLock { routes in
+                for key in keys {
+                    if case .publisher(_, let owner, _)? = routes[key], owner == id { routes.removeValue(forKey: key) }
+                }
+            }
+        }
     }
 
     private func checkTimeouts(context: ChannelHandlerContext) {

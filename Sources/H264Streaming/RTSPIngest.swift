@@ -11,8 +11,10 @@ import SystemIO
 ///
 /// One ``RTSPServer`` listens at the URL's host and port and takes the first publisher of its
 /// path; the samples are handed on in decode order as they complete, as ``RTPReceiver`` does.
-/// The publisher's H.264 video is received; its other media (its sound) are set up, so that it
-/// can publish, but not recorded yet: ``RTPReceiver/Report/mediaNotReceived`` names them.
+/// The publisher's H.264 video is received (track 1), and its first AAC medium (RFC 3640,
+/// track 2) placed beside it by the sender reports (``RTPLipSync``; ``RTPReceiver/Report/sound``);
+/// its other media are set up, so that it can publish, but not recorded:
+/// ``RTPReceiver/Report/mediaNotReceived`` names them.
 /// Receiving ends at the publisher's `TEARDOWN` (or its connection closing), an RTCP BYE,
 /// ``RTPReceiver/Options/sampleLimit`` samples, ``RTPReceiver/Options/idleTimeout`` without a
 /// packet once the publisher has started, or cancellation; the samples still held are handed
@@ -59,7 +61,7 @@ public struct RTSPIngest: Sendable {
             events: for await event in sink.events {
                 switch event {
                 case .samples(let samples):
-                    delivered = try RTPReceiver.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
+                    delivered = try Self.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
                     if let limit = options.sampleLimit, delivered >= limit {
                         ending = .sampleLimit
                         break events
@@ -71,7 +73,7 @@ public struct RTSPIngest: Sendable {
             }
             // (The end event is dropped when the consumer's buffer is full; the reason is kept.)
             if case .cancelled = ending, let why = sink.ending { ending = why }
-            delivered = try RTPReceiver.hand(sink.finish(), delivered: delivered, limit: options.sampleLimit, handle)
+            delivered = try Self.hand(sink.finish(), delivered: delivered, limit: options.sampleLimit, handle)
         } catch let error as RTPReceiver.HandlerError {
             throw .handler(error.underlying)
         } catch {
@@ -79,6 +81,19 @@ public struct RTSPIngest: Sendable {
         }
         if let error = sink.failure { throw error }  // the server could not listen
         return sink.report(ending: ending, samples: delivered)
+    }
+
+    /// Hands on samples: the pictures counted against the limit, the sound beside them not.
+    private static func hand(_ samples: [SampleBuffer], delivered: Int, limit: Int?, _ handle: (SampleBuffer) throws -> Void) throws -> Int {
+        var delivered = delivered
+        for sample in samples {
+            if sample.mediaType == .video {
+                delivered = try RTPReceiver.hand([sample], delivered: delivered, limit: limit, handle)
+            } else if limit.map({ delivered < $0 }) ?? true {
+                do { try handle(sample) } catch { throw RTPReceiver.HandlerError(underlying: error) }
+            }
+        }
+        return delivered
     }
 
     /// Receives into a file as ``RTPReceiver/record(to:)`` does.
@@ -102,6 +117,9 @@ public struct RTSPIngest: Sendable {
         private struct State {
             var sessionID: String?
             var receiving: RTPReceivingSession?
+            /// The publisher's sound, when it announced AAC, and its placing beside the picture.
+            var audio: RTPAudioReceivingSession?
+            var lipSync = RTPLipSync()
             var lastArrival: Double?
             var tornDownAt: Double?
             var ended = false
@@ -166,31 +184,53 @@ public struct RTSPIngest: Sendable {
 
         /// A publisher's session started recording; the first one is taken, others ignored.
         /// `mediaNotRecorded` names its media beside the video (its sound), for the report.
-        func begin(session id: String, format: H264PayloadFormat, mediaNotRecorded: [String] = []) {
+        func begin(session id: String, format: H264PayloadFormat, audio: MPEG4GenericPayloadFormat? = nil, mediaNotRecorded: [String] = []) {
             state.withLock { state in
                 guard state.sessionID == nil, !state.ended else { return }
                 state.sessionID = id
                 state.mediaNotRecorded = mediaNotRecorded
+                if let audio {
+                    do { state.audio = try RTPAudioReceivingSession(configuration: .init(format: audio)) } catch {
+                        state.mediaNotRecorded.append("audio mpeg4-generic/\(audio.clockRate) (\(error))")
+                    }
+                }
                 state.receiving = RTPReceivingSession(configuration: configuration, formatDescription: try? format.formatDescription())
                 state.lastArrival = monotonicSeconds()
             }
         }
 
-        func receiveRTP(_ bytes: [UInt8], session id: String) {
+        func receiveRTP(_ bytes: [UInt8], session id: String, isAudio: Bool = false) {
             let samples: [SampleBuffer] = state.withLock { state in
                 guard state.sessionID == id, !state.ended else { return [] }
-                state.lastArrival = monotonicSeconds()
-                return bytes.withUnsafeBytes { state.receiving?.receiveRTP($0, arrival: monotonicSeconds()) ?? [] }
+                let now = monotonicSeconds()
+                state.lastArrival = now
+                guard isAudio else { return bytes.withUnsafeBytes { state.receiving?.receiveRTP($0, arrival: now) ?? [] } }
+                let sound = bytes.withUnsafeBytes { state.audio?.receiveRTP($0, arrival: now) ?? [] }
+                return Self.placed(sound, &state, now: now)
             }
             if !samples.isEmpty { yield(.samples(samples)) }
         }
 
-        func receiveRTCP(_ bytes: [UInt8], session id: String) {
+        func receiveRTCP(_ bytes: [UInt8], session id: String, isAudio: Bool = false) {
             state.withLock { state in
                 guard state.sessionID == id, !state.ended else { return }
                 state.lastArrival = monotonicSeconds()
-                _ = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                if isAudio {
+                    _ = bytes.withUnsafeBytes { state.audio?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                } else {
+                    _ = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                }
             }
+        }
+
+        /// The sound's samples placed on the picture's timeline (held until they can be).
+        private static func placed(_ sound: [SampleBuffer], _ state: inout State, now: Double, ending: Bool = false) -> [SampleBuffer] {
+            guard let audio = state.audio else { return [] }
+            let video = RTPLipSync.MediumClock(firstTimestamp: state.receiving?.firstTimestamp, firstArrival: state.receiving?.firstArrival,
+                                               senderClock: state.receiving?.senderClock)
+            let clock = RTPLipSync.MediumClock(firstTimestamp: audio.firstTimestamp, firstArrival: audio.firstArrival, senderClock: audio.senderClock)
+            let placed = state.lipSync.align(sound, video: video, audio: clock, now: now)
+            return ending ? placed + state.lipSync.finish(video: video, audio: clock, now: now) : placed
         }
 
         /// The publisher's session ended (TEARDOWN, its connection closed). Its last RTP
@@ -208,7 +248,8 @@ public struct RTSPIngest: Sendable {
             let now = monotonicSeconds()
             let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
                 guard !state.ended, let last = state.lastArrival else { return (nil, []) }
-                let samples = state.receiving?.expire(now: now) ?? []
+                var samples = state.receiving?.expire(now: now) ?? []
+                samples += Self.placed(state.audio?.expire(now: now) ?? [], &state, now: now)
                 if let tornDown = state.tornDownAt, now - tornDown > 0.25 { state.ended = true; return (.teardown, samples) }
                 if state.receiving?.isOver(quiet: now - last) == true { state.ended = true; return (.goodbye, samples) }
                 if now - last > idleTimeout.inSeconds { state.ended = true; return (.idleTimeout, samples) }
@@ -237,7 +278,10 @@ public struct RTSPIngest: Sendable {
 
         /// The samples still held.
         func finish() -> [SampleBuffer] {
-            state.withLock { $0.receiving?.finish() ?? [] }
+            state.withLock { state in
+                let pictures = state.receiving?.finish() ?? []
+                return pictures + Self.placed(state.audio?.finish() ?? [], &state, now: monotonicSeconds(), ending: true)
+            }
         }
 
         func report(ending: RTPReceiver.Ending, samples: Int) -> RTPReceiver.Report {
@@ -246,6 +290,7 @@ public struct RTSPIngest: Sendable {
                     ?? RTPReceiver.Report(session: RTPReceivingSession(), ending: ending, samples: samples)
                 report.samplesDroppedForSlowConsumer = state.droppedForSlowConsumer
                 report.mediaNotReceived = state.mediaNotRecorded
+                report.sound = state.audio.map { RTPReceiver.SoundReport(session: $0, lipSync: state.lipSync) }
                 return report
             }
         }

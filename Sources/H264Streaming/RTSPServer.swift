@@ -235,7 +235,7 @@ final class Mount: Sendable {
 /// Where a datagram on the server's UDP ports goes: a playing client's RTCP, or a publisher.
 enum UDPRoute: Sendable {
     case player(RTPSubscriber, Mount)
-    case publisher(RTSPIngest.Sink, sessionID: String)
+    case publisher(RTSPIngest.Sink, sessionID: String, isAudio: Bool)
 }
 
 /// The server's shared state: its paths, its UDP ports, the routes of their datagrams, the counts.
@@ -385,6 +385,9 @@ final class ServerCore: Sendable {
             .readingWholeDatagrams(8)
             .channelOption(.writeBufferWaterMark, value: .init(low: 4 << 20, high: 8 << 20))
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
+            // A publisher's burst (ffmpeg holds its video back until its sound begins, then
+            // sends seconds of it at once) waits here rather than being dropped by the kernel.
+            .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ServerDatagramHandler(core: core, isControl: control))
@@ -407,8 +410,8 @@ final class ServerCore: Sendable {
                 counts.withLock { $0.pictureLossIndications += 1 }
                 mount.requestKeyframe()
             }
-        case .publisher(let sink, let id):
-            if isControl { sink.receiveRTCP(bytes, session: id) } else { sink.receiveRTP(bytes, session: id) }
+        case .publisher(let sink, let id, let isAudio):
+            if isControl { sink.receiveRTCP(bytes, session: id, isAudio: isAudio) } else { sink.receiveRTP(bytes, session: id, isAudio: isAudio) }
         }
     }
 }

@@ -78,6 +78,25 @@ func fuzzAAC(_ choice: inout FuzzOptions) {
     var depacketizer = AACDepacketizer(configuration: .init(format: format, reorderDepth: Int(choice.byte() & 0x3F), maximumFrameSize: 1 << 14))
     var frames: [AACDepacketizer.Frame] = []
     forEachDatagram(choice.rest) { frames += depacketizer.receive(datagram: $0) }
+    // The same datagrams through the receiving session (RTP and RTCP, with a timer), its sound
+    // placed by the lip-sync state machine: every sample made is counted and handed on once.
+    if var session = try? RTPAudioReceivingSession(configuration: .init(format: format, ssrc: 1)) {
+        var sync = RTPLipSync(maximumHeldSamples: 64, reportWait: 1)
+        var made: [SampleBuffer] = [], handed = 0, arrival = 0.0
+        let video = RTPLipSync.MediumClock(firstTimestamp: 0, firstArrival: 0, senderClock: RTPSenderClock(ntpTimestamp: 1 << 40, rtpTimestamp: 0, clockRate: 90_000))
+        forEachDatagram(choice.rest) { datagram in
+            arrival += 0.01
+            if RTPPacket.isRTCP(datagram) { _ = session.receiveRTCP(datagram, arrival: arrival) } else { made += session.receiveRTP(datagram, arrival: arrival) }
+            made += session.expire(now: arrival + 0.05)
+            _ = session.feedback(now: arrival)
+            let clock = RTPLipSync.MediumClock(firstTimestamp: session.firstTimestamp, firstArrival: session.firstArrival, senderClock: session.senderClock)
+            handed += sync.align(made, video: video, audio: clock, now: arrival).count
+            made = []
+        }
+        let clock = RTPLipSync.MediumClock(firstTimestamp: session.firstTimestamp, firstArrival: session.firstArrival, senderClock: session.senderClock)
+        handed += sync.align(session.finish(), video: video, audio: clock, now: arrival).count + sync.finish(video: video, audio: clock, now: arrival).count
+        fuzzCheck(handed == session.samplesMade, "\(session.samplesMade) sound samples made, \(handed) handed on")
+    }
     frames += depacketizer.finish()
     let statistics = depacketizer.statistics
     fuzzCheck(statistics.framesComplete == frames.count, "\(frames.count) frames handed on, \(statistics.framesComplete) counted")

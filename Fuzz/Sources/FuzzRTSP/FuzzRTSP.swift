@@ -41,7 +41,8 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
         let authenticator = RTSPAuthenticator(credentials: .init(user: "u", password: "p"), nonce: "abc")
         var server = RTSPServerConnection(configuration: .init(authenticator: withCredentials ? authenticator : nil, serverPorts: 6970...6971), seed: 1)
         var client = RTSPClientSession(url: RTSPURL(host: "h", path: "/live", credentials: .init(user: "u", password: "p")),
-                                       transports: [RTSPTransport(lower: .udp, clientPorts: 5000...5001), RTSPTransport(lower: .tcp, interleaved: 0...1)])
+                                       transports: [RTSPTransport(lower: .udp, clientPorts: 5000...5001), RTSPTransport(lower: .tcp, interleaved: 0...1)],
+                                       audioTransports: [RTSPTransport(lower: .udp, clientPorts: 5002...5003), RTSPTransport(lower: .tcp, interleaved: 2...3)])
         _ = client.start()
         for element in all ?? [] {
             guard case .message(let message) = element else { continue }
