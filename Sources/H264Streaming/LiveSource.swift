@@ -40,7 +40,7 @@ public enum LiveSource: Sendable {
         }
         if lower.hasPrefix("rtsp://") {
             let url = try StreamingError.network { () throws(NetworkError) in try RTSPURL(parsing: name) }
-            self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options))
+            self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options, recordsAudio: audio))
                 : .rtsp(RTSPClient(url: url, options: { () -> RTSPClient.Options in
                     var client = RTSPClient.Options(receiver: options, transport: transport)
                     client.receivesAudio = audio
@@ -74,7 +74,7 @@ public enum LiveSource: Sendable {
         case .publisher(let ingest):
             var options = ingest.options
             change(&options)
-            return .publisher(RTSPIngest(url: ingest.url, credentials: ingest.serverOptions.credentials, options: options))
+            return .publisher(RTSPIngest(url: ingest.url, credentials: ingest.serverOptions.credentials, options: options, recordsAudio: ingest.recordsAudio))
         }
     }
 

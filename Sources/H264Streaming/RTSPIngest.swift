@@ -26,14 +26,19 @@ public struct RTSPIngest: Sendable {
     public let serverOptions: RTSPServer.Options
     /// How packets are received (jitter buffer, idle timeout, sample limit).
     public let options: RTPReceiver.Options
+    /// Whether the publisher's first AAC medium is recorded beside its picture (else it is
+    /// named in ``RTPReceiver/Report/mediaNotReceived``).
+    public let recordsAudio: Bool
 
-    /// A receiver of what is published to `url`; with `credentials`, publishers must authenticate.
-    public init(url: RTSPURL, credentials: RTSPCredentials? = nil, options: RTPReceiver.Options = .init()) {
+    /// A receiver of what is published to `url`; with `credentials`, publishers must
+    /// authenticate; with `recordsAudio` (the default) the publisher's sound is received too.
+    public init(url: RTSPURL, credentials: RTSPCredentials? = nil, options: RTPReceiver.Options = .init(), recordsAudio: Bool = true) {
         self.url = url
         var serverOptions = RTSPServer.Options(host: url.host, port: url.port, credentials: credentials)
         serverOptions.sessionTimeout = 60
         self.serverOptions = serverOptions
         self.options = options
+        self.recordsAudio = recordsAudio
     }
 
     /// Listens, and hands each sample of the first publisher's stream to `handle`, in decode
@@ -42,7 +47,7 @@ public struct RTSPIngest: Sendable {
     /// ``StreamingError/handler(_:)``.
     public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         let server = try RTSPServer(options: serverOptions)
-        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes)
+        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes, recordsAudio: recordsAudio)
         try server.serve(.ingest(sink), at: url.path)
         let serving = Task {
             do throws(StreamingError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
@@ -139,13 +144,15 @@ public struct RTSPIngest: Sendable {
         public let events: Events
         private let continuation: AsyncStream<Event>.Continuation
         private let configuration: RTPReceivingSession.Configuration
+        private let recordsAudio: Bool
         private let budget: ByteBudget
         private let state = Locked(State())
 
         /// A sink receiving with `configuration`, holding at most `maximumQueuedBytes` of
         /// samples its consumer has not taken.
-        public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20) {
+        public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20, recordsAudio: Bool = true) {
             self.configuration = configuration
+            self.recordsAudio = recordsAudio
             budget = ByteBudget(limit: max(1, maximumQueuedBytes))
             let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(4096))
             self.continuation = continuation
@@ -189,7 +196,9 @@ public struct RTSPIngest: Sendable {
                 guard state.sessionID == nil, !state.ended else { return }
                 state.sessionID = id
                 state.mediaNotRecorded = mediaNotRecorded
-                if let audio {
+                if let audio, !recordsAudio {
+                    state.mediaNotRecorded.insert(audio.medium(port: 0).summary, at: 0)
+                } else if let audio {
                     do { state.audio = try RTPAudioReceivingSession(configuration: .init(format: audio)) } catch {
                         state.mediaNotRecorded.append("audio mpeg4-generic/\(audio.clockRate) (\(error))")
                     }
