@@ -107,8 +107,12 @@ public struct HLSPackager: Sendable {
             if readsAll { sourceOptions.tracks = .all }
             let source: MediaSource
             do { source = try MediaSource(path: path, options: sourceOptions) } catch { throw .source(error) }
+            // A transport stream's tracks are known from its first frames: probed first, so that
+            // the first segment's tables list the sound too (a stream added to the PMT later
+            // stalls GStreamer's demuxer).
+            let probed = readsAll ? ((try? MediaSource.otherTracks(path: path, options: sourceOptions)) ?? []) : []
             let rendition = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files,
-                                             tracks: readsAll ? .chosen(audio: true) : .all) {
+                                             tracks: readsAll ? .chosen(audio: true, known: probed) : .all) {
                 progress(source.progress.read, source.progress.total)
             }
             if Task.isCancelled { throw .source(.cancelled) }
@@ -144,8 +148,9 @@ public struct HLSPackager: Sendable {
         /// Every sample (a source of the video alone).
         case all
         /// The first H.264 track, and with `audio` the first AAC track muxed beside it; the
-        /// others left out, each named with why.
-        case chosen(audio: Bool)
+        /// others left out, each named with why. `known`: tracks known before the first sample
+        /// (a transport stream's, probed), declared with the source's own at the start.
+        case chosen(audio: Bool, known: [TrackDescription])
     }
 
     /// Reads `source` to its end into the segments, playlists and files of rendition `name`.
@@ -159,10 +164,25 @@ public struct HLSPackager: Sendable {
         var video: TrackID?
         var audio: TrackDescription?
         var leftOut: [String] = []
+        var started = false
         func takes(_ sample: SampleBuffer) throws(StreamingError) -> Bool {
-            guard case .chosen(let withAudio) = choice else { return true }
+            guard case .chosen(let withAudio, let probed) = choice else { return true }
+            if !started {
+                // Every track known now decided before the first sample goes in, the picture
+                // first (PID 0x100, then the sound's, as FFmpeg lists them): the first tables
+                // list them all.
+                started = true
+                var known = source.tracks
+                for track in probed where !known.contains(where: { $0.id == track.id }) { known.append(track) }
+                for track in known.filter({ $0.format.video != nil }) + known.filter({ $0.format.video == nil }) {
+                    _ = try decide(track, withAudio: withAudio)
+                }
+            }
             if let known = decided[sample.trackID] { return known }
-            let track = source.tracks.first { $0.id == sample.trackID } ?? TrackDescription(id: sample.trackID, format: sample.formatDescription)
+            return try decide(source.tracks.first { $0.id == sample.trackID } ?? TrackDescription(id: sample.trackID, format: sample.formatDescription), withAudio: withAudio)
+        }
+        func decide(_ track: TrackDescription, withAudio: Bool) throws(StreamingError) -> Bool {
+            if let known = decided[track.id] { return known }
             var reason: String?
             switch track.format {
             case .video where video == nil:
@@ -175,7 +195,7 @@ public struct HLSPackager: Sendable {
                     try segmenter.declare(track)
                     audio = track
                 } catch {
-                    reason = "\(error)"
+                    reason = "a transport stream carries AAC as ADTS: Main, LC, SSR or LTP, 7 channels or fewer"
                 }
             case .audio(let format) where withAudio && format.isAAC:
                 reason = "a transport stream segment carries one audio track (the first AAC one)"
@@ -187,7 +207,7 @@ public struct HLSPackager: Sendable {
             if let reason {
                 leftOut.append("track \(track.id) (\(track.mediaType), \(track.format.codecName)\(track.language.map { ", \($0)" } ?? "")): left out: \(reason)")
             }
-            decided[sample.trackID] = reason == nil
+            decided[track.id] = reason == nil
             return reason == nil
         }
         var reports: [MediaSegmenter.SegmentReport] = []

@@ -225,6 +225,20 @@ struct HLSPackagingTests {
         #expect(multivariant.variants.first { !$0.isIFrame }?.attributes["CODECS"] == variant.codecs.joined(separator: ","))
         let media = HLSChecker.media(try Self.text(directory + "/out-video.m3u8"))
         #expect(media.problems.isEmpty, "\(media.problems)")
+        // The first segment's first PMT lists both streams (a stream added to the PMT later
+        // stalls GStreamer's demuxer): the elementary streams in its section, 5 bytes each
+        // without descriptors.
+        let first = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/" + (media.entries.first?.uri ?? ""))))
+        let pmt = try #require(stride(from: 0, to: first.count - 187, by: 188).first { (Int(first[$0 + 1] & 0x1F) << 8 | Int(first[$0 + 2])) == 0x1000 })
+        let sectionLength = Int(first[pmt + 6] & 0x0F) << 8 | Int(first[pmt + 7])
+        let infoLength = Int(first[pmt + 15] & 0x0F) << 8 | Int(first[pmt + 16])
+        var streamTypes: [UInt8] = []
+        var at = pmt + 17 + infoLength
+        while at < pmt + 8 + sectionLength - 4 {
+            streamTypes.append(first[at])
+            at += 5 + (Int(first[at + 3] & 0x0F) << 8 | Int(first[at + 4]))
+        }
+        #expect(streamTypes == [0x1B, 0x0F], "the first PMT's streams: \(streamTypes)")
         // Every segment decodes alone, the sound in it too (its PMT lists both streams).
         for entry in media.entries {
             let probe = try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", directory + "/" + entry.uri]).stdoutText
