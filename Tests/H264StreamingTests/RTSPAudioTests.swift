@@ -194,21 +194,8 @@ struct RTSPAudioTests {
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { try? FileManager.default.removeItem(atPath: movie) }
         let port = try freeTCPPort()
-        let script = """
-            import sys, gi
-            gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0')
-            from gi.repository import Gst, GstRtspServer, GLib
-            Gst.init(None)
-            server = GstRtspServer.RTSPServer(); server.set_address('127.0.0.1'); server.set_service(sys.argv[1])
-            factory = GstRtspServer.RTSPMediaFactory()
-            factory.set_launch('( filesrc location=%s ! qtdemux name=d d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 '
-                               'd.audio_0 ! queue ! aacparse ! rtpmp4gpay name=pay1 pt=97 )' % sys.argv[2])
-            server.get_mount_points().add_factory('/live', factory)
-            server.attach(None)
-            GLib.timeout_add_seconds(30, lambda: sys.exit(0))
-            GLib.MainLoop().run()
-            """
-        let gstreamer = try ChildProcess(URL(fileURLWithPath: python), ["-c", script, String(port), source])
+        let gstreamer = try RTSPTests.gstreamerServer(python: python, port: port, launch: "( filesrc location=\(source) ! qtdemux name=d "
+            + "d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 d.audio_0 ! queue ! aacparse ! rtpmp4gpay name=pay1 pt=97 )")
         defer { kill(gstreamer.pid, SIGTERM) }
         try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
         let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: .seconds(2)), transport: transport))

@@ -270,6 +270,25 @@ struct RTSPTests {
         (try? run(python, ["-c", "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"]))?.status == 0
     }
 
+    /// GStreamer's RTSP server (gst-rtsp-server, from Python) serving `launch` at
+    /// rtsp://127.0.0.1:PORT/live for 30 s.
+    static func gstreamerServer(python: String, port: Int, launch: String) throws -> ChildProcess {
+        let script = """
+            import sys, gi
+            gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0')
+            from gi.repository import Gst, GstRtspServer, GLib
+            Gst.init(None)
+            server = GstRtspServer.RTSPServer(); server.set_address('127.0.0.1'); server.set_service(sys.argv[1])
+            factory = GstRtspServer.RTSPMediaFactory()
+            factory.set_launch(sys.argv[2])
+            server.get_mount_points().add_factory('/live', factory)
+            server.attach(None)
+            GLib.timeout_add_seconds(30, lambda: sys.exit(0))
+            GLib.MainLoop().run()
+            """
+        return try ChildProcess(URL(fileURLWithPath: python), ["-c", script, String(port), launch])
+    }
+
     @Test("RTSPClient plays a GStreamer RTSP server (gst-rtsp-server, from Python): the source's frames and times",
           .enabled(if: gstreamerPython != nil, "needs python3-gi and gir1.2-gst-rtsp-server-1.0 (a python3 that imports GstRtspServer)"))
     func ourClientPlaysGStreamer() async throws {
@@ -278,20 +297,8 @@ struct RTSPTests {
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { for path in [sent, movie] { try? FileManager.default.removeItem(atPath: path) } }
         let port = try freeTCPPort()
-        let script = """
-            import sys, gi
-            gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0')
-            from gi.repository import Gst, GstRtspServer, GLib
-            Gst.init(None)
-            server = GstRtspServer.RTSPServer(); server.set_address('127.0.0.1'); server.set_service(sys.argv[1])
-            factory = GstRtspServer.RTSPMediaFactory()
-            factory.set_launch('( filesrc location=%s ! qtdemux ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )' % sys.argv[2])
-            server.get_mount_points().add_factory('/live', factory)
-            server.attach(None)
-            GLib.timeout_add_seconds(30, lambda: sys.exit(0))
-            GLib.MainLoop().run()
-            """
-        let gstreamer = try ChildProcess(URL(fileURLWithPath: python), ["-c", script, String(port), sent])
+        let gstreamer = try Self.gstreamerServer(python: python, port: port,
+                                                 launch: "( filesrc location=\(sent) ! qtdemux ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )")
         defer { kill(gstreamer.pid, SIGTERM) }
         try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
         let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: .seconds(2))))
