@@ -113,7 +113,7 @@ public struct RTPReceiver: Sendable {
         private var sourceValidationStorage: StatisticsBox?
 
         /// The media the stream's description offered beside the one received, not received
-        /// (``SessionDescription/Media/summary``: "audio MPEG4-GENERIC/48000/2"): the receiver
+        /// (`SessionDescription.Media.summary`: "audio MPEG4-GENERIC/48000/2"): the receiver
         /// records the H.264 video, and a camera's sound is named here rather than lost without
         /// a word.
         public var mediaNotReceived: [String] {

@@ -20,7 +20,7 @@ import SystemIO
 /// It plays the description's first H.264 video medium (track 1) and, with
 /// ``Options/receivesAudio`` (the default), its first AAC medium (RFC 3640, track 2) in the same
 /// session: the sound is placed on the picture's timeline by the sender reports of both
-/// (``RTPLipSync``; without reports in time, by the first packets' arrival, and the report says
+/// (`RTPLipSync`; without reports in time, by the first packets' arrival, and the report says
 /// so), and ``RTPReceiver/Report/sound`` tells what came. Other media are not played, and
 /// ``RTPReceiver/Report/mediaNotReceived`` names them.
 public struct RTSPClient: Sendable {
@@ -53,7 +53,7 @@ public struct RTSPClient: Sendable {
         /// every IPv4 address.
         public var udpBindAddress: String?
         /// Whether the description's first AAC medium (RFC 3640) is set up and received beside
-        /// the picture, placed on its timeline by the sender reports (``RTPLipSync``); true by
+        /// the picture, placed on its timeline by the sender reports (`RTPLipSync`); true by
         /// default. Its samples are on track 2, the picture's on track 1.
         public var receivesAudio = true
 

@@ -12,7 +12,7 @@ import SystemIO
 /// One ``RTSPServer`` listens at the URL's host and port and takes the first publisher of its
 /// path; the samples are handed on in decode order as they complete, as ``RTPReceiver`` does.
 /// The publisher's H.264 video is received (track 1), and its first AAC medium (RFC 3640,
-/// track 2) placed beside it by the sender reports (``RTPLipSync``; ``RTPReceiver/Report/sound``);
+/// track 2) placed beside it by the sender reports (`RTPLipSync`; ``RTPReceiver/Report/sound``);
 /// its other media are set up, so that it can publish, but not recorded:
 /// ``RTPReceiver/Report/mediaNotReceived`` names them.
 /// Receiving ends at the publisher's `TEARDOWN` (or its connection closing), an RTCP BYE,
