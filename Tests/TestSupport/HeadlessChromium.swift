@@ -20,10 +20,23 @@ public final class HeadlessChromium: @unchecked Sendable {
         ])
     }
 
-    /// Ends the browser and removes its profile.
+    /// Ends the browser and removes its profile, and the directory of its singleton socket
+    /// (Chromium makes one in the temporary directory per browser and leaves it when killed).
     public func stop() {
         kill(process.pid, SIGTERM)
         _ = process.wait()
+        Self.removeProfile(profile)
+    }
+
+    /// Removes a Chromium profile and the socket directory its `SingletonSocket` link names.
+    public static func removeProfile(_ profile: String) {
+        let link = (profile as NSString).appendingPathComponent("SingletonSocket")
+        if let socket = try? FileManager.default.destinationOfSymbolicLink(atPath: link) {
+            let directory = (socket as NSString).deletingLastPathComponent
+            if (directory as NSString).lastPathComponent.hasPrefix("org.chromium.") {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
         try? FileManager.default.removeItem(atPath: profile)
     }
 }

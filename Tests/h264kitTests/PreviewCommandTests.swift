@@ -15,7 +15,10 @@ struct PreviewCommandTests {
     /// opens it in headless Chromium; returns once the preview has ended.
     static func preview(_ arguments: [String], seconds: Double = 90) async throws -> (status: Int32, url: String, stderr: String) {
         let output = StreamCommandTests.temporaryPath(".txt"), profile = StreamCommandTests.temporaryPath("-chromium")
-        defer { for path in [output, profile] { try? FileManager.default.removeItem(atPath: path) } }
+        defer {
+            try? FileManager.default.removeItem(atPath: output)
+            HeadlessChromium.removeProfile(profile)
+        }
         try #require(FileManager.default.createFile(atPath: output, contents: nil), "creating \(output) for the preview's output")
         let preview = try ChildProcess(try h264kitURL(), ["preview"] + arguments + ["--port", "0"], stdout: output)
         var url: String?
