@@ -15,7 +15,12 @@ public import MediaCore
 /// decoding order is shown before it: an IDR picture, or a closed GOP's I picture), so that
 /// every segment decodes on its own even from an open-GOP source. A segment's duration runs
 /// from its earliest presentation time to the end of its last shown picture, so the durations
-/// add up to the stream's. Times in reports count from the first sample's presentation time.
+/// add up to the stream's. Times in reports count from the first sample's presentation time,
+/// or from ``Options/timeOrigin`` (the fragments' timeline too).
+///
+/// A fragmented MP4 segmenter cuts one track: H.264 video, or AAC sound (every frame a sync
+/// sample; an audio-only rendition cut on the same schedule, or a rendition's sound cut where
+/// its picture's segments end, with ``append(_:startsSegment:)``).
 ///
 /// No I/O: segments come back as bytes (the samples' storage referenced) as they are made, a
 /// fragment (or, for a transport stream, a few hundred kilobytes) at a time with the segment
@@ -60,15 +65,21 @@ public struct MediaSegmenter {
         public var partDuration: MediaTime?
         /// For transport streams: the muxer's layout, PIDs and clock.
         public var transportStream: TransportStreamMuxer.Options
+        /// The source's time reports count from, and, for fragmented MP4, the fragments'
+        /// timeline's 0 (``CMAFWriter/Options/timeOrigin``): the same for the segmenters of
+        /// tracks played together (a picture and its sound), at or before each one's first
+        /// decoding time; nil: the first sample's presentation time.
+        public var timeOrigin: MediaTime?
 
         /// Options: `format`, 6 s segments cut at any sync sample, a fragment per GOP.
         public init(format: Format = .fragmentedMP4, segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1), cutsOnlyAtCleanSyncSamples: Bool = false,
-                    partDuration: MediaTime? = nil, transportStream: TransportStreamMuxer.Options = .init()) {
+                    partDuration: MediaTime? = nil, transportStream: TransportStreamMuxer.Options = .init(), timeOrigin: MediaTime? = nil) {
             self.format = format
             self.segmentDuration = segmentDuration
             self.cutsOnlyAtCleanSyncSamples = cutsOnlyAtCleanSyncSamples
             self.partDuration = partDuration
             self.transportStream = transportStream
+            self.timeOrigin = timeOrigin
         }
     }
 
@@ -150,8 +161,11 @@ public struct MediaSegmenter {
     public let options: Options
     /// For fragmented MP4, the initialization segment (`EXT-X-MAP`), known from the first sample on.
     public var initializationSegment: [UInt8]? { cmaf?.initializationSegment }
-    /// The first sample's format description: the stream's codec, size and rate.
+    /// The first sample's format description: the stream's codec, size and rate (nil for a
+    /// fragmented MP4 segmenter of sound).
     public private(set) var formatDescription: VideoFormatDescription?
+    /// For a fragmented MP4 segmenter of sound, the first frame's format description.
+    public private(set) var audioFormatDescription: AudioFormatDescription?
     /// Segments made so far.
     public private(set) var segmentCount = 0
     /// For fragmented MP4, the track's timescale (the DASH timeline's), known from the first
@@ -190,7 +204,7 @@ public struct MediaSegmenter {
         self.options = options
         switch options.format {
         case .fragmentedMP4:
-            cmaf = CMAFWriter()
+            cmaf = CMAFWriter(options: .init(timeOrigin: options.timeOrigin))
         case .transportStream:
             do { muxer = try TransportStreamMuxer(options: options.transportStream) } catch {
                 throw .container(ContainerError(error, while: "setting up the transport stream muxer"))
@@ -200,7 +214,8 @@ public struct MediaSegmenter {
 
     /// Declares a track before its first sample: a transport stream's first tables then list
     /// it (declare the video first, then the sound muxed beside it). A fragmented MP4 segment
-    /// holds the video alone: declaring anything else there is an error, as appending it is.
+    /// holds one track, H.264 or AAC: declaring anything else there is an error, as appending
+    /// it is.
     public mutating func declare(_ track: TrackDescription) throws(SampleFlowError) {
         switch (options.format, track.format) {
         case (.transportStream, .video), (.transportStream, .audio):
@@ -209,9 +224,11 @@ public struct MediaSegmenter {
             }
         case (.fragmentedMP4, .video):
             break
+        case (.fragmentedMP4, .audio(let audio)) where audio.isAAC:
+            break
         default:
             throw .invalidOption("track \(track.id) (\(track.format.codecName)): \(options.format == .transportStream ? "a transport stream segment" : "a fragmented MP4 segment") carries "
-                                 + (options.format == .transportStream ? "H.264 video and AAC" : "the H.264 video alone"))
+                                 + (options.format == .transportStream ? "H.264 video and AAC" : "one H.264 or AAC track"))
         }
     }
 
@@ -219,22 +236,50 @@ public struct MediaSegmenter {
     /// closed, if it starts one.
     /// It takes H.264 video, and for transport stream segments AAC too (muxed beside the
     /// video; segments are still cut at the video's sync samples, and the reports' times,
-    /// durations and sample counts are the video's); a sample of another kind is an error.
+    /// durations and sample counts are the video's); for fragmented MP4, one track: H.264, or
+    /// AAC alone (cut on the same schedule, every frame a sync sample). A sample of another
+    /// kind is an error.
     public mutating func append(_ sample: SampleBuffer) throws(SampleFlowError) -> Output {
-        if options.format == .transportStream, case .audio = sample.formatDescription { return try appendAudio(sample) }
-        guard let video = sample.videoFormatDescription else {
+        try append(sample, cut: nil)
+    }
+
+    /// Takes the next sample of a track cut where another's segments end (a rendition's sound
+    /// beside its picture, within a frame of the picture's cuts): a new segment starts before
+    /// it when `startsSegment` (it must then be a sync sample) and never otherwise.
+    public mutating func append(_ sample: SampleBuffer, startsSegment: Bool) throws(SampleFlowError) -> Output {
+        if startsSegment && !sample.isSync {
             throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime,
-                          underlying: .invalidOption("a \(sample.formatDescription.codecName) sample: the segmenter cuts H.264 video"))
+                          underlying: .invalidOption("a segment starts with a sync sample: this one is not"))
+        }
+        return try append(sample, cut: startsSegment)
+    }
+
+    private mutating func append(_ sample: SampleBuffer, cut: Bool?) throws(SampleFlowError) -> Output {
+        if options.format == .transportStream, case .audio = sample.formatDescription { return try appendAudio(sample) }
+        let format = sample.formatDescription
+        let audio = options.format == .fragmentedMP4 ? format.audio.flatMap { $0.isAAC ? $0 : nil } : nil
+        guard format.video != nil || audio != nil else {
+            throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime,
+                          underlying: .invalidOption("a \(format.codecName) sample: the segmenter cuts H.264 video\(options.format == .fragmentedMP4 ? " or AAC" : "")"))
+        }
+        if origin != nil, (audio != nil) != (audioFormatDescription != nil) {
+            throw .sample(index: current?.samples ?? 0, decodeTime: sample.decodeTime,
+                          underlying: .invalidOption("a \(format.codecName) sample after \(audioFormatDescription != nil ? "AAC" : "H.264"): a fragmented MP4 segment holds one track"))
         }
         output = Output()
         if origin == nil {
-            origin = sample.presentationTime
-            formatDescription = video
-            nextBoundary = options.segmentDuration
+            if let start = options.timeOrigin, !(start.isNumeric && sample.decodeTime >= start) {
+                throw .sample(index: 0, decodeTime: sample.decodeTime,
+                              underlying: .invalidOption("the first sample is decoded at \(sample.decodeTime), before the time origin \(start)"))
+            }
+            origin = options.timeOrigin ?? sample.presentationTime
+            formatDescription = format.video
+            audioFormatDescription = audio
+            nextBoundary = (sample.presentationTime - origin!) + options.segmentDuration
         }
         let time = sample.presentationTime - origin!
         let clean = !sample.attachments.earlierDisplayTimesAllowed
-        let cuts = current != nil && sample.isSync && time >= nextBoundary && (clean || !options.cutsOnlyAtCleanSyncSamples)
+        let cuts = current != nil && (cut ?? (sample.isSync && time >= nextBoundary && (clean || !options.cutsOnlyAtCleanSyncSamples)))
         if cuts {
             if options.format == .fragmentedMP4 {
                 // The fragment this sample ends is the closing segment's last.
@@ -252,7 +297,8 @@ public struct MediaSegmenter {
             if current == nil { begin(sample, time: time) } else { note(sample, time: time) }
             switch options.format {
             case .fragmentedMP4:
-                var startsFragment = current!.samples == 1 || sample.isSync
+                // (Sound: one fragment a segment; every frame is a sync sample.)
+                var startsFragment = current!.samples == 1 || (sample.isSync && audioFormatDescription == nil)
                 if let part = options.partDuration, let start = lastFragmentStart, sample.decodeTime.isNumeric {
                     // Parts: a new one before a sample that would make this one too long, or at a
                     // sync sample once this one has 85% of the part (a shorter part is allowed
@@ -410,8 +456,9 @@ public struct MediaSegmenter {
         output.completed.append(report)
     }
 
-    /// Whether the sample holds an IDR slice.
+    /// Whether the sample holds an IDR slice (an AAC frame: always, it decodes on its own).
     static func startsWithIDR(_ sample: SampleBuffer) -> Bool {
+        if case .audio = sample.formatDescription { return true }
         var idr = false
         try? sample.forEachNALUnit { nal in if nal.first.map({ $0 & 0x1F }) == 5 { idr = true } }
         return idr

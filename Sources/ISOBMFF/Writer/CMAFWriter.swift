@@ -8,7 +8,11 @@ public import MediaCore
 /// Times: decoding times count from the first sample's (`tfdt` starts at 0 and never goes
 /// back), and composition offsets are signed (`trun` version 1) so that the first sample is
 /// presented at 0 and every later one at its presentation time less the first's: no edit list
-/// is needed, as CMAF asks. A sample lasts until the next one is decoded (its fragment is made
+/// is needed, as CMAF asks. Tracks played together (a picture and its sound in two renditions)
+/// share one timeline with ``Options/timeOrigin`` instead: every decoding and presentation time
+/// is then the source's less the origin, and composition offsets are the source's (never
+/// negative), so that every reader places the tracks alike (FFmpeg shows a track with negative
+/// offsets later, by the largest of them). A sample lasts until the next one is decoded (its fragment is made
 /// when the next sample comes). Parameter sets that change mid-stream go in band in the samples
 /// that use them. No I/O: fragments are handed back as bytes; the samples' bytes are copied as
 /// they come (memory: one fragment), so that a mapped file's pages are read once.
@@ -39,9 +43,18 @@ public struct CMAFWriter {
         /// The fixed timescale of the track; nil picks one from the first sample (its
         /// duration's, doubled up to at least 10000, as the movie writer does).
         public var timescale: Int32?
+        /// The source's time that the fragments' timeline puts at 0, shared by the tracks of
+        /// one presentation (the earliest of their first decoding times); nil: the first
+        /// sample's presentation time, with signed composition offsets. The first sample must
+        /// not be decoded before it.
+        public var timeOrigin: MediaTime?
 
-        /// Options: the timescale from the first sample.
-        public init(timescale: Int32? = nil) { self.timescale = timescale }
+        /// Options: the timescale from the first sample; times from the first sample's, or
+        /// from `timeOrigin`.
+        public init(timescale: Int32? = nil, timeOrigin: MediaTime? = nil) {
+            self.timescale = timescale
+            self.timeOrigin = timeOrigin
+        }
     }
 
     /// The track's timescale (ticks a second), known from the first sample on.
@@ -55,6 +68,9 @@ public struct CMAFWriter {
     public private(set) var timeOrigin: MediaTime?
 
     private var track: TrackTimeline
+    private let requestedOrigin: MediaTime?
+    /// Ticks from the time origin to the first sample's presentation (0 without an origin).
+    private var originShift: Int64 = 0
     private var pending: [(size: Int, entry: TrackRunBox.Entry, presentation: Int64)] = []
     private var pendingStart: Int64 = 0
     /// The pending samples' bytes, one after another: copied in as they come (while fresh: a
@@ -71,15 +87,24 @@ public struct CMAFWriter {
 
     /// A writer with `options`.
     public init(options: Options = Options()) {
-        track = TrackTimeline(path: "CMAF", descriptions: .single, signedOffsets: true, fixedTimescale: options.timescale)
+        track = TrackTimeline(path: "CMAF", descriptions: .single, signedOffsets: options.timeOrigin == nil, fixedTimescale: options.timescale)
+        requestedOrigin = options.timeOrigin
     }
 
     /// Takes the next sample in decoding order; when `startsFragment` (and samples are
     /// pending), the samples before it become a fragment, returned.
     public mutating func append(_ sample: SampleBuffer, startsFragment: Bool) throws(ContainerError) -> Fragment? {
+        if initializationSegment == nil, let origin = requestedOrigin {
+            guard origin.isNumeric, sample.decodeTime.isNumeric, sample.decodeTime >= origin else {
+                throw ContainerError(.invalidInput, "the first sample is decoded at \(sample.decodeTime), before the time origin \(origin)", path: "CMAF")
+            }
+        }
         let placed = try track.place(sample)
         if initializationSegment == nil {
-            timeOrigin = sample.presentationTime
+            timeOrigin = requestedOrigin ?? sample.presentationTime
+            if let origin = requestedOrigin {
+                originShift = (sample.decodeTime - origin).converted(toTimescale: track.timescale).value
+            }
             let options = MovieWriter.Options(fileType: .mp4, layout: .fragmented(fragmentDuration: MediaTime(value: 1, timescale: 1)),
                                               negativeCompositionOffsets: true)
             let ftyp = FileTypeBox(majorBrand: "iso6", minorVersion: 0, compatibleBrands: ["iso6", "cmfc", "mp41", "dash"])
@@ -91,9 +116,9 @@ public struct CMAFWriter {
         }
         var closed: Fragment?
         if startsFragment && !pending.isEmpty { closed = makeFragment() }
-        if pending.isEmpty { pendingStart = placed.decodeTime }
+        if pending.isEmpty { pendingStart = placed.decodeTime + originShift }
         copyIn(placed.data)
-        pending.append((placed.data.count, MovieFragment.entry(placed), placed.decodeTime + placed.compositionOffset))
+        pending.append((placed.data.count, MovieFragment.entry(placed), placed.decodeTime + originShift + placed.compositionOffset))
         return closed
     }
 
