@@ -40,6 +40,8 @@ public enum HLSChecker {
         public var version: Int?
         public var independentSegments = false
         public var variants: [Variant] = []
+        /// The `EXT-X-MEDIA` tags' attributes, in order.
+        public var media: [[String: String]] = []
         public var problems: [String] = []
     }
 
@@ -173,6 +175,7 @@ public enum HLSChecker {
             if line.hasPrefix("#EXT-X-VERSION:") { playlist.version = Int(line.dropFirst("#EXT-X-VERSION:".count)) }
             else if line == "#EXT-X-INDEPENDENT-SEGMENTS" { playlist.independentSegments = true }
             else if line.hasPrefix("#EXT-X-STREAM-INF:") { pending = attributes(line.dropFirst("#EXT-X-STREAM-INF:".count)) }
+            else if line.hasPrefix("#EXT-X-MEDIA:") { playlist.media.append(attributes(line.dropFirst("#EXT-X-MEDIA:".count))) }
             else if line.hasPrefix("#EXT-X-I-FRAME-STREAM-INF:") {
                 let found = attributes(line.dropFirst("#EXT-X-I-FRAME-STREAM-INF:".count))
                 guard let uri = found["URI"] else { playlist.problems.append("EXT-X-I-FRAME-STREAM-INF without URI"); continue }
@@ -199,6 +202,38 @@ public enum HLSChecker {
             }
         }
         if playlist.variants.contains(where: \.isIFrame), (playlist.version ?? 1) < 4 { playlist.problems.append("I-frame playlists need version 4") }
+        // EXT-X-MEDIA (RFC 8216bis §4.4.6.1): TYPE, GROUP-ID and NAME required; NAME unique in
+        // its group; at most one DEFAULT=YES a group; AUTOSELECT=YES where DEFAULT=YES; URI
+        // required... for AUDIO optional, but then the variants carry the sound (not done here:
+        // required); CHANNELS for AUDIO per Apple's authoring rules; a variant's AUDIO names an
+        // existing group of TYPE=AUDIO (§4.4.6.2) and its CODECS then name the sound's codec.
+        var groups: [String: [[String: String]]] = [:]
+        for media in playlist.media {
+            for name in ["TYPE", "GROUP-ID", "NAME"] where media[name] == nil { playlist.problems.append("EXT-X-MEDIA without \(name): \(media)") }
+            guard let type = media["TYPE"], let group = media["GROUP-ID"] else { continue }
+            if !["AUDIO", "VIDEO", "SUBTITLES", "CLOSED-CAPTIONS"].contains(type) { playlist.problems.append("EXT-X-MEDIA TYPE=\(type)") }
+            if type == "AUDIO" {
+                if media["URI"] == nil { playlist.problems.append("EXT-X-MEDIA \(media["NAME"] ?? "") without URI") }
+                if media["CHANNELS"].flatMap({ Int($0) }) == nil { playlist.problems.append("EXT-X-MEDIA \(media["NAME"] ?? "") without CHANNELS (Apple's rules)") }
+            }
+            if media["DEFAULT"] == "YES" && media["AUTOSELECT"] != "YES" { playlist.problems.append("EXT-X-MEDIA \(media["NAME"] ?? ""): DEFAULT=YES without AUTOSELECT=YES") }
+            for attribute in ["DEFAULT", "AUTOSELECT"] where media[attribute].map({ $0 != "YES" && $0 != "NO" }) ?? false {
+                playlist.problems.append("EXT-X-MEDIA \(attribute)=\(media[attribute]!)")
+            }
+            groups[type + "/" + group, default: []].append(media)
+        }
+        for (key, members) in groups {
+            if Set(members.compactMap { $0["NAME"] }).count != members.count { playlist.problems.append("group \(key): NAMEs not unique") }
+            if members.filter({ $0["DEFAULT"] == "YES" }).count > 1 { playlist.problems.append("group \(key): more than one DEFAULT=YES") }
+        }
+        for variant in playlist.variants where !variant.isIFrame {
+            guard let group = variant.attributes["AUDIO"] else { continue }
+            if groups["AUDIO/" + group] == nil { playlist.problems.append("\(variant.uri): AUDIO=\(group) names no EXT-X-MEDIA group") }
+            if !(variant.attributes["CODECS"] ?? "").contains("mp4a.") { playlist.problems.append("\(variant.uri): AUDIO=\(group) but CODECS names no sound") }
+        }
+        for variant in playlist.variants where variant.isIFrame && variant.attributes["AUDIO"] != nil {
+            playlist.problems.append("\(variant.uri): an I-frame variant with AUDIO")
+        }
         return playlist
     }
 }

@@ -1,6 +1,7 @@
 /// A DASH media presentation description (ISO/IEC 23009-1, the live profile) for CMAF segments:
 /// one period, one video adaptation set, a representation per rendition, each with a
-/// `SegmentTemplate` and a `SegmentTimeline` of its segments' times. Static for a package,
+/// `SegmentTemplate` and a `SegmentTimeline` of its segments' times; sound in adaptation sets
+/// of its own, one per track (``AudioRepresentation``). Static for a package,
 /// dynamic for a live origin (with its availability start, minimum update period and time-shift
 /// window).
 public struct DASHManifest: Sendable, Hashable {
@@ -52,24 +53,9 @@ public struct DASHManifest: Sendable, Hashable {
 
         /// The representation's XML.
         var xml: String {
-            var lines = ["      <Representation id=\"\(escape(id))\" codecs=\"\(escape(codecs))\" width=\"\(width)\" height=\"\(height)\""
+            var lines = ["      <Representation id=\"\(escapeXML(id))\" codecs=\"\(escapeXML(codecs))\" width=\"\(width)\" height=\"\(height)\""
                          + (frameRate.map { " frameRate=\"\($0)\"" } ?? "") + " bandwidth=\"\(bandwidth)\">"]
-            lines.append("        <SegmentTemplate timescale=\"\(timescale)\" initialization=\"\(escape(initialization))\" media=\"\(escape(media))\" startNumber=\"\(startNumber)\">")
-            lines.append("          <SegmentTimeline>")
-            // Runs of equal durations, each continuing the one before, in one S element.
-            var index = 0
-            while index < segments.count {
-                let (time, duration) = segments[index]
-                var repeats = 0
-                while index + repeats + 1 < segments.count, segments[index + repeats + 1].duration == duration,
-                      segments[index + repeats + 1].time == time + Int64(repeats + 1) * duration {
-                    repeats += 1
-                }
-                lines.append("            <S t=\"\(time)\" d=\"\(duration)\"" + (repeats > 0 ? " r=\"\(repeats)\"" : "") + "/>")
-                index += repeats + 1
-            }
-            lines.append("          </SegmentTimeline>")
-            lines.append("        </SegmentTemplate>")
+            lines += DASHManifest.segmentTemplate(timescale: timescale, initialization: initialization, media: media, startNumber: startNumber, segments: segments)
             lines.append("      </Representation>")
             return lines.joined(separator: "\n")
         }
@@ -90,12 +76,15 @@ public struct DASHManifest: Sendable, Hashable {
     public var minimumBufferTime: Double
     /// The renditions.
     public var representations: [Representation]
+    /// The sound, an adaptation set each, the main one first.
+    public var audioRepresentations: [AudioRepresentation]
 
-    /// A manifest of `representations`.
-    public init(kind: Kind, minimumBufferTime: Double, representations: [Representation]) {
+    /// A manifest of `representations`, and of `audioRepresentations` beside them.
+    public init(kind: Kind, minimumBufferTime: Double, representations: [Representation], audioRepresentations: [AudioRepresentation] = []) {
         self.kind = kind
         self.minimumBufferTime = minimumBufferTime
         self.representations = representations
+        self.audioRepresentations = audioRepresentations
     }
 
     /// The manifest as XML.
@@ -114,8 +103,29 @@ public struct DASHManifest: Sendable, Hashable {
                      "  <Period id=\"0\" start=\"PT0S\">",
                      "    <AdaptationSet contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\">"]
         for representation in representations { lines.append(representation.xml) }
-        lines += ["    </AdaptationSet>", "  </Period>", "</MPD>"]
+        lines.append("    </AdaptationSet>")
+        for (index, sound) in audioRepresentations.enumerated() { lines.append(sound.adaptationSetXML(isMain: index == 0)) }
+        lines += ["  </Period>", "</MPD>"]
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A `SegmentTemplate` with its `SegmentTimeline`, indented for a representation.
+    static func segmentTemplate(timescale: Int, initialization: String, media: String, startNumber: Int, segments: [(time: Int64, duration: Int64)]) -> [String] {
+        var lines = ["        <SegmentTemplate timescale=\"\(timescale)\" initialization=\"\(escapeXML(initialization))\" media=\"\(escapeXML(media))\" startNumber=\"\(startNumber)\">",
+                     "          <SegmentTimeline>"]
+        // Runs of equal durations, each continuing the one before, in one S element.
+        var index = 0
+        while index < segments.count {
+            let (time, duration) = segments[index]
+            var repeats = 0
+            while index + repeats + 1 < segments.count, segments[index + repeats + 1].duration == duration,
+                  segments[index + repeats + 1].time == time + Int64(repeats + 1) * duration {
+                repeats += 1
+            }
+            lines.append("            <S t=\"\(time)\" d=\"\(duration)\"" + (repeats > 0 ? " r=\"\(repeats)\"" : "") + "/>")
+            index += repeats + 1
+        }
+        return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"]
     }
 
     /// An xs:duration in seconds (`PT20.02S`).
@@ -125,7 +135,7 @@ public struct DASHManifest: Sendable, Hashable {
 }
 
 /// The text with XML's five special characters escaped.
-private func escape(_ text: String) -> String {
+func escapeXML(_ text: String) -> String {
     var escaped = ""
     for character in text {
         switch character {

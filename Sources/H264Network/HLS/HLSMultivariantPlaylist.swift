@@ -3,8 +3,64 @@
 /// playlists.
 ///
 /// Apple's authoring rules ask for BANDWIDTH (the peak segment bit rate), AVERAGE-BANDWIDTH,
-/// CODECS, RESOLUTION and FRAME-RATE on every variant; all are written.
+/// CODECS, RESOLUTION and FRAME-RATE on every variant; all are written. Sound in renditions of
+/// its own (`EXT-X-MEDIA` with `TYPE=AUDIO`, §4.3.4.1) goes in ``alternativeRenditions``, named
+/// by the variants that play it (``Variant/audioGroup``).
 public struct HLSMultivariantPlaylist: Sendable, Hashable {
+    /// An alternative rendition (`EXT-X-MEDIA`): a media playlist of sound (or another
+    /// picture) that a player picks within a group, by language and name.
+    public struct AlternativeRendition: Sendable, Hashable {
+        /// TYPE.
+        public enum MediaType: String, Sendable, Hashable {
+            /// `AUDIO`.
+            case audio = "AUDIO"
+            /// `VIDEO`.
+            case video = "VIDEO"
+            /// `SUBTITLES`.
+            case subtitles = "SUBTITLES"
+        }
+        /// TYPE.
+        public var type: MediaType
+        /// GROUP-ID: the group the variants name (`AUDIO=`).
+        public var groupID: String
+        /// NAME: what a player shows; unique within the group.
+        public var name: String
+        /// LANGUAGE: an RFC 5646 tag, if known.
+        public var language: String?
+        /// DEFAULT=YES: played when the user has not chosen (one a group).
+        public var isDefault: Bool
+        /// AUTOSELECT=YES: a player may choose it by the user's language.
+        public var autoselect: Bool
+        /// CHANNELS: for sound, the channel count ("2").
+        public var channels: Int?
+        /// URI: its media playlist, relative to this one.
+        public var uri: String
+
+        /// A rendition of `type` in group `groupID`.
+        public init(type: MediaType = .audio, groupID: String, name: String, language: String? = nil, isDefault: Bool, autoselect: Bool = true,
+                    channels: Int? = nil, uri: String) {
+            self.type = type
+            self.groupID = groupID
+            self.name = name
+            self.language = language
+            self.isDefault = isDefault
+            self.autoselect = autoselect
+            self.channels = channels
+            self.uri = uri
+        }
+
+        /// The `EXT-X-MEDIA` line.
+        var line: String {
+            var list = ["TYPE=\(type.rawValue)", "GROUP-ID=\"\(groupID)\"", "NAME=\"\(name)\""]
+            if let language { list.append("LANGUAGE=\"\(language)\"") }
+            list.append("DEFAULT=\(isDefault ? "YES" : "NO")")
+            list.append("AUTOSELECT=\(autoselect || isDefault ? "YES" : "NO")")
+            if let channels { list.append("CHANNELS=\"\(channels)\"") }
+            list.append("URI=\"\(uri)\"")
+            return "#EXT-X-MEDIA:" + list.joined(separator: ",")
+        }
+    }
+
     /// A rendition: `EXT-X-STREAM-INF` and its media playlist.
     public struct Variant: Sendable, Hashable {
         /// The media playlist's URI, relative to this one.
@@ -20,16 +76,20 @@ public struct HLSMultivariantPlaylist: Sendable, Hashable {
         public var resolution: (width: Int, height: Int)?
         /// FRAME-RATE: frames per second, three decimals.
         public var frameRate: Double?
+        /// AUDIO: the group of alternative renditions whose sound it plays (its BANDWIDTH and
+        /// CODECS count the group's), if any.
+        public var audioGroup: String?
 
         /// A variant at `uri`.
         public init(uri: String, bandwidth: Int, averageBandwidth: Int? = nil, codecs: [String], resolution: (width: Int, height: Int)? = nil,
-                    frameRate: Double? = nil) {
+                    frameRate: Double? = nil, audioGroup: String? = nil) {
             self.uri = uri
             self.bandwidth = bandwidth
             self.averageBandwidth = averageBandwidth
             self.codecs = codecs
             self.resolution = resolution
             self.frameRate = frameRate
+            self.audioGroup = audioGroup
         }
 
         /// The attribute list shared by `EXT-X-STREAM-INF` and `EXT-X-I-FRAME-STREAM-INF`.
@@ -43,13 +103,14 @@ public struct HLSMultivariantPlaylist: Sendable, Hashable {
 
         /// Equal in every attribute.
         public static func == (a: Variant, b: Variant) -> Bool {
-            a.uri == b.uri && a.attributes == b.attributes && a.frameRate == b.frameRate
+            a.uri == b.uri && a.attributes == b.attributes && a.frameRate == b.frameRate && a.audioGroup == b.audioGroup
         }
         /// Hashes what `==` compares.
         public func hash(into hasher: inout Hasher) {
             hasher.combine(uri)
             hasher.combine(attributes)
             hasher.combine(frameRate)
+            hasher.combine(audioGroup)
         }
     }
 
@@ -60,12 +121,15 @@ public struct HLSMultivariantPlaylist: Sendable, Hashable {
     public var iFrameVariants: [Variant]
     /// `EXT-X-INDEPENDENT-SEGMENTS`: every media playlist's segments decode on their own.
     public var independentSegments: Bool
+    /// The alternative renditions (`EXT-X-MEDIA`), before the variants that name their groups.
+    public var alternativeRenditions: [AlternativeRendition]
 
-    /// A playlist of `variants`.
-    public init(variants: [Variant], iFrameVariants: [Variant] = [], independentSegments: Bool = false) {
+    /// A playlist of `variants`, and of `alternativeRenditions` that they name.
+    public init(variants: [Variant], iFrameVariants: [Variant] = [], independentSegments: Bool = false, alternativeRenditions: [AlternativeRendition] = []) {
         self.variants = variants
         self.iFrameVariants = iFrameVariants
         self.independentSegments = independentSegments
+        self.alternativeRenditions = alternativeRenditions
     }
 
     /// The lowest `EXT-X-VERSION` the tags need: 4 with I-frame playlists, else 3.
@@ -75,9 +139,11 @@ public struct HLSMultivariantPlaylist: Sendable, Hashable {
     public var rendered: String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:\(version)"]
         if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
+        lines += alternativeRenditions.map(\.line)
         for variant in variants {
             var attributes = variant.attributes
             if let rate = variant.frameRate { attributes.append("FRAME-RATE=\(Self.threeDecimals(rate))") }
+            if let group = variant.audioGroup { attributes.append("AUDIO=\"\(group)\"") }
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
             lines.append(variant.uri)
         }
