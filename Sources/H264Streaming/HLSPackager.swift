@@ -19,6 +19,14 @@ import SystemIO
 /// BANDWIDTH is the peak of the segments' bit rates and AVERAGE-BANDWIDTH the whole's, both
 /// measured; CODECS, RESOLUTION and FRAME-RATE come from the stream.
 ///
+/// Sound (``Options/carriesAudio``): TS segments carry the first AAC track muxed beside the
+/// picture; a fragmented MP4 package puts each AAC track in an alternative rendition of its own
+/// (`EXT-X-MEDIA:TYPE=AUDIO` in the group `audio`, the first the default, LANGUAGE and CHANNELS
+/// from the track; `OUT-audio.m3u8`, `OUT-audio-init.mp4`, `OUT-audio-00000.m4s`...), its
+/// segments cut within half a frame of the picture's, on one timeline with the picture (each
+/// track's first sample where it is in the source); the variant names the group, and its
+/// CODECS and BANDWIDTH count the sound.
+///
 /// Every file is written under a temporary name and renamed when whole; a failure or a
 /// cancellation removes what the run wrote. Memory: one segment's samples.
 public struct HLSPackager: Sendable {
@@ -31,12 +39,16 @@ public struct HLSPackager: Sendable {
         public var dashManifest: String?
         /// How the input is read.
         public var source: MediaSource.Options
-        /// Whether the input's first AAC track goes into transport stream segments, muxed
-        /// beside the video (the variant's CODECS then name both), as Apple's authoring
-        /// specification allows; true by default. Fragmented MP4 packages carry the video alone
-        /// so far (the sound is named as left out). Applies when ``source`` reads the first
-        /// video track alone (its default).
+        /// Whether the input's sound goes in: for transport stream segments the first AAC
+        /// track, muxed beside the video (the variant's CODECS then name both), as Apple's
+        /// authoring specification allows; for fragmented MP4 every AAC track (up to
+        /// ``maximumAudioRenditions``), each an alternative rendition. True by default; a
+        /// track left out is named in the summary's warnings. Applies when ``source`` reads the
+        /// first video track alone (its default).
         public var carriesAudio = true
+
+        /// The most sound renditions a fragmented MP4 package carries.
+        public static let maximumAudioRenditions = 16
 
         /// Options: 6 s fMP4 segments, no DASH.
         public init(segmenter: MediaSegmenter.Options = .init(), dashManifest: String? = nil, source: MediaSource.Options = .init(editList: .shift)) {
@@ -64,6 +76,9 @@ public struct HLSPackager: Sendable {
         public var representation: DASHManifest.Representation?
         /// The sound muxed into its transport stream segments, if any.
         public var audio: TrackDescription?
+        /// For fragmented MP4, the sound renditions its variant plays (the group its `AUDIO=`
+        /// names), the default first.
+        public var audioRenditions: [AudioRendition] = []
         /// The input's tracks read but not packaged, each with why ("track 3 (audio, AC-3):
         /// left out: ...").
         public var tracksLeftOut: [String] = []
@@ -71,6 +86,29 @@ public struct HLSPackager: Sendable {
         public var duration: Double
         /// Whether every segment decodes on its own.
         public var independentSegments: Bool
+    }
+
+    /// A rendition of sound alone (fragmented MP4): an alternative rendition the variants
+    /// name by its group.
+    public struct AudioRendition: Sendable {
+        /// Its name in the file names (`audio`, `audio-2`...).
+        public var name: String
+        /// Its media playlist's path.
+        public var playlist: String
+        /// The input's track it carries.
+        public var track: TrackDescription
+        /// Its segments' reports, in order.
+        public var segments: [MediaSegmenter.SegmentReport]
+        /// Its `EXT-X-MEDIA` entry.
+        public var alternative: HLSMultivariantPlaylist.AlternativeRendition
+        /// Its CODECS string (`mp4a.40.2`).
+        public var codecs: String
+        /// The peak of its segments' bit rates, and the whole's average, bits per second.
+        public var peakBandwidth: Int, averageBandwidth: Int
+        /// Its DASH representation.
+        public var representation: DASHManifest.AudioRepresentation?
+        /// Its length, seconds.
+        public var duration: Double
     }
 
     /// What a package holds.
@@ -103,7 +141,7 @@ public struct HLSPackager: Sendable {
             var sourceOptions = options.source
             // Every track read when the sound goes in: the packaging chooses what it carries
             // (else the video alone is read, and the reader names the rest).
-            let readsAll = options.carriesAudio && options.segmenter.format == .transportStream && sourceOptions.tracks == .firstVideo && sourceOptions.trackID == nil
+            let readsAll = options.carriesAudio && sourceOptions.tracks == .firstVideo && sourceOptions.trackID == nil
             if readsAll { sourceOptions.tracks = .all }
             let source: MediaSource
             do { source = try MediaSource(path: path, options: sourceOptions) } catch { throw .source(error) }
@@ -117,7 +155,7 @@ public struct HLSPackager: Sendable {
             }
             if Task.isCancelled { throw .source(.cancelled) }
             return try Self.finish([rendition], playlist: output, dash: options.dashManifest,
-                                   warnings: source.warnings + source.leftOutTracks(reason: Self.videoOnly) + rendition.tracksLeftOut, files: files)
+                                   warnings: source.warnings + source.leftOutTracks(reason: options.carriesAudio ? Self.videoOnly : Self.soundOff) + rendition.tracksLeftOut, files: files)
         } catch {
             files.removeAll()
             if Task.isCancelled { throw .source(.cancelled) }
@@ -158,13 +196,29 @@ public struct HLSPackager: Sendable {
                         files: WrittenFiles, tracks choice: TrackChoice = .all, tick: () -> Void = {}) throws(StreamingError) -> Rendition {
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options) } catch { throw .output(error) }
+        let isFMP4 = options.format == .fragmentedMP4
         // Each track taken or left out at its first sample (a transport stream's tracks become
-        // known as their samples come): the first H.264 track, and the first AAC one with it.
+        // known as their samples come): the first H.264 track, and the first AAC one with it
+        // (TS), or every AAC one, each a rendition of its own (fMP4).
         var decided: [TrackID: Bool] = [:]
         var video: TrackID?
         var audio: TrackDescription?
+        var sounds: [AlignedSoundSegments] = []
+        var soundIndex: [TrackID: Int] = [:]
         var leftOut: [String] = []
         var started = false
+        // fMP4 with sound: one timeline for the picture and the sound, from the earliest first
+        // decoding time of the tracks known at the start; samples held until each has come (at
+        // most `heldLimit`), then handed on.
+        var origin: MediaTime?
+        var held: [SampleBuffer] = []
+        var heldBytes = 0
+        var awaiting: Set<TrackID> = []
+        func soundSegmenter() throws(StreamingError) -> MediaSegmenter {
+            var soundOptions = MediaSegmenter.Options(format: .fragmentedMP4, segmentDuration: options.segmentDuration)
+            soundOptions.timeOrigin = origin
+            do { return try MediaSegmenter(options: soundOptions) } catch { throw .output(error) }
+        }
         func takes(_ sample: SampleBuffer) throws(StreamingError) -> Bool {
             guard case .chosen(let withAudio, let probed) = choice else { return true }
             if !started {
@@ -175,8 +229,9 @@ public struct HLSPackager: Sendable {
                 var known = source.tracks
                 for track in probed where !known.contains(where: { $0.id == track.id }) { known.append(track) }
                 for track in known.filter({ $0.format.video != nil }) + known.filter({ $0.format.video == nil }) {
-                    _ = try decide(track, withAudio: withAudio)
+                    if try decide(track, withAudio: withAudio), isFMP4, !sounds.isEmpty || soundIndex[track.id] != nil { awaiting.insert(track.id) }
                 }
+                if sounds.isEmpty { awaiting = [] }
             }
             if let known = decided[sample.trackID] { return known }
             return try decide(source.tracks.first { $0.id == sample.trackID } ?? TrackDescription(id: sample.trackID, format: sample.formatDescription), withAudio: withAudio)
@@ -190,6 +245,13 @@ public struct HLSPackager: Sendable {
                 video = track.id
             case .video:
                 reason = "a rendition carries one video track"
+            case .audio(let format) where withAudio && format.isAAC && isFMP4:
+                if sounds.count >= Options.maximumAudioRenditions {
+                    reason = "a package carries at most \(Options.maximumAudioRenditions) sound renditions"
+                } else {
+                    soundIndex[track.id] = sounds.count
+                    sounds.append(AlignedSoundSegments(track: track, name: sounds.isEmpty ? "audio" : "audio-\(sounds.count + 1)", segmenter: try soundSegmenter()))
+                }
             case .audio(let format) where withAudio && format.isAAC && audio == nil:
                 do {
                     try segmenter.declare(track)
@@ -200,7 +262,9 @@ public struct HLSPackager: Sendable {
             case .audio(let format) where withAudio && format.isAAC:
                 reason = "a transport stream segment carries one audio track (the first AAC one)"
             case .audio where withAudio:
-                reason = "a transport stream segment of this package carries AAC"
+                reason = "a package carries AAC sound"
+            case .audio:
+                reason = soundOff
             default:
                 reason = videoOnly
             }
@@ -211,6 +275,7 @@ public struct HLSPackager: Sendable {
             return reason == nil
         }
         var reports: [MediaSegmenter.SegmentReport] = []
+        var boundaries: [MediaTime] = []
         var wroteInitialization = false
         let initialization = sibling(output, name, "-init.mp4")
         // Chunks go to their segment's file as they come; a segment's file is committed when
@@ -224,7 +289,49 @@ public struct HLSPackager: Sendable {
             for report in made.completed {
                 try files.commit(segmentPath(output, name, report.index, options.format))
                 reports.append(report)
+                boundaries.append(report.earliestPresentationTime + report.duration)
             }
+        }
+        func drainSound(_ index: Int, final: Bool) throws(StreamingError) {
+            let made: [MediaSegmenter.Output]
+            do { made = try sounds[index].drain(boundaries: boundaries, origin: origin ?? .zero, final: final) } catch { throw .output(error) }
+            let soundName = sounds[index].name
+            for piece in made {
+                if !sounds[index].wroteInitialization, let bytes = sounds[index].segmenter.initializationSegment {
+                    try files.write(BlockBuffer(bytes), to: sibling(output, soundName, "-init.mp4"))
+                    sounds[index].wroteInitialization = true
+                }
+                for chunk in piece.chunks { try files.append(chunk.data, to: segmentPath(output, soundName, chunk.segment, .fragmentedMP4)) }
+                for report in piece.completed {
+                    try files.commit(segmentPath(output, soundName, report.index, .fragmentedMP4))
+                    sounds[index].reports.append(report)
+                }
+            }
+        }
+        func route(_ sample: SampleBuffer) throws(StreamingError) {
+            if let index = soundIndex[sample.trackID] {
+                sounds[index].enqueue(sample)
+                try drainSound(index, final: false)
+                return
+            }
+            let made: MediaSegmenter.Output
+            do { made = try segmenter.append(sample) } catch { throw .output(error) }
+            try take(made)
+            if !made.completed.isEmpty { for index in sounds.indices { try drainSound(index, final: false) } }
+        }
+        /// The timeline's origin from the held samples, and the held samples handed on.
+        func start() throws(StreamingError) {
+            var firsts: [TrackID: MediaTime] = [:]
+            for sample in held where firsts[sample.trackID] == nil && sample.decodeTime.isNumeric { firsts[sample.trackID] = sample.decodeTime }
+            origin = firsts.values.min(by: <)
+            var withOrigin = options
+            withOrigin.timeOrigin = origin
+            do { segmenter = try MediaSegmenter(options: withOrigin) } catch { throw .output(error) }
+            for index in sounds.indices { sounds[index].segmenter = try soundSegmenter() }
+            awaiting = []
+            let handed = held
+            held = []
+            for sample in handed { try route(sample) }
         }
         var frameRate: FrameRate?
         while true {
@@ -233,23 +340,91 @@ public struct HLSPackager: Sendable {
             guard let sample else { break }
             if Task.isCancelled { throw .source(.cancelled) }
             guard try takes(sample) else { continue }
-            if frameRate == nil { frameRate = source.frameRate }
-            let made: MediaSegmenter.Output
-            do { made = try segmenter.append(sample) } catch { throw .output(error) }
-            try take(made)
+            if frameRate == nil, sample.formatDescription.video != nil { frameRate = source.frameRate }
+            if !awaiting.isEmpty {
+                held.append(sample)
+                heldBytes += sample.data.count
+                awaiting.remove(sample.trackID)
+                if awaiting.isEmpty || held.count >= heldLimit.samples || heldBytes >= heldLimit.bytes { try start() }
+            } else {
+                if origin == nil, isFMP4, !sounds.isEmpty {
+                    // (A sound found after the picture began: the picture's first sample is the origin.)
+                    held = [sample]
+                    try start()
+                } else {
+                    try route(sample)
+                }
+            }
             tick()
         }
+        if !held.isEmpty { try start() }
         let last: MediaSegmenter.Output
         do { last = try segmenter.finish() } catch { throw .output(error) }
         try take(last)
+        for index in sounds.indices { try drainSound(index, final: true) }
         guard let format = segmenter.formatDescription, !reports.isEmpty else {
             throw .source(.noSamples(input: source.name, reason: "no samples to package"))
         }
         var made = rendition(name: name, beside: output, reports: reports, format: format, audio: audio?.format.audio, frameRate: frameRate ?? format.sps.frameRate,
                              segmenter: options, timescale: segmenter.timescale, files: files)
         made.audio = audio
+        for sound in sounds {
+            if sound.framesBeforeOrigin > 0 {
+                leftOut.append("track \(sound.track.id) (audio, \(sound.track.format.codecName)): \(sound.framesBeforeOrigin) frame(s) presented before the package's start left out")
+            }
+            guard let rendition = audioRendition(sound, beside: output, isDefault: made.audioRenditions.isEmpty, files: files) else {
+                leftOut.append("track \(sound.track.id) (audio, \(sound.track.format.codecName)): left out: no frames")
+                continue
+            }
+            made.audioRenditions.append(rendition)
+        }
+        if let main = made.audioRenditions.first {
+            // The variant plays the group: its CODECS and bit rates count the sound's (the
+            // largest rendition's, RFC 8216bis §4.4.6.2).
+            made.variant.audioGroup = main.alternative.groupID
+            for codecs in made.audioRenditions.map(\.codecs) where !made.variant.codecs.contains(codecs) { made.variant.codecs.append(codecs) }
+            made.variant.bandwidth += made.audioRenditions.map(\.peakBandwidth).max() ?? 0
+            made.variant.averageBandwidth = made.variant.averageBandwidth.map { $0 + (made.audioRenditions.map(\.averageBandwidth).max() ?? 0) }
+        }
         made.tracksLeftOut = leftOut
         return made
+    }
+
+    /// The most samples (and bytes) held while a fragmented MP4 package waits for the first
+    /// sample of each track it carries (its timeline starts at the earliest).
+    static let heldLimit = (samples: 2000, bytes: 64 << 20)
+
+    /// A sound rendition's media playlist (written) and its `EXT-X-MEDIA` and DASH entries;
+    /// nil when it has no segment.
+    static func audioRendition(_ sound: AlignedSoundSegments, beside output: String, isDefault: Bool, files: WrittenFiles) -> AudioRendition? {
+        let reports = sound.reports
+        guard !reports.isEmpty, let format = sound.segmenter.audioFormatDescription else { return nil }
+        let initialization = fileName(sibling(output, sound.name, "-init.mp4"))
+        let uris = reports.map { fileName(segmentPath(output, sound.name, $0.index, .fragmentedMP4)) }
+        let durations = reports.map(\.duration.seconds)
+        let media = HLSMediaPlaylist(targetDuration: HLSMediaPlaylist.targetDuration(for: durations), playlistType: .vod, independentSegments: true,
+                                     map: (uri: initialization, byteRange: nil), segments: zip(uris, durations).map { HLSMediaPlaylist.Segment(uri: $0, duration: $1) },
+                                     endList: true)
+        let playlist = sibling(output, sound.name, ".m3u8")
+        files.pending[playlist] = media.rendered
+        let total = durations.reduce(0, +)
+        let peak = reports.map { Double($0.byteCount * 8) / max($0.duration.seconds, 0.001) }.max() ?? 0
+        let average = Double(reports.reduce(0) { $0 + $1.byteCount } * 8) / max(total, 0.001)
+        let language = LanguageTag(sound.track.language)
+        let alternative = HLSMultivariantPlaylist.AlternativeRendition(
+            groupID: "audio", name: language?.name ?? (isDefault ? "Main" : "Sound \(sound.track.id)"), language: language?.tag, isDefault: isDefault,
+            channels: format.channelCount, uri: fileName(playlist))
+        var representation: DASHManifest.AudioRepresentation?
+        if let timescale = sound.segmenter.timescale {
+            let ticks = { (time: MediaTime) in time.converted(toTimescale: timescale).value }
+            representation = DASHManifest.AudioRepresentation(
+                id: sound.name, codecs: format.codecString, language: language?.tag, sampleRate: format.sampleRate, channelCount: format.channelCount,
+                bandwidth: Int(peak.rounded(.up)), timescale: Int(timescale), initialization: initialization,
+                media: fileName(sibling(output, sound.name, "-$Number%05d$.m4s")), startNumber: 0,
+                segments: reports.map { (ticks($0.earliestPresentationTime), ticks($0.duration)) })
+        }
+        return AudioRendition(name: sound.name, playlist: playlist, track: sound.track, segments: reports, alternative: alternative, codecs: format.codecString,
+                              peakBandwidth: Int(peak.rounded(.up)), averageBandwidth: Int(average.rounded(.up)), representation: representation, duration: total)
     }
 
     static func segmentPath(_ output: String, _ name: String, _ index: Int, _ format: MediaSegmenter.Format) -> String {
@@ -304,17 +479,22 @@ public struct HLSPackager: Sendable {
 
     /// Writes the playlists (and the MPD) of `renditions` and commits every file.
     /// Why a packager leaves a track out.
-    static let videoOnly = "HLS and DASH packaging carries the video alone so far (TS segments carry the first AAC track)"
+    static let videoOnly = "a package carries H.264 video and AAC sound"
+    /// Why a package without sound leaves a sound track out.
+    static let soundOff = "the package's sound is off (carriesAudio false, --no-audio)"
 
     static func finish(_ renditions: [Rendition], playlist output: String, dash: String?, warnings: [String], files: WrittenFiles) throws(StreamingError) -> Summary {
+        var sounds: [AudioRendition] = []
+        for sound in renditions.flatMap(\.audioRenditions) where !sounds.contains(where: { $0.playlist == sound.playlist }) { sounds.append(sound) }
         let multivariant = HLSMultivariantPlaylist(variants: renditions.map(\.variant), iFrameVariants: renditions.map(\.iFrameVariant),
-                                                   independentSegments: renditions.allSatisfy(\.independentSegments))
+                                                   independentSegments: renditions.allSatisfy(\.independentSegments),
+                                                   alternativeRenditions: sounds.map(\.alternative))
         for (path, text) in files.pending.sorted(by: { $0.key < $1.key }) { try files.write(BlockBuffer(Array(text.utf8)), to: path) }
         files.pending = [:]
         if let dash {
             let manifest = DASHManifest(kind: .static(duration: renditions.map(\.duration).max() ?? 0),
                                         minimumBufferTime: renditions.first.map { $0.segments.map(\.duration.seconds).max() ?? 2 } ?? 2,
-                                        representations: renditions.compactMap(\.representation))
+                                        representations: renditions.compactMap(\.representation), audioRepresentations: sounds.compactMap(\.representation))
             try files.write(BlockBuffer(Array(manifest.rendered.utf8)), to: dash)
         }
         try files.write(BlockBuffer(Array(multivariant.rendered.utf8)), to: output)

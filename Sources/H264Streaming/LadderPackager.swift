@@ -103,7 +103,7 @@ public struct LadderPackager: Sendable {
             }
             if Task.isCancelled { throw .source(.cancelled) }
             let others = (try? MediaSource.otherTracks(path: path)) ?? []
-            let warnings = others.map { "track \($0.id) (\($0.mediaType), \($0.format.codecName)\($0.language.map { ", \($0)" } ?? "")): left out: \(HLSPackager.videoOnly)" }
+            let warnings = others.map { "track \($0.id) (\($0.mediaType), \($0.format.codecName)\($0.language.map { ", \($0)" } ?? "")): left out: a ladder carries the video alone so far" }
             return try HLSPackager.finish(renditions, playlist: output, dash: packaging.dashManifest, warnings: warnings, files: files)
         } catch {
             files.removeAll()

@@ -12,8 +12,11 @@ struct PackageCommand: InterruptibleCommand {
             measured, CODECS, RESOLUTION and FRAME-RATE from the stream, and an I-frame playlist. Beside it go, per \
             rendition NAME: OUT-NAME.m3u8 (VOD; EXT-X-INDEPENDENT-SEGMENTS when every segment decodes on its own), \
             OUT-NAME-iframes.m3u8 (a byte range per sync sample), OUT-NAME-init.mp4 and OUT-NAME-00000.m4s... \
-            ts segments carry the input's first AAC track muxed beside the video (CODECS names both; --no-audio \
-            leaves it out); fmp4 packages carry the video alone so far, and say what they leave out. \
+            Sound: ts segments carry the input's first AAC track muxed beside the video; fmp4 packages put every AAC \
+            track in an audio rendition of its own (EXT-X-MEDIA TYPE=AUDIO, GROUP-ID "audio": OUT-audio.m3u8, \
+            OUT-audio-init.mp4, OUT-audio-00000.m4s..., segments aligned with the video's; in the DASH manifest an \
+            audio adaptation set each); CODECS and BANDWIDTH count the sound; --no-audio leaves it out; a track \
+            left out is named. \
             --dash OUT.mpd writes a DASH manifest of the same segments. --ladder encodes renditions (1080p, 720p, \
             480p, 360p, 240p: heights) with keyframes every segment, so their segments align. A failed or interrupted \
             run removes what it wrote.
@@ -44,7 +47,7 @@ struct PackageCommand: InterruptibleCommand {
     @Option(help: "The x264 preset for --ladder.")
     var preset: String = "veryfast"
 
-    @Flag(help: "Leave the sound out (ts segments carry the first AAC track muxed beside the video by default).")
+    @Flag(help: "Leave the sound out (by default ts segments carry the first AAC track muxed beside the video, fmp4 packages every AAC track as an audio rendition).")
     var noAudio = false
 
     func validate() throws {
@@ -101,6 +104,10 @@ struct PackageCommand: InterruptibleCommand {
             printError("\(rendition.playlist): \(rendition.segments.count) segments, \(decimal(rendition.duration)) s, longest \(decimal(durations.max() ?? 0)) s; "
                 + "BANDWIDTH \(rendition.variant.bandwidth), AVERAGE-BANDWIDTH \(rendition.variant.averageBandwidth ?? 0), \(rendition.variant.codecs.joined(separator: ","))"
                 + (rendition.independentSegments ? "" : "; segments not independent (open GOP: --clean-cuts cuts only where they are)"))
+            for sound in rendition.audioRenditions {
+                printError("\(sound.playlist): sound of track \(sound.track.id)\(sound.alternative.language.map { " (\($0))" } ?? ""), \(sound.segments.count) segments, "
+                    + "\(decimal(sound.duration)) s, \(sound.peakBandwidth) bit/s peak, \(sound.codecs)\(sound.alternative.isDefault ? ", the default" : "")")
+            }
         }
         printError("\(output): \(summary.renditions.count) rendition(s)" + (summary.dashManifest.map { "; \($0)" } ?? ""))
     }

@@ -208,7 +208,7 @@ struct HLSPackagingTests {
     /// player through the multivariant playlist is the source's: its pictures, its AAC frames
     /// byte for byte (as FFmpeg's own TS of the file carries them, ADTS), the sound's place
     /// beside the picture.
-    @Test("TS segments carry the sound muxed: CODECS name avc1 and mp4a.40.2; through the playlist ffmpeg reads the source's pictures, its AAC frames byte for byte and its A/V offset; fMP4 says it leaves the sound out",
+    @Test("TS segments carry the sound muxed: CODECS name avc1 and mp4a.40.2; through the playlist ffmpeg reads the source's pictures, its AAC frames byte for byte and its A/V offset; without sound, the video alone and the track named",
           arguments: ["sound.mp4", "sound.ts"])
     func transportStreamSegmentsCarryTheSound(_ input: String) throws {
         let source = "\(Self.sources)/\(input)"
@@ -246,38 +246,133 @@ struct HLSPackagingTests {
         }
 
         #expect(try ffmpegFrameHashes(playlist) == ffmpegFrameHashes(source), "the pictures through the playlist")
-        func audioPackets(_ path: String) throws -> [String] {
-            try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText
-                .split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
-                    // (The sixth field: a segment's first packet has side data after it, new extradata.)
-                    let fields = line.split(separator: ",")
-                    return fields.count > 5 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
-                }
-        }
-        let sound = try audioPackets(playlist), theirs = try audioPackets("\(Self.sources)/sound.ts")
-        #expect(sound.count == (try audioPackets(source)).count && sound.count > 900, "\(sound.count) AAC frames")
+        let sound = try Self.audioPackets(playlist), theirs = try Self.audioPackets("\(Self.sources)/sound.ts")
+        #expect(sound.count == (try Self.audioPackets(source)).count && sound.count > 900, "\(sound.count) AAC frames")
         let same = sound == theirs  // (a Bool: a failure names the first difference, not 900 hashes)
         #expect(same, "the AAC frames as FFmpeg's TS of the source carries them: first difference at \(Array(zip(sound, theirs)).firstIndex { $0 != $1 } ?? -1)")
-        func starts(_ path: String) throws -> [String] {
-            try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,start_time", "-of", "csv=p=0", path]).stdoutText.split(separator: "\n").map(String.init)
-        }
-        let ours = try starts(playlist), ffmpegs = try starts("\(Self.sources)/sound.ts")
+        let ours = try Self.starts(playlist), ffmpegs = try Self.starts("\(Self.sources)/sound.ts")
         #expect(ours == ffmpegs, "the A/V offset: \(ours) against FFmpeg's TS \(ffmpegs)")
 
-        // Without the sound: the video alone; fMP4: the video alone, the sound named.
+        // Without the sound: the video alone, the sound named.
         var options = HLSPackager.Options(segmenter: .init(format: .transportStream))
         options.carriesAudio = false
         let silent = try HLSPackager(options: options).run(path: source, to: directory + "/silent.m3u8")
         #expect(silent.renditions.first?.variant.codecs.count == 1)
-        let fmp4 = try HLSPackager().run(path: source, to: directory + "/fmp4.m3u8")
-        #expect(fmp4.warnings.contains { $0.hasPrefix("track \(input.hasSuffix(".ts") ? 257 : 2) (audio, AAC") && $0.contains("left out") }, "\(fmp4.warnings)")
+        #expect(silent.warnings.contains { $0.hasPrefix("track \(input.hasSuffix(".ts") ? 257 : 2) (audio, AAC") && $0.contains("left out") }, "\(silent.warnings)")
     }
 
-    @Test("GStreamer (uridecodebin3 over HTTP) decodes every picture and all the sound of TS segments with sound", .requires(.gstLaunch, .python3))
-    func gstreamerDecodesTheSoundOverHTTP() async throws {
+    /// The AAC packets ffmpeg reads from the first audio stream (`-c copy`): each one's MD5;
+    /// with `raw`, a transport stream's without their ADTS headers (as an MP4 carries them).
+    static func audioPackets(_ path: String, stream: Int = 0, raw: Bool = false) throws -> [String] {
+        try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:\(stream)", "-c", "copy"] + (raw ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", "-"]).stdoutText
+            .split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+                // (The sixth field: a segment's first packet has side data after it, new extradata.)
+                let fields = line.split(separator: ",")
+                return fields.count > 5 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
+            }
+    }
+
+    /// Each stream's type and start time, as ffprobe gives them.
+    static func starts(_ path: String) throws -> [String] {
+        try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,start_time", "-of", "csv=p=0", path]).stdoutText.split(separator: "\n").map(String.init)
+    }
+
+    /// The video's start less the first sound's, seconds, as ffprobe reads `path`.
+    static func soundLead(_ path: String) throws -> Double {
+        var video: Double?, audio: Double?
+        for line in try starts(path) {
+            let fields = line.split(separator: ",")
+            guard fields.count == 2, let time = Double(fields[1]) else { continue }
+            if fields[0] == "video", video == nil { video = time }
+            if fields[0] == "audio", audio == nil { audio = time }
+        }
+        guard let video, let audio else { throw TestFailure("\(path): no video or no audio start: \(try starts(path))") }
+        return video - audio
+    }
+
+    /// The closed-GOP source with two AAC tracks, English and French (the French one a lower
+    /// tone, mono at 44.1 kHz), for a package with two audio renditions.
+    static let twoLanguages: String = {
+        let path = sources + "/languages.mp4"
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-i", "\(sources)/closed.mp4", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                                "-f", "lavfi", "-i", "sine=frequency=330:sample_rate=44100", "-map", "0:v", "-map", "1:a", "-map", "2:a", "-t", "20",
+                                "-c:v", "copy", "-c:a", "aac", "-ac:a:0", "2", "-ac:a:1", "1", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fre", path])
+        return path
+    }()
+
+    /// A file with sound packaged in fragmented MP4: each AAC track an alternative rendition of
+    /// its own (EXT-X-MEDIA TYPE=AUDIO in one group, the first the default), its segments cut
+    /// within half a frame of the picture's; the variant names the group and counts the sound
+    /// in CODECS and BANDWIDTH. Through the multivariant playlist, through each audio playlist
+    /// and through the DASH manifest, ffmpeg reads the source's pictures and each track's AAC
+    /// frames byte for byte, and the sound's place beside the picture is the one FFmpeg's own
+    /// fMP4 HLS of the source (`-c copy`) gives.
+    @Test("fMP4 packages carry every AAC track as an audio rendition: EXT-X-MEDIA rules, CODECS and BANDWIDTH with the sound, segments aligned within half a frame; ffmpeg reads the source's pictures and AAC frames byte for byte through HLS and DASH, with FFmpeg's A/V offset",
+          arguments: ["sound.mp4", "sound.ts", "languages.mp4"])
+    func fragmentedMP4PackagesCarryTheSoundAsRenditions(_ input: String) throws {
+        let source = input == "languages.mp4" ? Self.twoLanguages : "\(Self.sources)/\(input)"
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try HLSPackager(options: .init(segmenter: .init(format: .transportStream))).run(path: "\(Self.sources)/sound.mp4", to: directory + "/out.m3u8")
+        let playlist = directory + "/out.m3u8"
+        let summary = try HLSPackager(options: .init(dashManifest: directory + "/out.mpd")).run(path: source, to: playlist)
+        #expect(summary.warnings.isEmpty, "\(summary.warnings)")
+        let rendition = try #require(summary.renditions.first)
+        let sounds = rendition.audioRenditions
+        let languages = input == "languages.mp4"
+        #expect(sounds.count == (languages ? 2 : 1))
+        #expect(rendition.variant.audioGroup == "audio" && rendition.variant.codecs.count == 2 && rendition.variant.codecs[1] == "mp4a.40.2", "\(rendition.variant)")
+        let multivariant = HLSChecker.multivariant(try Self.text(playlist))
+        #expect(multivariant.problems.isEmpty, "\(multivariant.problems)")
+        #expect(multivariant.media.count == sounds.count && multivariant.media.allSatisfy { $0["TYPE"] == "AUDIO" && $0["GROUP-ID"] == "audio" })
+        #expect(multivariant.media.first?["DEFAULT"] == "YES" && multivariant.media.dropFirst().allSatisfy { $0["DEFAULT"] == "NO" })
+        if languages {
+            #expect(multivariant.media.map { $0["LANGUAGE"] ?? "" } == ["en", "fr"] && multivariant.media.map { $0["NAME"] ?? "" } == ["English", "French"], "\(multivariant.media)")
+            #expect(multivariant.media.map { $0["CHANNELS"] ?? "" } == ["2", "1"], "\(multivariant.media)")
+        }
+        // BANDWIDTH: the picture's peak and the largest sound's (measured from the files).
+        let videoPeak = rendition.segments.map { Double($0.byteCount * 8) / $0.duration.seconds }.max() ?? 0
+        #expect(rendition.variant.bandwidth == Int(videoPeak.rounded(.up)) + (sounds.map(\.peakBandwidth).max() ?? 0))
+        for sound in sounds {
+            let media = HLSChecker.media(try Self.text(sound.playlist))
+            #expect(media.problems.isEmpty && media.map != nil && media.independentSegments, "\(sound.name): \(media.problems)")
+            // Each sound segment ends within half a frame of the picture's (but the last).
+            let frame = Double(sound.track.format.audio?.framesPerPacket ?? 1024) / Double(sound.track.format.audio?.sampleRate ?? 48000)
+            let pictureEnds = rendition.segments.dropLast().map { ($0.earliestPresentationTime + $0.duration).seconds }
+            let soundEnds = sound.segments.dropLast().map { ($0.earliestPresentationTime + $0.duration).seconds }
+            #expect(soundEnds.count == pictureEnds.count && zip(soundEnds, pictureEnds).allSatisfy { abs($0 - $1) <= frame / 2 + 1e-6 },
+                    "\(sound.name): sound ends \(soundEnds), picture ends \(pictureEnds)")
+        }
+
+        #expect(try ffmpegFrameHashes(playlist) == ffmpegFrameHashes(source), "the pictures through the playlist")
+        #expect(try ffmpegFrameHashes(directory + "/out.mpd") == ffmpegFrameHashes(source), "the pictures through the MPD")
+        for (index, sound) in sounds.enumerated() {
+            let expected = try Self.audioPackets(source, stream: index, raw: true)
+            #expect(expected.count > 800)
+            let read = try Self.audioPackets(sound.playlist), throughDASH = try Self.audioPackets(directory + "/out.mpd", stream: index)
+            let same = read == expected, sameThroughDASH = throughDASH == expected  // (Bools: a failure names counts, not 900 hashes)
+            #expect(same, "\(sound.name): \(read.count) AAC frames, the source's \(expected.count)")
+            #expect(sameThroughDASH, "\(sound.name) through the MPD: \(throughDASH.count) AAC frames, the source's \(expected.count)")
+        }
+        let first = try Self.audioPackets(playlist)
+        #expect(first == (try Self.audioPackets(source, raw: true)), "the default sound through the multivariant playlist")
+        // The sound's place beside the picture, as FFmpeg's own fMP4 HLS of the source has it.
+        let theirs = directory + "/ffmpeg"
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+        let made = try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:v", "-map", "0:a:0", "-c", "copy", "-bsf:a", "aac_adtstoasc", "-f", "hls", "-hls_segment_type", "fmp4",
+                                      "-hls_playlist_type", "vod", "-var_stream_map", "v:0,agroup:aud a:0,agroup:aud", "-master_pl_name", "master.m3u8",
+                                      "\(theirs)/out_%v.m3u8"])
+        #expect(made.status == 0, "\(made.stderrText)")
+        let ours = try Self.soundLead(playlist), ffmpegs = try Self.soundLead(theirs + "/master.m3u8")
+        // (FFmpeg's HLS muxer rounds a transport stream's start to its millisecond edit list: 0.3 ms.)
+        #expect(abs(ours - ffmpegs) < 0.0005, "the picture starts \(ours) s after the sound; in FFmpeg's fMP4 HLS \(ffmpegs) s")
+    }
+
+    @Test("GStreamer (uridecodebin3 over HTTP) decodes every picture and all the sound of a package with sound (TS muxed, fMP4 an audio rendition)", .requires(.gstLaunch, .python3),
+          arguments: [MediaSegmenter.Format.transportStream, .fragmentedMP4])
+    func gstreamerDecodesTheSoundOverHTTP(format: MediaSegmenter.Format) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try HLSPackager(options: .init(segmenter: .init(format: format))).run(path: "\(Self.sources)/sound.mp4", to: directory + "/out.m3u8")
         let server = try await StaticHTTPServer(directory: directory)
         defer { server.stop() }
         let (pictures, sound) = (directory + "/gst.yuv", directory + "/gst.pcm")
@@ -293,11 +388,11 @@ struct HLSPackagingTests {
         #expect(abs(decoded - expected) <= 2 * 1024 * 4, "GStreamer decoded \(decoded) bytes of sound, FFmpeg \(expected)")
     }
 
-    @Test(.requires(.chromium, .python3), .timely, .exclusive)
-    func chromiumPlaysTheSoundOfTransportStreamSegments() async throws {
+    @Test(.requires(.chromium, .python3), .timely, .exclusive, arguments: [MediaSegmenter.Format.transportStream, .fragmentedMP4])
+    func chromiumPlaysTheSoundOfAPackage(format: MediaSegmenter.Format) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try HLSPackager(options: .init(segmenter: .init(format: .transportStream))).run(path: "\(Self.sources)/sound.mp4", to: directory + "/out.m3u8")
+        _ = try HLSPackager(options: .init(segmenter: .init(format: format))).run(path: "\(Self.sources)/sound.mp4", to: directory + "/out.m3u8")
         try Self.playerPage(source: "out.m3u8").write(toFile: directory + "/play.html", atomically: true, encoding: .utf8)
         let server = try await StaticHTTPServer(directory: directory)
         defer { server.stop() }

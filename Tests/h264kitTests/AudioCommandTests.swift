@@ -4,7 +4,7 @@ import Testing
 
 /// The sound through the tool: `mux` carries every track and says what it leaves out,
 /// chooses with `--track` and `--no-audio`, takes several inputs; `demux OUT.aac` writes the
-/// AAC track; `inspect` lists audio streams; `package` says the sound it does not carry.
+/// AAC track; `inspect` lists audio streams; `package` carries the sound and says what it does not.
 @Suite("Audio through the command line", .requires(.ffmpeg, .ffprobe))
 struct AudioCommandTests {
     static let inputs: String = {
@@ -79,10 +79,18 @@ struct AudioCommandTests {
         #expect(adts.status == 0 && adts.stdout.contains("ADTS (AAC) stream") && adts.stdout.contains("44100 Hz"), "\(adts.stdout)")
     }
 
-    @Test func packageSaysTheSoundItLeavesOut() throws {
+    @Test("package: fmp4 carries every AAC track as an audio rendition and prints each; ts the first, naming the second; --no-audio names both")
+    func packageCarriesTheSoundAndSaysWhatItLeavesOut() throws {
         let directory = Self.path("hls")
         let result = try h264kit(["package", Self.path("langs.mp4"), directory + "/index.m3u8"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("track 2 (audio, AAC, eng): left out"), "\(result.stderr)")
+        #expect(result.stderr.contains("index-audio.m3u8: sound of track 2 (en)") && result.stderr.contains("index-audio-2.m3u8: sound of track 3 (fr)"), "\(result.stderr)")
+        #expect(!result.stderr.contains("left out"), "\(result.stderr)")
+        let playlist = try String(contentsOfFile: directory + "/index.m3u8", encoding: .utf8)
+        #expect(playlist.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES"), "\(playlist)")
+        let ts = try h264kit(["package", Self.path("langs.mp4"), directory + "/ts.m3u8", "--segment-format", "ts"])
+        #expect(ts.status == 0 && ts.stderr.contains("track 3 (audio, AAC, fra): left out: a transport stream segment carries one audio track"), "\(ts.stderr)")
+        let silent = try h264kit(["package", Self.path("langs.mp4"), directory + "/silent.m3u8", "--no-audio"])
+        #expect(silent.status == 0 && silent.stderr.contains("track 2 (audio, AAC, eng): left out") && silent.stderr.contains("track 3 (audio, AAC, fra): left out"), "\(silent.stderr)")
     }
 }

@@ -1,0 +1,80 @@
+import MediaCore
+import SampleFlow
+
+/// One sound track of a package cut into fragmented MP4 segments of its own, where the
+/// picture's segments end (Apple's authoring specification: an audio rendition's segments
+/// aligned with the video's): each frame goes to the segment whose span, moved by half a frame,
+/// holds its start, so a boundary lands within half a frame of the picture's.
+///
+/// Frames wait (in ``waiting``) until the picture's boundary after them is known: the picture's
+/// segment reports give them, a segment behind the sound at most. Memory: the sound of about
+/// one segment.
+struct AlignedSoundSegments {
+    /// The track.
+    let track: TrackDescription
+    /// The rendition's name in the file names.
+    let name: String
+    /// Its segmenter (fragmented MP4, on the package's timeline).
+    var segmenter: MediaSegmenter
+    /// Its segments' reports, in order.
+    var reports: [MediaSegmenter.SegmentReport] = []
+    /// Whether its initialization segment is written.
+    var wroteInitialization = false
+    /// Frames decoded before the package's time origin, left out.
+    var framesBeforeOrigin = 0
+    /// Frames that wait for the picture's next boundary.
+    private(set) var waiting: [SampleBuffer] = []
+    private var head = 0
+    /// The picture's boundaries this sound has passed.
+    private var cuts = 0
+    private var started = false
+
+    init(track: TrackDescription, name: String, segmenter: MediaSegmenter) {
+        self.track = track
+        self.name = name
+        self.segmenter = segmenter
+    }
+
+    /// Queues a frame.
+    mutating func enqueue(_ frame: SampleBuffer) { waiting.append(frame) }
+
+    /// Hands every frame whose segment is known to the segmenter; `boundaries` are where the
+    /// picture's segments end (from the time origin), `final` once the picture has ended (its
+    /// last boundary is then the end, and no cut). Returns what the segmenter made, in order.
+    mutating func drain(boundaries: [MediaTime], origin: MediaTime, final: Bool) throws(SampleFlowError) -> [MediaSegmenter.Output] {
+        var made: [MediaSegmenter.Output] = []
+        let usable = final ? max(0, boundaries.count - 1) : boundaries.count
+        while head < waiting.count {
+            let frame = waiting[head]
+            let time = frame.presentationTime - origin
+            if frame.decodeTime < origin {
+                framesBeforeOrigin += 1
+                head += 1
+                continue
+            }
+            let half = Self.half(frame.duration)
+            var passes = cuts
+            while passes < usable && time >= boundaries[passes] - half { passes += 1 }
+            // Not yet known whether the next boundary comes before this frame.
+            if passes == boundaries.count && !final { break }
+            let cut = started && passes > cuts
+            cuts = passes
+            started = true
+            made.append(try segmenter.append(frame, startsSegment: cut))
+            head += 1
+        }
+        if head > 256 && head * 2 > waiting.count {
+            waiting.removeFirst(head)
+            head = 0
+        }
+        if final { made.append(try segmenter.finish()) }
+        return made
+    }
+
+    /// Half a frame's duration (zero when it has none).
+    static func half(_ duration: MediaTime) -> MediaTime {
+        guard duration.isNumeric, duration.value > 0 else { return .zero }
+        return duration.timescale <= Int32.max / 2 ? MediaTime(value: duration.value, timescale: duration.timescale * 2)
+            : MediaTime(value: duration.value / 2, timescale: duration.timescale)
+    }
+}
