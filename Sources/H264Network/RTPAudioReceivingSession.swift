@@ -1,12 +1,13 @@
 public import MediaCore
 
-/// The receiving half of an RTP session for AAC (RFC 3640 `mpeg4-generic`, AAC-hbr) as a pure
-/// state machine, beside ``RTPReceivingSession`` for the picture: RTP and RTCP datagrams in;
+/// The receiving half of an RTP session for AAC (RFC 3640 `mpeg4-generic`, AAC-hbr, or RFC 6416
+/// `MP4A-LATM`) as a pure state machine, beside ``RTPReceivingSession`` for the picture: RTP and RTCP datagrams in;
 /// sample buffers of AAC frames, and the receiver reports to send back, out. No sockets and no
 /// clock: the caller passes arrival times.
 ///
-/// RTP goes through ``RTPSourceValidation`` (RFC 3550 A.1), then the ``AACDepacketizer``
-/// (jitter buffer, several frames a packet, fragmented frames, loss). Each frame becomes a
+/// RTP goes through ``RTPSourceValidation`` (RFC 3550 A.1), then the payload format's
+/// depacketizer, ``AACDepacketizer`` or ``LATMDepacketizer`` (jitter buffer, several frames a
+/// packet, frames over several packets, loss). Each frame becomes a
 /// sample buffer of ``formatDescription`` on track ``Configuration/trackID``, timed in the
 /// sample rate's clock from the first frame's RTP timestamp (``firstTimestamp``), one frame's
 /// duration long. The sender's reports give ``senderClock``, its RTP clock against its wall
@@ -15,7 +16,7 @@ public struct RTPAudioReceivingSession: Sendable {
     /// How the session receives.
     public struct Configuration: Sendable, Hashable {
         /// The payload format from the session description (its `config=` describes the sound).
-        public var format: MPEG4GenericPayloadFormat
+        public var format: AudioPayloadFormat
         /// The track the samples are on.
         public var trackID: TrackID
         /// The receiver's own SSRC (the sender of the reports).
@@ -32,10 +33,15 @@ public struct RTPAudioReceivingSession: Sendable {
         public var goodbyeLinger: Double = 1
 
         /// A configuration for `format`, its samples on track `trackID`.
-        public init(format: MPEG4GenericPayloadFormat, trackID: TrackID = TrackID(rawValue: 2), ssrc: UInt32 = .random(in: 1...UInt32.max)) {
+        public init(format: AudioPayloadFormat, trackID: TrackID = TrackID(rawValue: 2), ssrc: UInt32 = .random(in: 1...UInt32.max)) {
             self.format = format
             self.trackID = trackID
             self.ssrc = ssrc
+        }
+
+        /// A configuration for RFC 3640 AAC-hbr, its samples on track `trackID`.
+        public init(format: MPEG4GenericPayloadFormat, trackID: TrackID = TrackID(rawValue: 2), ssrc: UInt32 = .random(in: 1...UInt32.max)) {
+            self.init(format: .mpeg4Generic(format), trackID: trackID, ssrc: ssrc)
         }
     }
 
@@ -43,8 +49,73 @@ public struct RTPAudioReceivingSession: Sendable {
     public let configuration: Configuration
     /// The sound's format, from the payload format's configuration.
     public let formatDescription: AudioFormatDescription
+    /// A payload format's depacketizer.
+    public enum Depacketizer: Sendable {
+        /// RFC 3640 AAC-hbr.
+        case mpeg4Generic(AACDepacketizer)
+        /// RFC 6416 LATM.
+        case latm(LATMDepacketizer)
+
+        /// Packets held behind a missing one.
+        public var heldPacketCount: Int {
+            switch self {
+            case .mpeg4Generic(let depacketizer): depacketizer.heldPacketCount
+            case .latm(let depacketizer): depacketizer.heldPacketCount
+            }
+        }
+
+        /// The packets' order: received, lost, reordered, duplicated, late.
+        public var packets: RTPJitterBuffer.Statistics {
+            switch self {
+            case .mpeg4Generic(let depacketizer): depacketizer.statistics.packets
+            case .latm(let depacketizer): depacketizer.statistics.packets
+            }
+        }
+
+        /// Frames dropped (damaged by loss, invalid, too large); for LATM, the gatherings.
+        public var framesDropped: Int {
+            switch self {
+            case .mpeg4Generic(let depacketizer): depacketizer.statistics.framesDropped
+            case .latm(let depacketizer): depacketizer.statistics.gatheringsDropped
+            }
+        }
+
+        mutating func receive(_ packet: RTPPacket) -> [AACDepacketizer.Frame] {
+            switch self {
+            case .mpeg4Generic(var depacketizer):
+                defer { self = .mpeg4Generic(depacketizer) }
+                return depacketizer.receive(packet)
+            case .latm(var depacketizer):
+                defer { self = .latm(depacketizer) }
+                return depacketizer.receive(packet)
+            }
+        }
+
+        mutating func skipMissing() -> [AACDepacketizer.Frame] {
+            switch self {
+            case .mpeg4Generic(var depacketizer):
+                defer { self = .mpeg4Generic(depacketizer) }
+                return depacketizer.skipMissing()
+            case .latm(var depacketizer):
+                defer { self = .latm(depacketizer) }
+                return depacketizer.skipMissing()
+            }
+        }
+
+        mutating func finish() -> [AACDepacketizer.Frame] {
+            switch self {
+            case .mpeg4Generic(var depacketizer):
+                defer { self = .mpeg4Generic(depacketizer) }
+                return depacketizer.finish()
+            case .latm(var depacketizer):
+                defer { self = .latm(depacketizer) }
+                return depacketizer.finish()
+            }
+        }
+    }
+
     /// The depacketizer (its statistics: packets, frames complete and dropped).
-    public private(set) var depacketizer: AACDepacketizer
+    public private(set) var depacketizer: Depacketizer
     /// Which packets were taken as the stream's.
     public private(set) var sourceValidation: RTPSourceValidation
     /// Loss and jitter of the sender's stream (RFC 3550 A.3, A.8).
@@ -74,8 +145,14 @@ public struct RTPAudioReceivingSession: Sendable {
         self.configuration = configuration
         formatDescription = try configuration.format.formatDescription()
         frameDuration = Int64(formatDescription.framesPerPacket)
-        depacketizer = AACDepacketizer(configuration: .init(format: configuration.format, frameDuration: UInt32(clamping: frameDuration),
-                                                            reorderDepth: configuration.reorderDepth))
+        switch configuration.format {
+        case .mpeg4Generic(let format):
+            depacketizer = .mpeg4Generic(AACDepacketizer(configuration: .init(format: format, frameDuration: UInt32(clamping: frameDuration),
+                                                                              reorderDepth: configuration.reorderDepth)))
+        case .latm(let format):
+            depacketizer = .latm(LATMDepacketizer(configuration: .init(format: format, frameDuration: UInt32(clamping: frameDuration),
+                                                                       reorderDepth: configuration.reorderDepth)))
+        }
         var validation = RTPSourceValidation.Configuration(payloadType: configuration.format.payloadType)
         validation.checksH264PayloadShape = false
         sourceValidation = RTPSourceValidation(configuration: validation)

@@ -1,7 +1,8 @@
 /// The client side of an RTSP session that plays (RFC 2326): `OPTIONS`, `DESCRIBE`, `SETUP` of
 /// the first H.264 video medium, `PLAY`, then keep-alives and `TEARDOWN`, as a pure state
 /// machine: responses in, the next request out. The connection around it owns the sockets.
-/// Made with ``audioTransports``, it sets up the description's first AAC medium (RFC 3640) too,
+/// Made with ``audioTransports``, it sets up the description's first AAC medium (RFC 3640 or
+/// RFC 6416 LATM with its configuration in the description) too,
 /// in the same session, after the picture; the other media are not set up, and
 /// ``Setup/mediaNotSetUp`` names them, for the caller to say so.
 ///
@@ -43,8 +44,8 @@ public struct RTSPClientSession: Sendable {
 
     /// The sound's medium as set up.
     public struct MediumSetup: Sendable, Hashable {
-        /// Its payload format (RFC 3640 `mpeg4-generic`).
-        public var format: MPEG4GenericPayloadFormat
+        /// Its payload format (RFC 3640 `mpeg4-generic` or RFC 6416 `MP4A-LATM`).
+        public var format: AudioPayloadFormat
         /// The transport the server answered for it.
         public var transport: RTSPTransport
         /// Its control URL.
@@ -79,7 +80,7 @@ public struct RTSPClientSession: Sendable {
     private var timeout = 60
     private var answered: RTSPTransport?
     private var mediaNotSetUp: [String] = []
-    private var audio: (format: MPEG4GenericPayloadFormat, summary: String)?
+    private var audio: (format: AudioPayloadFormat, summary: String)?
     private var answeredAudio: RTSPTransport?
 
     /// A session to play `url`, offering `transports` in that order (a UDP transport with
@@ -145,8 +146,7 @@ public struct RTSPClientSession: Sendable {
             for medium in description.media {
                 if found == nil, medium.type == "video", let parsed = try? H264PayloadFormat(medium: medium) {
                     found = parsed
-                } else if audio == nil, !audioTransports.isEmpty, medium.type == "audio", let parsed = try? MPEG4GenericPayloadFormat(medium: medium),
-                          (try? parsed.formatDescription()) != nil {
+                } else if audio == nil, !audioTransports.isEmpty, let parsed = AudioPayloadFormat(medium: medium), (try? parsed.formatDescription()) != nil {
                     audio = (parsed, medium.summary)
                 } else {
                     mediaNotSetUp.append(medium.summary)

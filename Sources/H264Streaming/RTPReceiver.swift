@@ -169,7 +169,7 @@ public struct RTPReceiver: Sendable {
         /// The report of `session`, placed by `lipSync`.
         public init(session: RTPAudioReceivingSession, lipSync: RTPLipSync) {
             self.init(format: session.formatDescription.description, samples: session.samplesMade, packetsReceived: session.reception?.packetsReceived ?? 0,
-                      packetsLost: max(0, session.reception?.cumulativeLost ?? 0), framesDropped: session.depacketizer.statistics.framesDropped,
+                      packetsLost: max(0, session.reception?.cumulativeLost ?? 0), framesDropped: session.depacketizer.framesDropped,
                       lipSync: lipSync.basis, offset: lipSync.offset)
         }
     }

@@ -18,7 +18,7 @@ import SystemIO
 /// `TEARDOWN` goes out, and the samples still held are handed on.
 ///
 /// It plays the description's first H.264 video medium (track 1) and, with
-/// ``Options/receivesAudio`` (the default), its first AAC medium (RFC 3640, track 2) in the same
+/// ``Options/receivesAudio`` (the default), its first AAC medium (RFC 3640, or RFC 6416 LATM; track 2) in the same
 /// session: the sound is placed on the picture's timeline by the sender reports of both
 /// (`RTPLipSync`; without reports in time, by the first packets' arrival, and the report says
 /// so), and ``RTPReceiver/Report/sound`` tells what came. Other media are not played, and
@@ -52,7 +52,7 @@ public struct RTSPClient: Sendable {
         /// take packets only on the interface the session runs over. "0.0.0.0" takes them on
         /// every IPv4 address.
         public var udpBindAddress: String?
-        /// Whether the description's first AAC medium (RFC 3640) is set up and received beside
+        /// Whether the description's first AAC medium (RFC 3640 or LATM) is set up and received beside
         /// the picture, placed on its timeline by the sender reports (`RTPLipSync`); true by
         /// default. Its samples are on track 2, the picture's on track 1.
         public var receivesAudio = true
@@ -295,7 +295,7 @@ public struct RTSPClient: Sendable {
                 var audioSession: RTPAudioReceivingSession?
                 if let audio = setup.audio {
                     do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch {
-                        mediaNotReceived.append("audio mpeg4-generic/\(audio.format.clockRate) (\(error))")
+                        mediaNotReceived.append("audio \(audio.format.encodingName)/\(audio.format.clockRate) (\(error))")
                     }
                 }
                 var lipSync = RTPLipSync()

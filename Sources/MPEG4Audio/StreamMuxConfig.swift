@@ -66,7 +66,10 @@ public struct StreamMuxConfig: Hashable, Sendable {
         let layers = try reader.bits(3, "numLayer") + 1
         guard layers == 1 else { throw BitstreamError(.unsupported, "LATM with \(layers) layers (one is read)", bitOffset: reader.bitPosition) }
         if audioMuxVersion == 0 {
-            audioSpecificConfig = try AudioSpecificConfig(parsing: &reader, bitLength: nil)
+            // No length: the backward-compatible SBR extension (0x2B7) is looked for in what is
+            // left (as FFmpeg's LATM reader does), which GStreamer's payloader carries; a
+            // frameLengthType 0 cannot start with its first bits.
+            audioSpecificConfig = try AudioSpecificConfig(parsing: &reader, bitLength: reader.bitsLeft)
         } else {
             let length = Int(try Self.latmValue(&reader))
             let start = reader.bitPosition

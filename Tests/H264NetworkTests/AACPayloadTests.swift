@@ -286,6 +286,17 @@ struct AACPayloadTests {
         try MP4ALATMPayloadFormat(medium: .init(type: "audio", port: 1, formats: ["96"], attributes: ["rtpmap:96 MP4A-LATM/48000/2", "fmtp:96 " + fmtp]))
     }
 
+    @Test("GStreamer's MP4A-LATM medium (rtpmp4apay: no channel count, cpresent=0, a StreamMuxConfig cut after its AudioSpecificConfig) is a sound this side receives: 48 kHz stereo AAC LC")
+    func gstreamersLATMMediumIsReceived() throws {
+        let medium = SessionDescription.Media(type: "audio", port: 0, formats: ["97"],
+                                              attributes: ["rtpmap:97 MP4A-LATM/48000", "fmtp:97 cpresent=0;config=40002320adca00", "control:stream=1"])
+        let format = try #require(AudioPayloadFormat(medium: medium))
+        #expect(format.encodingName == "MP4A-LATM" && format.payloadType == 97 && format.clockRate == 48000 && format.control == "stream=1")
+        let description = try format.formatDescription()
+        #expect(description.sampleRate == 48000 && description.channelCount == 2 && description.codecString == "mp4a.40.2", "\(description)")
+        #expect(AudioPayloadFormat(medium: .init(type: "audio", port: 0, formats: ["0"], attributes: ["rtpmap:0 PCMU/8000"])) == nil)
+    }
+
     @Test func latmElementsOverPacketsAndLossAreHandledWhole() throws {
         // ffmpeg's 6-byte StreamMuxConfig for 48 kHz stereo, one subframe.
         let format = try Self.latmFormat("profile-level-id=41;cpresent=0;config=400023103fc0")

@@ -184,10 +184,10 @@ struct RTSPAudioTests {
         #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
     }
 
-    @Test("RTSPClient records a file with sound from GStreamer's RTSP server (rtpmp4gpay): the source's pictures and AAC frames, the sound placed as in the source within 24 ms",
+    @Test("RTSPClient records a file with sound from GStreamer's RTSP server (AAC as mpeg4-generic by rtpmp4gpay, as MP4A-LATM by rtpmp4apay): the source's pictures and AAC frames, the sound placed as in the source within 24 ms",
           .enabled(if: RTSPTests.gstreamerPython != nil, "needs python3-gi and gir1.2-gst-rtsp-server-1.0 (a python3 that imports GstRtspServer)"),
-          arguments: [RTSPClient.TransportPreference.udp, .tcp])
-    func ourClientRecordsGStreamersSound(transport: RTSPClient.TransportPreference) async throws {
+          arguments: [RTSPClient.TransportPreference.udp, .tcp], ["rtpmp4gpay", "rtpmp4apay"])
+    func ourClientRecordsGStreamersSound(transport: RTSPClient.TransportPreference, payloader: String) async throws {
         let python = try #require(RTSPTests.gstreamerPython)
         let source = Self.lateSoundSource
         try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
@@ -195,7 +195,7 @@ struct RTSPAudioTests {
         defer { try? FileManager.default.removeItem(atPath: movie) }
         let port = try freeTCPPort()
         let gstreamer = try RTSPTests.gstreamerServer(python: python, port: port, launch: "( filesrc location=\(source) ! qtdemux name=d "
-            + "d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 d.audio_0 ! queue ! aacparse ! rtpmp4gpay name=pay1 pt=97 )")
+            + "d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 d.audio_0 ! queue ! aacparse ! \(payloader) name=pay1 pt=97 )")
         defer { kill(gstreamer.pid, SIGTERM) }
         try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
         let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: .seconds(2)), transport: transport))

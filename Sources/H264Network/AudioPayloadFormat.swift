@@ -1,0 +1,69 @@
+public import MediaCore
+
+/// The payload format of a sound medium this side receives: AAC as RFC 3640 `mpeg4-generic`
+/// (AAC-hbr) or as RFC 6416 `MP4A-LATM`. What a session description announces and an
+/// ``RTPAudioReceivingSession`` depacketizes.
+public enum AudioPayloadFormat: Sendable, Hashable {
+    /// AAC in RFC 3640's AAC-hbr mode.
+    case mpeg4Generic(MPEG4GenericPayloadFormat)
+    /// AAC in LATM (RFC 6416), its StreamMuxConfig in the description (`cpresent=0`) or in band.
+    case latm(MP4ALATMPayloadFormat)
+
+    /// The format of an `m=audio` medium this side receives; nil for another (G.711, Opus...).
+    public init?(medium: SessionDescription.Media) {
+        guard medium.type == "audio" else { return nil }
+        if let format = try? MPEG4GenericPayloadFormat(medium: medium) {
+            self = .mpeg4Generic(format)
+        } else if let format = try? MP4ALATMPayloadFormat(medium: medium) {
+            self = .latm(format)
+        } else {
+            return nil
+        }
+    }
+
+    /// The RTP payload type.
+    public var payloadType: UInt8 {
+        switch self {
+        case .mpeg4Generic(let format): format.payloadType
+        case .latm(let format): format.payloadType
+        }
+    }
+
+    /// The RTP clock rate.
+    public var clockRate: Int {
+        switch self {
+        case .mpeg4Generic(let format): format.clockRate
+        case .latm(let format): format.clockRate
+        }
+    }
+
+    /// The medium's `a=control` URL (RTSP), if any.
+    public var control: String? {
+        switch self {
+        case .mpeg4Generic(let format): format.control
+        case .latm(let format): format.control
+        }
+    }
+
+    /// The encoding's name in `a=rtpmap`.
+    public var encodingName: String {
+        switch self {
+        case .mpeg4Generic: "mpeg4-generic"
+        case .latm: "MP4A-LATM"
+        }
+    }
+
+    /// The sound's format from the description's configuration; an error when it is missing
+    /// (LATM with its configuration in band only is not received yet) or not AAC.
+    public func formatDescription() throws(NetworkError) -> AudioFormatDescription {
+        switch self {
+        case .mpeg4Generic(let format):
+            return try format.formatDescription()
+        case .latm(let format):
+            guard let description = try format.formatDescription() else {
+                throw NetworkError(.unsupported, "MP4A-LATM without config= in the session description (the configuration in band only) is not received yet")
+            }
+            return description
+        }
+    }
+}
