@@ -1,21 +1,26 @@
 public import MediaCore
 
 /// The payload format of a sound medium this side receives: AAC as RFC 3640 `mpeg4-generic`
-/// (AAC-hbr) or as RFC 6416 `MP4A-LATM`. What a session description announces and an
-/// ``RTPAudioReceivingSession`` depacketizes.
+/// (AAC-hbr) or as RFC 6416 `MP4A-LATM`, or G.711 (PCMU, PCMA). What a session description
+/// announces and an ``RTPAudioReceivingSession`` depacketizes.
 public enum AudioPayloadFormat: Sendable, Hashable {
     /// AAC in RFC 3640's AAC-hbr mode.
     case mpeg4Generic(MPEG4GenericPayloadFormat)
     /// AAC in LATM (RFC 6416), its StreamMuxConfig in the description (`cpresent=0`) or in band.
     case latm(MP4ALATMPayloadFormat)
+    /// G.711 µ-law or A-law (RFC 3551).
+    case g711(G711PayloadFormat)
 
-    /// The format of an `m=audio` medium this side receives; nil for another (G.711, Opus...).
+    /// The format of an `m=audio` medium this side receives (AAC preferred); nil for another
+    /// (Opus, G.722...).
     public init?(medium: SessionDescription.Media) {
         guard medium.type == "audio" else { return nil }
         if let format = try? MPEG4GenericPayloadFormat(medium: medium) {
             self = .mpeg4Generic(format)
         } else if let format = try? MP4ALATMPayloadFormat(medium: medium) {
             self = .latm(format)
+        } else if let format = try? G711PayloadFormat(medium: medium) {
+            self = .g711(format)
         } else {
             return nil
         }
@@ -26,6 +31,7 @@ public enum AudioPayloadFormat: Sendable, Hashable {
         switch self {
         case .mpeg4Generic(let format): format.payloadType
         case .latm(let format): format.payloadType
+        case .g711(let format): format.payloadType
         }
     }
 
@@ -34,6 +40,7 @@ public enum AudioPayloadFormat: Sendable, Hashable {
         switch self {
         case .mpeg4Generic(let format): format.clockRate
         case .latm(let format): format.clockRate
+        case .g711(let format): format.clockRate
         }
     }
 
@@ -42,6 +49,7 @@ public enum AudioPayloadFormat: Sendable, Hashable {
         switch self {
         case .mpeg4Generic(let format): format.control
         case .latm(let format): format.control
+        case .g711(let format): format.control
         }
     }
 
@@ -50,6 +58,7 @@ public enum AudioPayloadFormat: Sendable, Hashable {
         switch self {
         case .mpeg4Generic: "mpeg4-generic"
         case .latm: "MP4A-LATM"
+        case .g711(let format): format.law.rawValue
         }
     }
 
@@ -64,6 +73,8 @@ public enum AudioPayloadFormat: Sendable, Hashable {
                 throw NetworkError(.unsupported, "MP4A-LATM without config= in the session description (the configuration in band only) is not received yet")
             }
             return description
+        case .g711(let format):
+            return format.formatDescription
         }
     }
 }

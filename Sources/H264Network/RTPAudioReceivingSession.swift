@@ -1,13 +1,14 @@
 public import MediaCore
 
-/// The receiving half of an RTP session for AAC (RFC 3640 `mpeg4-generic`, AAC-hbr, or RFC 6416
-/// `MP4A-LATM`) as a pure state machine, beside ``RTPReceivingSession`` for the picture: RTP and RTCP datagrams in;
+/// The receiving half of an RTP session for sound (AAC as RFC 3640 `mpeg4-generic`, AAC-hbr, or
+/// RFC 6416 `MP4A-LATM`; G.711 PCMU and PCMA) as a pure state machine, beside ``RTPReceivingSession`` for the picture: RTP and RTCP datagrams in;
 /// sample buffers of AAC frames, and the receiver reports to send back, out. No sockets and no
 /// clock: the caller passes arrival times.
 ///
 /// RTP goes through ``RTPSourceValidation`` (RFC 3550 A.1), then the payload format's
-/// depacketizer, ``AACDepacketizer`` or ``LATMDepacketizer`` (jitter buffer, several frames a
-/// packet, frames over several packets, loss). Each frame becomes a
+/// depacketizer, ``AACDepacketizer``, ``LATMDepacketizer`` or ``G711Depacketizer`` (jitter
+/// buffer, several frames a packet, frames over several packets, loss). Each frame (for G.711,
+/// each packet's run of samples, as long as its samples) becomes a
 /// sample buffer of ``formatDescription`` on track ``Configuration/trackID``, timed in the
 /// sample rate's clock from the first frame's RTP timestamp (``firstTimestamp``), one frame's
 /// duration long. The sender's reports give ``senderClock``, its RTP clock against its wall
@@ -55,12 +56,15 @@ public struct RTPAudioReceivingSession: Sendable {
         case mpeg4Generic(AACDepacketizer)
         /// RFC 6416 LATM.
         case latm(LATMDepacketizer)
+        /// G.711.
+        case g711(G711Depacketizer)
 
         /// Packets held behind a missing one.
         public var heldPacketCount: Int {
             switch self {
             case .mpeg4Generic(let depacketizer): depacketizer.heldPacketCount
             case .latm(let depacketizer): depacketizer.heldPacketCount
+            case .g711(let depacketizer): depacketizer.heldPacketCount
             }
         }
 
@@ -69,6 +73,7 @@ public struct RTPAudioReceivingSession: Sendable {
             switch self {
             case .mpeg4Generic(let depacketizer): depacketizer.statistics.packets
             case .latm(let depacketizer): depacketizer.statistics.packets
+            case .g711(let depacketizer): depacketizer.statistics.packets
             }
         }
 
@@ -77,6 +82,7 @@ public struct RTPAudioReceivingSession: Sendable {
             switch self {
             case .mpeg4Generic(let depacketizer): depacketizer.statistics.framesDropped
             case .latm(let depacketizer): depacketizer.statistics.gatheringsDropped
+            case .g711(let depacketizer): depacketizer.statistics.packetsEmpty
             }
         }
 
@@ -87,6 +93,9 @@ public struct RTPAudioReceivingSession: Sendable {
                 return depacketizer.receive(packet)
             case .latm(var depacketizer):
                 defer { self = .latm(depacketizer) }
+                return depacketizer.receive(packet)
+            case .g711(var depacketizer):
+                defer { self = .g711(depacketizer) }
                 return depacketizer.receive(packet)
             }
         }
@@ -99,6 +108,9 @@ public struct RTPAudioReceivingSession: Sendable {
             case .latm(var depacketizer):
                 defer { self = .latm(depacketizer) }
                 return depacketizer.skipMissing()
+            case .g711(var depacketizer):
+                defer { self = .g711(depacketizer) }
+                return depacketizer.skipMissing()
             }
         }
 
@@ -109,6 +121,9 @@ public struct RTPAudioReceivingSession: Sendable {
                 return depacketizer.finish()
             case .latm(var depacketizer):
                 defer { self = .latm(depacketizer) }
+                return depacketizer.finish()
+            case .g711(var depacketizer):
+                defer { self = .g711(depacketizer) }
                 return depacketizer.finish()
             }
         }
@@ -152,6 +167,8 @@ public struct RTPAudioReceivingSession: Sendable {
         case .latm(let format):
             depacketizer = .latm(LATMDepacketizer(configuration: .init(format: format, frameDuration: UInt32(clamping: frameDuration),
                                                                        reorderDepth: configuration.reorderDepth)))
+        case .g711(let format):
+            depacketizer = .g711(G711Depacketizer(configuration: .init(format: format, reorderDepth: configuration.reorderDepth)))
         }
         var validation = RTPSourceValidation.Configuration(payloadType: configuration.format.payloadType)
         validation.checksH264PayloadShape = false
@@ -268,8 +285,10 @@ public struct RTPAudioReceivingSession: Sendable {
         for frame in frames {
             if firstTimestamp == nil { firstTimestamp = frame.timestamp &- UInt32(truncatingIfNeeded: frame.extendedTimestamp) }
             let time = MediaTime(value: frame.extendedTimestamp, timescale: timescale)
+            // (G.711: a run of samples, a byte each per channel.)
+            let duration = frameDuration == 1 ? Int64(frame.bytes.count / max(1, formatDescription.channelCount)) : frameDuration
             made.append(SampleBuffer(data: BlockBuffer(frame.bytes), formatDescription: format,
-                                     timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: frameDuration, timescale: timescale)),
+                                     timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: duration, timescale: timescale)),
                                      attachments: SampleAttachments(isSync: true), trackID: configuration.trackID))
         }
         samplesMade += made.count

@@ -141,7 +141,7 @@ public struct RTPReceiver: Sendable {
     public struct SoundReport: Sendable, Hashable, Codable {
         /// Its format ("mp4a.40.2 48000 Hz, 2 channels, 1024 frames per packet").
         public var format: String
-        /// AAC frames handed on.
+        /// Sample buffers handed on: AAC frames, or G.711 packets' runs of samples.
         public var samples: Int
         /// RTP packets received.
         public var packetsReceived: Int

@@ -82,8 +82,10 @@ public struct RTSPClient: Sendable {
 
     /// Plays the stream, handing each sample to `handle` in decode order, until it ends (see
     /// the type's discussion). An error `handle` throws ends playing as
-    /// ``StreamingError/handler(_:)``.
-    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
+    /// ``StreamingError/handler(_:)``. `soundRefusal` says why the caller cannot take sound of
+    /// a format (nil: it can): such sound is not received, and the report names it.
+    public func receive(soundRefusal: (AudioFormatDescription) -> String? = { _ in nil },
+                        _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         let attempts: [RTSPTransport.Lower] = switch options.transport {
         case .automatic: [.udp, .tcp]
         case .udp: [.udp]
@@ -91,7 +93,7 @@ public struct RTSPClient: Sendable {
         }
         for (index, lower) in attempts.enumerated() {
             let outcome: Outcome
-            do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, handle) } catch let error as StreamingError {
+            do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, soundRefusal: soundRefusal, handle) } catch let error as StreamingError {
                 // The server refuses UDP (461): TCP next.
                 if index + 1 < attempts.count, case .network(let network) = error, network.code == .transportRefused { continue }
                 throw error
@@ -110,7 +112,9 @@ public struct RTSPClient: Sendable {
 
     /// Plays into a file as ``RTPReceiver/record(to:)`` does.
     public func record(to output: SampleOutput) async throws(StreamingError) -> RTPReceiver.Report {
-        try await RTPReceiver.record(to: output, from: "\(url)") { (handle) async throws(StreamingError) in try await receive(handle) }
+        try await RTPReceiver.record(to: output, from: "\(url)") { (handle) async throws(StreamingError) in
+            try await receive(soundRefusal: { output.refusal(of: $0) }, handle)
+        }
     }
 
     private enum Outcome {
@@ -140,7 +144,8 @@ public struct RTSPClient: Sendable {
         }
     }
 
-    private func play(over lower: RTSPTransport.Lower, canFallBack: Bool, _ handle: (SampleBuffer) throws -> Void) async throws -> Outcome {
+    private func play(over lower: RTSPTransport.Lower, canFallBack: Bool, soundRefusal: (AudioFormatDescription) -> String?,
+                      _ handle: (SampleBuffer) throws -> Void) async throws -> Outcome {
         let connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -294,8 +299,12 @@ public struct RTSPClient: Sendable {
                 var mediaNotReceived = setup.mediaNotSetUp
                 var audioSession: RTPAudioReceivingSession?
                 if let audio = setup.audio {
-                    do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch {
-                        mediaNotReceived.append("audio \(audio.format.encodingName)/\(audio.format.clockRate) (\(error))")
+                    if let format = try? audio.format.formatDescription(), let refusal = soundRefusal(format) {
+                        mediaNotReceived.append("audio \(audio.format.encodingName)/\(audio.format.clockRate) (\(refusal))")
+                    } else {
+                        do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch {
+                            mediaNotReceived.append("audio \(audio.format.encodingName)/\(audio.format.clockRate) (\(error))")
+                        }
                     }
                 }
                 var lipSync = RTPLipSync()

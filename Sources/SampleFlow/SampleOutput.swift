@@ -1,5 +1,6 @@
 public import ISOBMFF
 public import MPEGTS
+public import MediaCore
 
 /// Where samples go, named by a path: a movie, a transport stream or an Annex-B stream (and,
 /// by the file name, which). Makes the ``SampleSink`` that writes it.
@@ -27,6 +28,17 @@ public enum SampleOutput: Sendable {
     public var path: String {
         switch self {
         case .annexB(let path), .movie(let path, _), .transportStream(let path, _): path
+        }
+    }
+
+    /// Why the output cannot carry sound of `format`, or nil when it can: an Annex-B stream
+    /// carries the H.264 video alone, a transport stream AAC beside it, a movie AAC and G.711
+    /// (`ulaw`, `alaw`). A receiver leaves such sound out and names it, rather than fail.
+    public func refusal(of format: AudioFormatDescription) -> String? {
+        switch self {
+        case .annexB: return "an Annex-B stream carries the H.264 video alone"
+        case .transportStream: return format.isAAC ? nil : "a transport stream carries AAC sound, not \(format.codecString) (record to .mov or .mp4)"
+        case .movie: return format.isAAC || format.codec == "ulaw" || format.codec == "alaw" ? nil : "a movie written here carries AAC and G.711 sound, not \(format.codecString)"
         }
     }
 

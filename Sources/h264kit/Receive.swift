@@ -37,7 +37,7 @@ struct Receive: AsyncParsableCommand {
     @Option(help: "Packets held waiting for a missing one before it counts as lost.")
     var reorderDepth = 64
 
-    @Flag(help: "rtsp://: record the picture alone (by default the first AAC sound is recorded too, in lip sync).")
+    @Flag(help: "rtsp://: record the picture alone (by default the first AAC or G.711 sound is recorded too, in lip sync; G.711 into .mov or .mp4).")
     var noAudio = false
 
     @Flag(help: "rtsp://: serve the path and record what a publisher pushes (ANNOUNCE/RECORD).")
@@ -81,13 +81,13 @@ struct Receive: AsyncParsableCommand {
         printError("\(self.output): \(report.samples) samples (\(report.ending.rawValue)); \(counts.packetsReceived) packets, \(counts.packetsLost) lost, "
                    + "\(counts.accessUnitsDropped) access units dropped, \(counts.accessUnitsSkipped) skipped to the next IDR")
         if let sound = report.sound {
-            printError("\(self.output): sound: \(sound.samples) AAC frames (\(sound.format)); \(sound.packetsReceived) packets, \(sound.packetsLost) lost, "
+            printError("\(self.output): sound: \(sound.samples) \(sound.format.hasPrefix("mp4a") ? "AAC frames" : "packets of samples") (\(sound.format)); \(sound.packetsReceived) packets, \(sound.packetsLost) lost, "
                        + "\(sound.framesDropped) frames dropped; placed by the \(sound.lipSync?.rawValue ?? "nothing")"
                        + (sound.offset.map { ", starting \(Int((abs($0) * 1000).rounded())) ms \($0 < 0 ? "before" : "after") the picture" } ?? ""))
         }
         for medium in report.mediaNotReceived {
             printError("\(self.output): warning: \(source): \(medium) not received (receive records the H.264 video"
-                       + (noAudio ? "; --no-audio" : " and, from rtsp://, the first AAC sound") + ")")
+                       + (noAudio ? "; --no-audio" : " and, from rtsp://, the first AAC or G.711 sound") + ")")
         }
     }
 }

@@ -294,7 +294,7 @@ struct AACPayloadTests {
         #expect(format.encodingName == "MP4A-LATM" && format.payloadType == 97 && format.clockRate == 48000 && format.control == "stream=1")
         let description = try format.formatDescription()
         #expect(description.sampleRate == 48000 && description.channelCount == 2 && description.codecString == "mp4a.40.2", "\(description)")
-        #expect(AudioPayloadFormat(medium: .init(type: "audio", port: 0, formats: ["0"], attributes: ["rtpmap:0 PCMU/8000"])) == nil)
+        #expect(AudioPayloadFormat(medium: .init(type: "audio", port: 0, formats: ["96"], attributes: ["rtpmap:96 opus/48000/2"])) == nil)
     }
 
     @Test func latmElementsOverPacketsAndLossAreHandledWhole() throws {

@@ -212,6 +212,54 @@ struct RTSPAudioTests {
         #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s (\(sound))")
     }
 
+    /// G.711 from GStreamer's RTSP server (the source's sound decoded, resampled to 8 kHz mono,
+    /// then µ-law by rtppcmupay, static payload type 0, or A-law by rtppcmapay): recorded as
+    /// `ulaw`/`alaw` in a MOV and an MP4, as long as the source's sound within 5%, placed
+    /// beside the picture as in FFmpeg's own recording of the same server within 24 ms; a
+    /// transport stream recording names the sound it cannot carry.
+    @Test("RTSPClient records G.711 from GStreamer's RTSP server (PCMU, PCMA; MOV and MP4): the sound's length within 5% of the source's, its place as in FFmpeg's recording within 24 ms; a TS recording names it",
+          .enabled(if: RTSPTests.gstreamerPython != nil, "needs python3-gi and gir1.2-gst-rtsp-server-1.0 (a python3 that imports GstRtspServer)"),
+          arguments: ["pcmu", "pcma"], [".mov", ".mp4"])
+    func ourClientRecordsG711(law: String, container: String) async throws {
+        let python = try #require(RTSPTests.gstreamerPython)
+        // (The file whose sound starts 3 s late never prerolls through GStreamer's decoder in its
+        // RTSP server: the picture's queue fills first. The 3-s file.)
+        let source = Self.source
+        try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
+        let port = try freeTCPPort()
+        let gstreamer = try RTSPTests.gstreamerServer(python: python, port: port, launch: "( filesrc location=\(source) ! qtdemux name=d "
+            + "d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 d.audio_0 ! queue ! avdec_aac ! audioconvert ! audioresample "
+            + "! audio/x-raw,rate=8000,channels=1 ! \(law == "pcmu" ? "mulawenc ! rtppcmupay" : "alawenc ! rtppcmapay") name=pay1 )")
+        defer { kill(gstreamer.pid, SIGTERM) }
+        try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
+        let url = "rtsp://127.0.0.1:\(port)/live"
+        let movie = try Checkout.temporaryFile([], suffix: container), theirs = try Checkout.temporaryFile([], suffix: ".mov")
+        defer { for path in [movie, theirs] { try? FileManager.default.removeItem(atPath: path) } }
+        let client = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(idleTimeout: .seconds(2)), transport: .tcp))
+        let report = try await client.record(to: .init(path: movie))
+        let sound = try #require(report.sound, "\(report)")
+        #expect(sound.lipSync == .senderReports && sound.packetsLost == 0 && report.mediaNotReceived.isEmpty, "\(sound); \(report.mediaNotReceived)")
+        let codec = try run("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", movie]).stdoutText
+        #expect(codec.trimmingCharacters(in: .whitespacesAndNewlines) == "pcm_\(law == "pcmu" ? "mulaw" : "alaw"),8000,1", "\(codec)")
+        // The sound's length: what FFmpeg decodes of the recording against the source's sound.
+        func seconds(_ path: String) throws -> Double {
+            Double(try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-f", "s16le", "-ac", "1", "-ar", "8000", "-"]).stdout.count) / 16_000
+        }
+        let recorded = try seconds(movie), expected = try seconds(source)
+        #expect(abs(recorded - expected) <= 0.05 * expected, "\(recorded) s of sound recorded; the source has \(expected) s")
+        // FFmpeg's own recording of the same server: the sound's place beside the picture.
+        let ffmpeg = try run("timeout", ["60", "ffmpeg", "-v", "error", "-y", "-rtsp_transport", "tcp", "-i", url, "-map", "0", "-c", "copy", theirs])
+        #expect(ffmpeg.status == 0, "\(ffmpeg.stderrText)")
+        let ours = try Self.soundAfterPicture(movie), ffmpegs = try Self.soundAfterPicture(theirs)
+        #expect(abs(ours - ffmpegs) <= 0.024, "the sound starts \(ours) s after the picture; in FFmpeg's recording \(ffmpegs) s")
+        if container == ".mov" {
+            let stream = try Checkout.temporaryFile([], suffix: ".ts")
+            defer { try? FileManager.default.removeItem(atPath: stream) }
+            let ts = try await client.record(to: .init(path: stream))
+            #expect(ts.sound == nil && ts.mediaNotReceived.contains { $0.contains("PCM") && $0.contains("a transport stream carries AAC") }, "\(ts.mediaNotReceived)")
+        }
+    }
+
     /// A receiver told to leave the sound out names it in the report (and `receive` says it):
     /// never dropped without a word.
     @Test("RTSPClient told to leave the sound out: the video recorded, the sound named in the report as not received")

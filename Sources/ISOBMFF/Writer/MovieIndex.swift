@@ -191,6 +191,9 @@ struct MovieIndex {
     /// QuickTime sound description of version 1 (1024 samples a packet, packets of any size)
     /// with the `esds` in a `wave` box and a `chan` box for mono and stereo, as FFmpeg writes.
     private func audioSampleEntry(_ format: AudioFormatDescription, track: WrittenTrack, bitRate: BitRateBox?) -> AudioSampleEntry {
+        // G.711 (`ulaw`, `alaw`): a plain entry (in a MOV a sound description of version 0,
+        // 16-bit, uncompressed ID, as FFmpeg writes it), its samples a byte each.
+        guard format.codec == "mp4a" else { return AudioSampleEntry(type: format.codec, channelCount: format.channelCount, sampleRate: format.sampleRate, children: []) }
         let config = ElementaryStreamDescriptor.DecoderConfigDescriptor(
             objectTypeIndication: ElementaryStreamDescriptor.mpeg4Audio, bufferSize: bitRate?.bufferSizeDB ?? 0,
             maxBitrate: bitRate?.maxBitrate ?? 0, averageBitrate: bitRate?.avgBitrate ?? 0, decoderSpecificInfo: format.magicCookie)
