@@ -24,7 +24,8 @@ public enum LiveSource: Sendable {
     }
 
     /// The source `name` names, receiving with `options`: an RTSP client prefers `transport`,
-    /// and with `audio` receives the stream's AAC sound beside its picture (track 2, in lip
+    /// and with `audio` receives the stream's AAC or G.711 sound beside its picture (an RTSP
+    /// stream's, a session description's; track 2, in lip
     /// sync; a consumer of pictures alone leaves it off, and the report names the sound not
     /// received); with `listen`, an `rtsp://` path is served for a publisher, who must give
     /// `credentials` when set. A session description file is read (at most
@@ -55,7 +56,7 @@ public enum LiveSource: Sendable {
                 throw .network(NetworkError(.tooLarge, "\(name): over \(SessionDescription.maximumSize) bytes; a session description is at most that"))
             }
             let description = try StreamingError.network { () throws(NetworkError) in try SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)) }
-            self = .rtp(try RTPReceiver(sessionDescription: description, options: options))
+            self = .rtp(try RTPReceiver(sessionDescription: description, options: options, receivesAudio: audio))
         }
     }
 
@@ -66,7 +67,7 @@ public enum LiveSource: Sendable {
         case .rtp(let receiver):
             var options = receiver.options
             change(&options)
-            return .rtp(RTPReceiver(endpoint: receiver.endpoint, payloadFormat: receiver.payloadFormat, options: options))
+            return .rtp(receiver.with(options: options))
         case .rtsp(let client):
             var options = client.options
             change(&options.receiver)

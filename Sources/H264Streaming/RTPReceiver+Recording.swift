@@ -8,7 +8,9 @@ extension RTPReceiver {
     /// `output`. The file is finished however receiving ends, and holds every whole access
     /// unit received; nothing is left at `output` when receiving fails before its end.
     public func record(to output: SampleOutput) async throws(StreamingError) -> Report {
-        try await Self.record(to: output, from: "\(endpoint)") { (handle) async throws(StreamingError) in try await self.receive(handle) }
+        try await Self.record(to: output, from: "\(endpoint)") { (handle) async throws(StreamingError) in
+            try await self.receive(soundRefusal: { output.refusal(of: $0) }, handle)
+        }
     }
 
     /// What every recorder does: `receive` into the sink for `output`, finished at the end,

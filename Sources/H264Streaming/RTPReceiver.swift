@@ -14,7 +14,10 @@ import Synchronization
 /// ends at an RTCP BYE, after ``Options/sampleLimit`` samples, after ``Options/idleTimeout``
 /// without a packet, or when the task is cancelled; in every case the samples still held are
 /// handed on before it returns. Datagrams that are not RTP of the expected payload type are
-/// counted and ignored. Memory is bounded by the jitter buffer's depth,
+/// counted and ignored. A session description's sound (its first AAC or G.711 medium,
+/// ``audio``) is received beside the picture on its own ports, as by the RTSP client: placed
+/// on the picture's timeline by the sender reports of both (`RTPLipSync`), the report's
+/// ``Report/sound`` saying how. Memory is bounded by the jitter buffer's depth,
 /// `H264Depacketizer/Configuration/maximumAccessUnitSize` and ``Options/maximumQueuedBytes``.
 public struct RTPReceiver: Sendable {
     /// How packets are received.
@@ -215,20 +218,48 @@ public struct RTPReceiver: Sendable {
     /// The media of the session description beside the video received (its sound), not
     /// received: named in the report (``Report/mediaNotReceived``).
     public private(set) var mediaNotReceived: [String] = []
+    /// The sound received beside the picture, if any.
+    public private(set) var audio: AudioMedium?
 
-    /// A receiver on `endpoint`, with the stream described by `payloadFormat` when known.
-    public init(endpoint: RTPDestination, payloadFormat: H264PayloadFormat? = nil, options: Options = Options()) {
+    /// A sound medium: its payload format, and where it arrives (RTP on the port, RTCP on the
+    /// next).
+    public struct AudioMedium: Sendable, Hashable {
+        /// The payload format (AAC or G.711).
+        public var format: AudioPayloadFormat
+        /// Where it arrives.
+        public var endpoint: RTPDestination
+
+        /// A medium of `format` arriving at `endpoint`.
+        public init(format: AudioPayloadFormat, endpoint: RTPDestination) {
+            self.format = format
+            self.endpoint = endpoint
+        }
+    }
+
+    /// A receiver on `endpoint`, with the stream described by `payloadFormat` when known, and
+    /// `audio` beside it.
+    public init(endpoint: RTPDestination, payloadFormat: H264PayloadFormat? = nil, options: Options = Options(), audio: AudioMedium? = nil) {
         self.endpoint = endpoint
         self.payloadFormat = payloadFormat
         var options = options
         if options.depacketizer.payloadType == nil, let payloadFormat { options.depacketizer.payloadType = payloadFormat.payloadType }
         self.options = options
+        self.audio = audio
+    }
+
+    /// The same receiver (its media, its sound) with other options.
+    public func with(options: Options) -> RTPReceiver {
+        var copy = RTPReceiver(endpoint: endpoint, payloadFormat: payloadFormat, options: options, audio: audio)
+        copy.mediaNotReceived = mediaNotReceived
+        return copy
     }
 
     /// A receiver for the first H.264 video medium of a session description (what an `.sdp`
     /// file from ffmpeg, GStreamer or `h264kit sdp` describes): its port, its connection
-    /// address when that is a loopback address (else every address), its payload format.
-    public init(sessionDescription: SessionDescription, options: Options = Options()) throws(StreamingError) {
+    /// address when that is a loopback address (else every address), its payload format; with
+    /// `receivesAudio`, the first AAC or G.711 medium beside it on its own port. The other
+    /// media are named in ``mediaNotReceived``.
+    public init(sessionDescription: SessionDescription, options: Options = Options(), receivesAudio: Bool = true) throws(StreamingError) {
         guard let medium = sessionDescription.media.first(where: { $0.type == "video" }) else {
             throw .network(NetworkError(.invalidDescription, "the session description has no video medium (m=video)"))
         }
@@ -239,15 +270,25 @@ public struct RTPReceiver: Sendable {
         self.init(endpoint: RTPDestination(host: host, port: medium.port), payloadFormat: format, options: options)
         var seenVideo = false
         for other in sessionDescription.media {
-            if other == medium && !seenVideo { seenVideo = true } else { mediaNotReceived.append(other.summary) }
+            if other == medium && !seenVideo {
+                seenVideo = true
+            } else if receivesAudio, audio == nil, let sound = AudioPayloadFormat(medium: other), (try? sound.formatDescription()) != nil, (2...65_534).contains(other.port),
+                      other.port != medium.port, other.port != medium.port + 1, other.port + 1 != medium.port {
+                audio = AudioMedium(format: sound, endpoint: RTPDestination(host: host, port: other.port))
+            } else {
+                mediaNotReceived.append(other.summary)
+            }
         }
     }
 
     /// Receives until the stream ends (see ``Ending``), handing each sample buffer to `handle`
     /// in decode order as it completes. An error `handle` throws ends receiving and is thrown
     /// as ``StreamingError/handler(_:)``, itself.
-    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> Report {
-        do { return try await receiveUntyped(handle) } catch let error as StreamingError { throw error } catch let error as HandlerError {
+    /// `soundRefusal` says why the caller cannot take sound of a format (nil: it can): such
+    /// sound is not received, and the report names it.
+    public func receive(soundRefusal: (AudioFormatDescription) -> String? = { _ in nil },
+                        _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> Report {
+        do { return try await receiveUntyped(soundRefusal: soundRefusal, handle) } catch let error as StreamingError { throw error } catch let error as HandlerError {
             throw .handler(error.underlying)
         } catch {
             throw .socket("receiving on \(endpoint)", underlying: error)
@@ -257,14 +298,17 @@ public struct RTPReceiver: Sendable {
     /// An error of the caller's handler, told apart from the sockets'.
     struct HandlerError: Error { var underlying: any Error }
 
-    /// What reaches the receiving loop: datagrams from either port, and the clock.
+    /// What reaches the receiving loop: datagrams from either port (of either medium), and the
+    /// clock.
     private enum Input: Sendable {
         case rtp([[UInt8]])
         case rtcp([UInt8], from: SocketAddress)
+        case audioRTP([[UInt8]])
+        case audioRTCP([UInt8], from: SocketAddress)
         case tick
     }
 
-    private func receiveUntyped(_ handle: (SampleBuffer) throws -> Void) async throws -> Report {
+    private func receiveUntyped(soundRefusal: (AudioFormatDescription) -> String?, _ handle: (SampleBuffer) throws -> Void) async throws -> Report {
         let host = endpoint.host.isEmpty ? "0.0.0.0" : endpoint.host
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(16_384))
         let budget = ByteBudget(limit: max(1, options.maximumQueuedBytes))
@@ -289,6 +333,33 @@ public struct RTPReceiver: Sendable {
             rtp.close(promise: nil)
             rtcp.close(promise: nil)
         }
+        // The sound, on its own port pair, when the caller takes it.
+        var mediaNotReceived = self.mediaNotReceived
+        var audioSession: RTPAudioReceivingSession?
+        var audioChannels: [any Channel] = []
+        defer { for channel in audioChannels { channel.close(promise: nil) } }
+        if let audio {
+            let name = "audio \(audio.format.encodingName)/\(audio.format.clockRate)"
+            if let format = try? audio.format.formatDescription(), let refusal = soundRefusal(format) {
+                mediaNotReceived.append("\(name) (\(refusal))")
+            } else {
+                do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch { mediaNotReceived.append("\(name) (\(error))") }
+            }
+            if audioSession != nil {
+                let soundHost = audio.endpoint.host.isEmpty ? "0.0.0.0" : audio.endpoint.host
+                audioChannels.append(try await Self.bind(host: soundHost, port: audio.endpoint.port, receiveBufferSize: options.receiveBufferSize, on: rtp.eventLoop) { datagrams in
+                    let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
+                    if !kept.isEmpty, case .dropped = input.yield(.audioRTP(kept)) { budget.give(kept.reduce(0) { $0 + $1.count }) }
+                })
+                audioChannels.append(try await Self.bind(host: soundHost, port: audio.endpoint.port + 1, receiveBufferSize: 1 << 20, on: rtp.eventLoop) {
+                    for datagram in $0 where budget.take(datagram.bytes.count) {
+                        if case .dropped = input.yield(.audioRTCP(datagram.bytes, from: datagram.remoteAddress)) { budget.give(datagram.bytes.count) }
+                    }
+                })
+            }
+        }
+        var lipSync = RTPLipSync()
+        var audioControl: SocketAddress?
         let ticker = Task {
             while !Task.isCancelled {
                 try await Task.sleep(for: .milliseconds(10))
@@ -302,10 +373,29 @@ public struct RTPReceiver: Sendable {
         var ending = Ending.cancelled
         var lastArrival = ContinuousClock.now
         var senderControl: SocketAddress?
+        func clocks() -> (video: RTPLipSync.MediumClock, audio: RTPLipSync.MediumClock) {
+            (RTPLipSync.MediumClock(firstTimestamp: session.firstTimestamp, firstArrival: session.firstArrival, senderClock: session.senderClock),
+             RTPLipSync.MediumClock(firstTimestamp: audioSession?.firstTimestamp, firstArrival: audioSession?.firstArrival, senderClock: audioSession?.senderClock))
+        }
+        func handSound(_ sound: [SampleBuffer]) throws {
+            for sample in sound {
+                do { try handle(sample) } catch { throw HandlerError(underlying: error) }
+            }
+        }
         receiving: for await event in inputs {
             let now = monotonicSeconds()
             var samples: [SampleBuffer] = []
+            var sound: [SampleBuffer] = []
             switch event {
+            case .audioRTP(let datagrams):
+                budget.give(datagrams.reduce(0) { $0 + $1.count })
+                lastArrival = .now
+                for bytes in datagrams { sound += audioSession?.receiveRTP(bytes, arrival: now) ?? [] }
+            case .audioRTCP(let bytes, let from):
+                budget.give(bytes.count)
+                lastArrival = .now
+                let events = bytes.withUnsafeBytes { audioSession?.receiveRTCP($0, arrival: now) }
+                if events?.senderReport == true { audioControl = from }
             case .rtp(let datagrams):
                 budget.give(datagrams.reduce(0) { $0 + $1.count })
                 lastArrival = .now
@@ -320,6 +410,7 @@ public struct RTPReceiver: Sendable {
                 if events.senderReport { senderControl = from }
             case .tick:
                 samples = session.expire(now: now)
+                sound = audioSession?.expire(now: now) ?? []
                 let idle = ContinuousClock.now - lastArrival
                 if session.isOver(quiet: idle.inSeconds) {
                     ending = .goodbye
@@ -333,7 +424,14 @@ public struct RTPReceiver: Sendable {
             if let senderControl, let feedback = session.feedback(now: now) {
                 rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: senderControl, data: ByteBuffer(bytes: feedback)), promise: nil)
             }
+            if let audioControl, audioChannels.count == 2, let feedback = audioSession?.feedback(now: now) {
+                audioChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: audioControl, data: ByteBuffer(bytes: feedback)), promise: nil)
+            }
             delivered = try Self.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
+            if audioSession != nil {
+                let (video, audio) = clocks()
+                try handSound(lipSync.align(sound, video: video, audio: audio, now: now))
+            }
             if let limit = options.sampleLimit, delivered >= limit {
                 ending = .sampleLimit
                 break receiving
@@ -342,6 +440,13 @@ public struct RTPReceiver: Sendable {
         if Task.isCancelled { ending = .cancelled }
         delivered = try Self.hand(session.finish(), delivered: delivered, limit: options.sampleLimit, handle)
         var report = Report(session: session, ending: ending, samples: delivered)
+        if audioSession != nil {
+            let (video, audio) = clocks()
+            let tail = audioSession?.finish() ?? []
+            let now = monotonicSeconds()
+            try handSound(lipSync.align(tail, video: video, audio: audio, now: now) + lipSync.finish(video: video, audio: audio, now: now))
+            report.sound = audioSession.map { SoundReport(session: $0, lipSync: lipSync) }
+        }
         report.mediaNotReceived = mediaNotReceived
         return report
     }

@@ -37,7 +37,7 @@ struct Receive: AsyncParsableCommand {
     @Option(help: "Packets held waiting for a missing one before it counts as lost.")
     var reorderDepth = 64
 
-    @Flag(help: "rtsp://: record the picture alone (by default the first AAC or G.711 sound is recorded too, in lip sync; G.711 into .mov or .mp4).")
+    @Flag(help: "rtsp:// and .sdp: record the picture alone (by default the first AAC or G.711 sound is recorded too, in lip sync; G.711 into .mov or .mp4).")
     var noAudio = false
 
     @Flag(help: "rtsp://: serve the path and record what a publisher pushes (ANNOUNCE/RECORD).")
@@ -87,7 +87,7 @@ struct Receive: AsyncParsableCommand {
         }
         for medium in report.mediaNotReceived {
             printError("\(self.output): warning: \(source): \(medium) not received (receive records the H.264 video"
-                       + (noAudio ? "; --no-audio" : " and, from rtsp://, the first AAC or G.711 sound") + ")")
+                       + (noAudio ? "; --no-audio" : " and, from rtsp:// or a session description, the first AAC or G.711 sound") + ")")
         }
     }
 }

@@ -306,7 +306,7 @@ struct RTSPAudioTests {
         #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
     }
 
-    @Test("an RTP receiver made from a description with sound names the sound it will not receive")
+    @Test("an RTP receiver made from a description with sound receives the first sound it reads (here PCMU) and names the others; told to leave the sound out, it names all")
     func anRTPReceiverNamesTheSound() throws {
         let description = try SessionDescription(parsing: """
             v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=x\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
@@ -316,7 +316,50 @@ struct RTSPAudioTests {
             """)
         let receiver = try RTPReceiver(sessionDescription: description)
         #expect(receiver.endpoint.port == 5004)
-        #expect(receiver.mediaNotReceived == ["audio MPEG4-GENERIC/44100/2", "audio, payload type 0"])
+        #expect(receiver.mediaNotReceived == ["audio MPEG4-GENERIC/44100/2"], "(no config=: not described)")
+        #expect(receiver.audio == .init(format: .g711(G711PayloadFormat(law: .mu)), endpoint: RTPDestination(host: "127.0.0.1", port: 5008)))
+        let silent = try RTPReceiver(sessionDescription: description, receivesAudio: false)
+        #expect(silent.audio == nil && silent.mediaNotReceived == ["audio MPEG4-GENERIC/44100/2", "audio, payload type 0"])
+    }
+
+    /// Plain RTP with sound, as ffmpeg sends it (the picture to PORT, the sound to PORT+2, its
+    /// own SDP naming both): the receiver made from that SDP records both, the sound placed by
+    /// the sender reports. (Where: ffmpeg's two RTP muxers each map their own start to the wall
+    /// clock in their reports, so the place they give is not the source's: measured, the sound
+    /// 80 ms before the picture where the source has 21 ms, and ffmpeg's own receiver of that
+    /// SDP 240 ms. The place is checked with our sender, in `AudioCommandTests`.)
+    @Test("RTPReceiver records the picture and the sound ffmpeg sends over plain RTP (its SDP): the source's pictures, its AAC frames byte for byte from the first, placed by the sender reports")
+    func anRTPReceiverRecordsTheSoundFFmpegSends() async throws {
+        let source = Self.source
+        try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
+        let port = try freeUDPPortPair(count: 2)
+        let sdpPath = try Checkout.temporaryFile([], suffix: ".sdp")
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { for path in [sdpPath, movie] { try? FileManager.default.removeItem(atPath: path) } }
+        let outputs = ["-map", "0:v", "-c", "copy", "-f", "rtp", "rtp://127.0.0.1:\(port)", "-map", "0:a", "-c", "copy", "-f", "rtp", "-sdp_file", sdpPath,
+                       "rtp://127.0.0.1:\(port + 2)"]
+        // ffmpeg writes its SDP as it starts: a first run of a moment (to ports nobody listens
+        // on yet, on loopback) gives it.
+        let dryRun = try run("timeout", ["20", "ffmpeg", "-v", "error", "-y", "-i", source, "-t", "0.1"] + outputs)
+        try #require(dryRun.status == 0, "\(dryRun.stderrText)")
+        let sdp = try SessionDescription(parsing: String(decoding: try Data(contentsOf: URL(fileURLWithPath: sdpPath)), as: UTF8.self))
+        let receiver = try RTPReceiver(sessionDescription: sdp, options: .init(idleTimeout: .seconds(3)))
+        #expect(receiver.audio?.endpoint.port == port + 2 && receiver.mediaNotReceived.isEmpty, "\(sdp.text)")
+        async let report = receiver.record(to: .init(path: movie))
+        try await RTPStreamingTests.waitUntilBound(port + 2)
+        let sender = try await RTPStreamingTests.runInBackground("timeout", ["20", "ffmpeg", "-v", "error", "-re", "-i", source] + outputs)
+        #expect(sender.status == 0, "\(sender.stderrText)")
+        let received = try await report
+        let expected = try Self.sourceSound(source)
+        let sound = try #require(received.sound, "\(received)")
+        #expect(sound.lipSync == .senderReports && sound.packetsLost == 0, "\(sound)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(source), "the pictures")
+        let frames = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+            .dataHashes(stream: 0)
+        // (ffmpeg's RTP muxer never sends the few frames it gathers for a next packet when its
+        // input ends: the others, from the first.)
+        let same = frames.count >= expected.frames.count - 5 && frames == Array(expected.frames.prefix(frames.count))
+        #expect(same, "the AAC frames byte for byte: \(frames.count) of \(expected.frames.count)")
     }
 
     @Test("carriesAudio off: the video alone is described and served")

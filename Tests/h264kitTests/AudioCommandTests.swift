@@ -79,6 +79,46 @@ struct AudioCommandTests {
         #expect(adts.status == 0 && adts.stdout.contains("ADTS (AAC) stream") && adts.stdout.contains("44100 Hz"), "\(adts.stdout)")
     }
 
+    /// Plain RTP with sound end to end: `sdp` announces both media, `receive FILE.sdp` listens
+    /// on both, `stream` sends the picture to PORT and the sound to PORT+2 with its sender
+    /// reports. The recording holds the source's pictures and AAC frames, the sound where it is
+    /// beside the picture in what FFmpeg reads of the source (within 24 ms).
+    @Test("sdp, receive FILE.sdp and stream rtp:// carry the sound: the source's pictures and AAC frames, the sound placed as in the source within 24 ms")
+    func plainRTPCarriesTheSound() async throws {
+        let source = Self.path("langs.mp4")
+        let port = try freeUDPPortPair(count: 2)
+        let directory = Self.path("rtp-\(port)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let described = try h264kit(["sdp", source, "rtp://127.0.0.1:\(port)"])
+        #expect(described.status == 0 && described.stdout.contains("m=audio \(port + 2) "), "\(described.stdout)")
+        try described.stdout.write(toFile: directory + "/x.sdp", atomically: true, encoding: .utf8)
+        let receiver = try ChildProcess(try h264kitURL(), ["receive", directory + "/x.sdp", directory + "/out.mp4", "--timeout", "3"])
+        for _ in 0..<500 where !udpPortIsBound(UInt16(port + 2)) { try await Task.sleep(for: .milliseconds(10)) }
+        let sent = try h264kit(["stream", source, "rtp://127.0.0.1:\(port)"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let status = try await offThePool { receiver.wait() }
+        #expect(status == 0 && receiver.stderrText.contains("placed by the sender reports"), "\(receiver.stderrText)")
+        #expect(try ffmpegFrameHashes(directory + "/out.mp4") == ffmpegFrameHashes(source), "the pictures")
+        func packets(_ path: String) throws -> [String] {
+            try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText
+                .split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").dropFirst(5).first.map { $0.trimmingCharacters(in: .whitespaces) } }
+        }
+        let frames = try packets(directory + "/out.mp4"), expected = try packets(source)
+        let same = frames == expected
+        #expect(same, "the AAC frames byte for byte: \(frames.count) of \(expected.count)")
+        // The sound's first packet against the first picture shown, as the packets are (the
+        // priming not trimmed: what RTP carries).
+        func soundLead(_ path: String) throws -> Double {
+            let audio = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path]).stdoutText
+            let video = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path]).stdoutText
+            let first = { (text: String) in text.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.min() ?? .nan }
+            return first(audio) - first(video)
+        }
+        let ours = try soundLead(directory + "/out.mp4"), theirs = try soundLead(source)
+        #expect(abs(ours - theirs) <= 0.024, "the sound starts \(ours) s after the picture; in the source \(theirs) s")
+    }
+
     @Test("package: fmp4 carries every AAC track as an audio rendition and prints each; ts the first, naming the second; --no-audio names both")
     func packageCarriesTheSoundAndSaysWhatItLeavesOut() throws {
         let directory = Self.path("hls")

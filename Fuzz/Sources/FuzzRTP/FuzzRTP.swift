@@ -60,10 +60,35 @@ func fuzzLATM(_ choice: inout FuzzOptions, inBand: Bool) {
     fuzzCheck(frames.allSatisfy { $0.bytes.count <= 1 << 16 }, "a LATM frame over the element limit handed on")
 }
 
-/// The AAC path: the first bytes choose the AU-header layout (or LATM).
+/// The G.711 path (RFC 3551): runs of samples through the depacketizer and the receiving
+/// session; every run handed on is whole sample frames, and counted.
+func fuzzG711(_ choice: inout FuzzOptions) {
+    let format = G711PayloadFormat(law: choice.byte() & 1 == 0 ? .mu : .a, channelCount: Int(choice.byte() % 3) + 1)
+    var depacketizer = G711Depacketizer(configuration: .init(format: format, reorderDepth: Int(choice.byte() & 0x3F)))
+    var runs: [AACDepacketizer.Frame] = []
+    forEachDatagram(choice.rest) { datagram in
+        if let packet = try? RTPPacket(parsing: datagram) { runs += depacketizer.receive(packet) }
+    }
+    runs += depacketizer.finish()
+    fuzzCheck(depacketizer.statistics.runsComplete == runs.count, "\(runs.count) G.711 runs handed on, \(depacketizer.statistics.runsComplete) counted")
+    fuzzCheck(runs.allSatisfy { !$0.bytes.isEmpty && $0.bytes.count % format.channelCount == 0 }, "a G.711 run that is not whole sample frames")
+    if var session = try? RTPAudioReceivingSession(configuration: .init(format: .g711(format), ssrc: 1)) {
+        var made = 0, arrival = 0.0
+        forEachDatagram(choice.rest) { datagram in
+            arrival += 0.01
+            if RTPPacket.isRTCP(datagram) { _ = session.receiveRTCP(datagram, arrival: arrival) } else { made += session.receiveRTP(datagram, arrival: arrival).count }
+            made += session.expire(now: arrival + 0.05).count
+        }
+        made += session.finish().count
+        fuzzCheck(made == session.samplesMade, "\(session.samplesMade) G.711 samples made, \(made) handed on")
+    }
+}
+
+/// The AAC path: the first bytes choose the AU-header layout (or LATM, or G.711).
 func fuzzAAC(_ choice: inout FuzzOptions) {
     var format = MPEG4GenericPayloadFormat(formatDescription: try! AudioFormatDescription(aacConfiguration: [0x11, 0x90]), payloadType: 97)
     let layout = choice.byte()
+    if layout & 0x70 == 0x70 && layout & 0x08 != 0 { return fuzzG711(&choice) }
     if layout & 0x60 == 0x60 { return fuzzLATM(&choice, inBand: layout & 0x10 != 0) }
     if layout & 0x80 != 0 {
         format.sizeLength = Int(layout & 0x1F) + (layout & 0x20 != 0 ? 16 : 0)

@@ -1,5 +1,5 @@
 // Text through the session description parser and the H.264, mpeg4-generic and MP4A-LATM (AAC)
-// payload format parameters; what parses must be written back and parse to the same values.
+// and G.711 payload format parameters; what parses must be written back and parse to the same values.
 import FuzzSupport
 import H264Network
 
@@ -23,6 +23,10 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
                     let again = try? MP4ALATMPayloadFormat(medium: .init(type: medium.type, port: medium.port, formats: ["\(format.payloadType)"], attributes: format.attributes))
                     fuzzCheck(again == format, "MP4A-LATM payload parameters changed across attributes and parse")
                 }
+            }
+            if let format = try? G711PayloadFormat(medium: medium) {
+                fuzzCheck((1...192_000).contains(format.clockRate) && (1...8).contains(format.channelCount), "G.711 at \(format.clockRate) Hz, \(format.channelCount) channels")
+                _ = AudioPayloadFormat(medium: medium).map { try? $0.formatDescription() }
             }
             if let format = try? MPEG4GenericPayloadFormat(medium: medium) {
                 _ = try? format.formatDescription()
