@@ -34,6 +34,14 @@ public struct RTPLipSync: Sendable {
             self.firstArrival = firstArrival
             self.senderClock = senderClock
         }
+
+        /// The picture's clock as its receiving session knows it.
+        public init(_ picture: RTPReceivingSession) {
+            self.init(firstTimestamp: picture.firstTimestamp, firstArrival: picture.firstArrival, senderClock: picture.senderClock)
+        }
+
+        /// Nothing known yet.
+        public static let unknown = MediumClock(firstTimestamp: nil, firstArrival: nil, senderClock: nil)
     }
 
     /// The most sound frames held while the reports are awaited (about 10 s of 48 kHz AAC).

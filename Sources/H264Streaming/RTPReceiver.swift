@@ -169,6 +169,9 @@ public struct RTPReceiver: Sendable {
             self.offset = offset
         }
 
+        /// The report of the sound received beside the picture.
+        public init(_ sound: RTPAudioBesidePicture) { self.init(session: sound.session, lipSync: sound.lipSync) }
+
         /// The report of `session`, placed by `lipSync`.
         public init(session: RTPAudioReceivingSession, lipSync: RTPLipSync) {
             self.init(format: session.formatDescription.description, samples: session.samplesMade, packetsReceived: session.reception?.packetsReceived ?? 0,
@@ -335,7 +338,7 @@ public struct RTPReceiver: Sendable {
         }
         // The sound, on its own port pair, when the caller takes it.
         var mediaNotReceived = self.mediaNotReceived
-        var audioSession: RTPAudioReceivingSession?
+        var sound: RTPAudioBesidePicture?
         var audioChannels: [any Channel] = []
         defer { for channel in audioChannels { channel.close(promise: nil) } }
         if let audio {
@@ -343,9 +346,9 @@ public struct RTPReceiver: Sendable {
             if let format = try? audio.format.formatDescription(), let refusal = soundRefusal(format) {
                 mediaNotReceived.append("\(name) (\(refusal))")
             } else {
-                do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch { mediaNotReceived.append("\(name) (\(error))") }
+                do { sound = try RTPAudioBesidePicture(format: audio.format) } catch { mediaNotReceived.append("\(name) (\(error))") }
             }
-            if audioSession != nil {
+            if sound != nil {
                 let soundHost = audio.endpoint.host.isEmpty ? "0.0.0.0" : audio.endpoint.host
                 audioChannels.append(try await Self.bind(host: soundHost, port: audio.endpoint.port, receiveBufferSize: options.receiveBufferSize, on: rtp.eventLoop) { datagrams in
                     let kept = datagrams.map(\.bytes).filter { budget.take($0.count) }
@@ -358,7 +361,6 @@ public struct RTPReceiver: Sendable {
                 })
             }
         }
-        var lipSync = RTPLipSync()
         var audioControl: SocketAddress?
         let ticker = Task {
             while !Task.isCancelled {
@@ -373,29 +375,19 @@ public struct RTPReceiver: Sendable {
         var ending = Ending.cancelled
         var lastArrival = ContinuousClock.now
         var senderControl: SocketAddress?
-        func clocks() -> (video: RTPLipSync.MediumClock, audio: RTPLipSync.MediumClock) {
-            (RTPLipSync.MediumClock(firstTimestamp: session.firstTimestamp, firstArrival: session.firstArrival, senderClock: session.senderClock),
-             RTPLipSync.MediumClock(firstTimestamp: audioSession?.firstTimestamp, firstArrival: audioSession?.firstArrival, senderClock: audioSession?.senderClock))
-        }
-        func handSound(_ sound: [SampleBuffer]) throws {
-            for sample in sound {
-                do { try handle(sample) } catch { throw HandlerError(underlying: error) }
-            }
-        }
         receiving: for await event in inputs {
             let now = monotonicSeconds()
             var samples: [SampleBuffer] = []
-            var sound: [SampleBuffer] = []
+            var placed: [SampleBuffer] = []
             switch event {
             case .audioRTP(let datagrams):
                 budget.give(datagrams.reduce(0) { $0 + $1.count })
                 lastArrival = .now
-                for bytes in datagrams { sound += audioSession?.receiveRTP(bytes, arrival: now) ?? [] }
+                for bytes in datagrams { placed += sound?.receiveRTP(bytes, arrival: now, picture: .init(session)) ?? [] }
             case .audioRTCP(let bytes, let from):
                 budget.give(bytes.count)
                 lastArrival = .now
-                let events = bytes.withUnsafeBytes { audioSession?.receiveRTCP($0, arrival: now) }
-                if events?.senderReport == true { audioControl = from }
+                if sound?.receiveRTCP(bytes, arrival: now).senderReport == true { audioControl = from }
             case .rtp(let datagrams):
                 budget.give(datagrams.reduce(0) { $0 + $1.count })
                 lastArrival = .now
@@ -410,7 +402,7 @@ public struct RTPReceiver: Sendable {
                 if events.senderReport { senderControl = from }
             case .tick:
                 samples = session.expire(now: now)
-                sound = audioSession?.expire(now: now) ?? []
+                placed = sound?.expire(now: now, picture: .init(session)) ?? []
                 let idle = ContinuousClock.now - lastArrival
                 if session.isOver(quiet: idle.inSeconds) {
                     ending = .goodbye
@@ -424,14 +416,11 @@ public struct RTPReceiver: Sendable {
             if let senderControl, let feedback = session.feedback(now: now) {
                 rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: senderControl, data: ByteBuffer(bytes: feedback)), promise: nil)
             }
-            if let audioControl, audioChannels.count == 2, let feedback = audioSession?.feedback(now: now) {
+            if let audioControl, audioChannels.count == 2, let feedback = sound?.feedback(now: now) {
                 audioChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: audioControl, data: ByteBuffer(bytes: feedback)), promise: nil)
             }
             delivered = try Self.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
-            if audioSession != nil {
-                let (video, audio) = clocks()
-                try handSound(lipSync.align(sound, video: video, audio: audio, now: now))
-            }
+            try Self.handSound(placed, handle)
             if let limit = options.sampleLimit, delivered >= limit {
                 ending = .sampleLimit
                 break receiving
@@ -440,12 +429,9 @@ public struct RTPReceiver: Sendable {
         if Task.isCancelled { ending = .cancelled }
         delivered = try Self.hand(session.finish(), delivered: delivered, limit: options.sampleLimit, handle)
         var report = Report(session: session, ending: ending, samples: delivered)
-        if audioSession != nil {
-            let (video, audio) = clocks()
-            let tail = audioSession?.finish() ?? []
-            let now = monotonicSeconds()
-            try handSound(lipSync.align(tail, video: video, audio: audio, now: now) + lipSync.finish(video: video, audio: audio, now: now))
-            report.sound = audioSession.map { SoundReport(session: $0, lipSync: lipSync) }
+        if var last = sound {
+            try Self.handSound(last.finish(picture: .init(session), now: monotonicSeconds()), handle)
+            report.sound = SoundReport(last)
         }
         report.mediaNotReceived = mediaNotReceived
         return report
@@ -472,6 +458,13 @@ public struct RTPReceiver: Sendable {
     }
 
     /// Hands `samples` on, up to `limit` in all; returns the new count.
+    /// Hands on sound samples (not counted against the sample limit, which counts pictures).
+    static func handSound(_ samples: [SampleBuffer], _ handle: (SampleBuffer) throws -> Void) throws {
+        for sample in samples {
+            do { try handle(sample) } catch { throw HandlerError(underlying: error) }
+        }
+    }
+
     static func hand(_ samples: [SampleBuffer], delivered: Int, limit: Int?, _ handle: (SampleBuffer) throws -> Void) throws -> Int {
         var delivered = delivered
         for sample in samples {

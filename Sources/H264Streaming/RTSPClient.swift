@@ -297,28 +297,18 @@ public struct RTSPClient: Sendable {
                 // Playing: the picture, and the sound beside it when it was set up.
                 var session = RTPReceivingSession(configuration: receiverOptions.session, formatDescription: try? setup.format.formatDescription())
                 var mediaNotReceived = setup.mediaNotSetUp
-                var audioSession: RTPAudioReceivingSession?
+                var audioSession: RTPAudioBesidePicture?
                 if let audio = setup.audio {
                     if let format = try? audio.format.formatDescription(), let refusal = soundRefusal(format) {
                         mediaNotReceived.append("audio \(audio.format.encodingName)/\(audio.format.clockRate) (\(refusal))")
                     } else {
-                        do { audioSession = try RTPAudioReceivingSession(configuration: .init(format: audio.format)) } catch {
+                        do { audioSession = try RTPAudioBesidePicture(format: audio.format) } catch {
                             mediaNotReceived.append("audio \(audio.format.encodingName)/\(audio.format.clockRate) (\(error))")
                         }
                     }
                 }
-                var lipSync = RTPLipSync()
                 let audioRTPChannel = setup.audio?.transport.interleaved.map { UInt8($0.lowerBound) }
                 let audioRTCPChannel = setup.audio?.transport.interleaved.map { UInt8($0.upperBound) }
-                func clocks() -> (video: RTPLipSync.MediumClock, audio: RTPLipSync.MediumClock) {
-                    (RTPLipSync.MediumClock(firstTimestamp: session.firstTimestamp, firstArrival: session.firstArrival, senderClock: session.senderClock),
-                     RTPLipSync.MediumClock(firstTimestamp: audioSession?.firstTimestamp, firstArrival: audioSession?.firstArrival, senderClock: audioSession?.senderClock))
-                }
-                func handSound(_ sound: [SampleBuffer]) throws {
-                    for sample in sound {
-                        do { try handle(sample) } catch { throw RTPReceiver.HandlerError(underlying: error) }
-                    }
-                }
                 var delivered = 0
                 var ending = RTPReceiver.Ending.cancelled
                 var lastArrival = ContinuousClock.now
@@ -345,17 +335,17 @@ public struct RTSPClient: Sendable {
                         lastArrival = .now
                         anyRTP = true
                         let arrival = monotonicSeconds()
-                        for bytes in datagrams { sound += audioSession?.receiveRTP(bytes, arrival: arrival) ?? [] }
+                        for bytes in datagrams { sound += audioSession?.receiveRTP(bytes, arrival: arrival, picture: .init(session)) ?? [] }
                     case .audioRTCP(let bytes):
                         lastArrival = .now
-                        _ = bytes.withUnsafeBytes { audioSession?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                        _ = audioSession?.receiveRTCP(bytes, arrival: monotonicSeconds())
                     case .interleaved(let channel, let payload) where channel == audioRTPChannel:
                         lastArrival = .now
                         anyRTP = true
-                        sound = audioSession?.receiveRTP(payload, arrival: monotonicSeconds()) ?? []
+                        sound = audioSession?.receiveRTP(payload, arrival: monotonicSeconds(), picture: .init(session)) ?? []
                     case .interleaved(let channel, let payload) where channel == audioRTCPChannel:
                         lastArrival = .now
-                        _ = payload.withUnsafeBytes { audioSession?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                        _ = audioSession?.receiveRTCP(payload, arrival: monotonicSeconds())
                     case .rtp(let datagrams):
                         lastArrival = .now
                         anyRTP = true
@@ -382,7 +372,7 @@ public struct RTSPClient: Sendable {
                             break playing
                         }
                         samples = session.expire(now: monotonicSeconds())
-                        sound = audioSession?.expire(now: monotonicSeconds()) ?? []
+                        sound = audioSession?.expire(now: monotonicSeconds(), picture: .init(session)) ?? []
                         let now = ContinuousClock.now
                         if session.isOver(quiet: (now - lastArrival).inSeconds) {
                             ending = .goodbye
@@ -406,10 +396,7 @@ public struct RTSPClient: Sendable {
                         await sendControl(feedback, transport: audio.transport, over: audioUDP?.rtcp)
                     }
                     delivered = try RTPReceiver.hand(samples, delivered: delivered, limit: receiverOptions.sampleLimit, handle)
-                    if audioSession != nil {
-                        let (video, audio) = clocks()
-                        try handSound(lipSync.align(sound, video: video, audio: audio, now: monotonicSeconds()))
-                    }
+                    try RTPReceiver.handSound(sound, handle)
                     if let limit = receiverOptions.sampleLimit, delivered >= limit {
                         ending = .sampleLimit
                         break playing
@@ -419,11 +406,9 @@ public struct RTSPClient: Sendable {
                 if ending != .teardown { try? await send(machine.teardown()) }
                 delivered = try RTPReceiver.hand(session.finish(), delivered: delivered, limit: receiverOptions.sampleLimit, handle)
                 var report = RTPReceiver.Report(session: session, ending: ending, samples: delivered)
-                if audioSession != nil {
-                    let (video, audio) = clocks()
-                    let tail = audioSession?.finish() ?? []
-                    try handSound(lipSync.align(tail, video: video, audio: audio, now: monotonicSeconds()) + lipSync.finish(video: video, audio: audio, now: monotonicSeconds()))
-                    report.sound = audioSession.map { RTPReceiver.SoundReport(session: $0, lipSync: lipSync) }
+                if var sound = audioSession {
+                    try RTPReceiver.handSound(sound.finish(picture: .init(session), now: monotonicSeconds()), handle)
+                    report.sound = RTPReceiver.SoundReport(sound)
                 }
                 report.mediaNotReceived = mediaNotReceived
                 return .report(report)

@@ -122,9 +122,10 @@ public struct RTSPIngest: Sendable {
         private struct State {
             var sessionID: String?
             var receiving: RTPReceivingSession?
-            /// The publisher's sound, when it announced AAC, and its placing beside the picture.
-            var audio: RTPAudioReceivingSession?
-            var lipSync = RTPLipSync()
+            /// The publisher's sound, when it announced AAC, placed beside the picture.
+            var audio: RTPAudioBesidePicture?
+            /// The picture's clock, for placing the sound.
+            var picture: RTPLipSync.MediumClock { receiving.map(RTPLipSync.MediumClock.init) ?? .unknown }
             var lastArrival: Double?
             var tornDownAt: Double?
             var ended = false
@@ -199,7 +200,7 @@ public struct RTSPIngest: Sendable {
                 if let audio, !recordsAudio {
                     state.mediaNotRecorded.insert(audio.medium(port: 0).summary, at: 0)
                 } else if let audio {
-                    do { state.audio = try RTPAudioReceivingSession(configuration: .init(format: audio)) } catch {
+                    do { state.audio = try RTPAudioBesidePicture(format: .mpeg4Generic(audio)) } catch {
                         state.mediaNotRecorded.append("audio mpeg4-generic/\(audio.clockRate) (\(error))")
                     }
                 }
@@ -214,8 +215,8 @@ public struct RTSPIngest: Sendable {
                 let now = monotonicSeconds()
                 state.lastArrival = now
                 guard isAudio else { return bytes.withUnsafeBytes { state.receiving?.receiveRTP($0, arrival: now) ?? [] } }
-                let sound = bytes.withUnsafeBytes { state.audio?.receiveRTP($0, arrival: now) ?? [] }
-                return Self.placed(sound, &state, now: now)
+                let picture = state.picture
+                return state.audio?.receiveRTP(bytes, arrival: now, picture: picture) ?? []
             }
             if !samples.isEmpty { yield(.samples(samples)) }
         }
@@ -225,21 +226,11 @@ public struct RTSPIngest: Sendable {
                 guard state.sessionID == id, !state.ended else { return }
                 state.lastArrival = monotonicSeconds()
                 if isAudio {
-                    _ = bytes.withUnsafeBytes { state.audio?.receiveRTCP($0, arrival: monotonicSeconds()) }
+                    _ = state.audio?.receiveRTCP(bytes, arrival: monotonicSeconds())
                 } else {
                     _ = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
                 }
             }
-        }
-
-        /// The sound's samples placed on the picture's timeline (held until they can be).
-        private static func placed(_ sound: [SampleBuffer], _ state: inout State, now: Double, ending: Bool = false) -> [SampleBuffer] {
-            guard let audio = state.audio else { return [] }
-            let video = RTPLipSync.MediumClock(firstTimestamp: state.receiving?.firstTimestamp, firstArrival: state.receiving?.firstArrival,
-                                               senderClock: state.receiving?.senderClock)
-            let clock = RTPLipSync.MediumClock(firstTimestamp: audio.firstTimestamp, firstArrival: audio.firstArrival, senderClock: audio.senderClock)
-            let placed = state.lipSync.align(sound, video: video, audio: clock, now: now)
-            return ending ? placed + state.lipSync.finish(video: video, audio: clock, now: now) : placed
         }
 
         /// The publisher's session ended (TEARDOWN, its connection closed). Its last RTP
@@ -258,7 +249,8 @@ public struct RTSPIngest: Sendable {
             let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
                 guard !state.ended, let last = state.lastArrival else { return (nil, []) }
                 var samples = state.receiving?.expire(now: now) ?? []
-                samples += Self.placed(state.audio?.expire(now: now) ?? [], &state, now: now)
+                let picture = state.picture
+                samples += state.audio?.expire(now: now, picture: picture) ?? []
                 if let tornDown = state.tornDownAt, now - tornDown > 0.25 { state.ended = true; return (.teardown, samples) }
                 if state.receiving?.isOver(quiet: now - last) == true { state.ended = true; return (.goodbye, samples) }
                 if now - last > idleTimeout.inSeconds { state.ended = true; return (.idleTimeout, samples) }
@@ -289,7 +281,8 @@ public struct RTSPIngest: Sendable {
         func finish() -> [SampleBuffer] {
             state.withLock { state in
                 let pictures = state.receiving?.finish() ?? []
-                return pictures + Self.placed(state.audio?.finish() ?? [], &state, now: monotonicSeconds(), ending: true)
+                let picture = state.picture
+                return pictures + (state.audio?.finish(picture: picture, now: monotonicSeconds()) ?? [])
             }
         }
 
@@ -299,7 +292,7 @@ public struct RTSPIngest: Sendable {
                     ?? RTPReceiver.Report(session: RTPReceivingSession(), ending: ending, samples: samples)
                 report.samplesDroppedForSlowConsumer = state.droppedForSlowConsumer
                 report.mediaNotReceived = state.mediaNotRecorded
-                report.sound = state.audio.map { RTPReceiver.SoundReport(session: $0, lipSync: state.lipSync) }
+                report.sound = state.audio.map(RTPReceiver.SoundReport.init)
                 return report
             }
         }
