@@ -8,7 +8,8 @@ import SampleFlow
 ///
 /// Frames wait (in ``waiting``) until the picture's boundary after them is known: the picture's
 /// segment reports give them, a segment behind the sound at most. Memory: the sound of about
-/// one segment.
+/// one segment. Without a picture (a package of sound alone) the first sound ``leads``: it is
+/// cut on the segmenter's own schedule, and the others follow its boundaries.
 struct AlignedSoundSegments {
     /// The track.
     let track: TrackDescription
@@ -22,6 +23,9 @@ struct AlignedSoundSegments {
     var wroteInitialization = false
     /// Frames decoded before the package's time origin, left out.
     var framesBeforeOrigin = 0
+    /// Whether it is cut on its own schedule (no picture): its segments' ends are the others'
+    /// boundaries.
+    var leads = false
     /// Frames that wait for the picture's next boundary.
     private(set) var waiting: [SampleBuffer] = []
     private var head = 0
@@ -49,6 +53,11 @@ struct AlignedSoundSegments {
             let time = frame.presentationTime - origin
             if frame.decodeTime < origin {
                 framesBeforeOrigin += 1
+                head += 1
+                continue
+            }
+            if leads {
+                made.append(try segmenter.append(frame))
                 head += 1
                 continue
             }

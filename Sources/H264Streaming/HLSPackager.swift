@@ -115,8 +115,13 @@ public struct HLSPackager: Sendable {
     public struct Summary: Sendable {
         /// The multivariant playlist's path.
         public var playlist: String
-        /// The renditions.
+        /// The renditions of the picture (none for a package of sound alone).
         public var renditions: [Rendition]
+        /// Every sound rendition (fragmented MP4), the default first.
+        public var audioRenditions: [AudioRendition] = []
+        /// The multivariant playlist's variants (for sound alone, one: the default sound's
+        /// playlist, naming the group).
+        public var variants: [HLSMultivariantPlaylist.Variant] = []
         /// The DASH manifest's path, when written.
         public var dashManifest: String?
         /// What the reader warned of.
@@ -149,13 +154,14 @@ public struct HLSPackager: Sendable {
             // the first segment's tables list the sound too (a stream added to the PMT later
             // stalls GStreamer's demuxer).
             let probed = readsAll ? ((try? MediaSource.otherTracks(path: path, options: sourceOptions)) ?? []) : []
-            let rendition = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files,
-                                             tracks: readsAll ? .chosen(audio: true, known: probed) : .all) {
+            let packaged = try Self.package(source, as: name, beside: output, options: options.segmenter, files: files,
+                                            tracks: readsAll ? .chosen(audio: true, known: probed) : .all) {
                 progress(source.progress.read, source.progress.total)
             }
             if Task.isCancelled { throw .source(.cancelled) }
-            return try Self.finish([rendition], playlist: output, dash: options.dashManifest,
-                                   warnings: source.warnings + source.leftOutTracks(reason: options.carriesAudio ? Self.videoOnly : Self.soundOff) + rendition.tracksLeftOut, files: files)
+            return try Self.finish(packaged.rendition.map { [$0] } ?? [], sounds: packaged.audioRenditions, playlist: output, dash: options.dashManifest,
+                                   warnings: source.warnings + source.leftOutTracks(reason: options.carriesAudio ? Self.videoOnly : Self.soundOff) + packaged.tracksLeftOut,
+                                   files: files)
         } catch {
             files.removeAll()
             if Task.isCancelled { throw .source(.cancelled) }
@@ -193,7 +199,7 @@ public struct HLSPackager: Sendable {
 
     /// Reads `source` to its end into the segments, playlists and files of rendition `name`.
     static func package(_ source: some SampleSource, as name: String, beside output: String, options: MediaSegmenter.Options,
-                        files: WrittenFiles, tracks choice: TrackChoice = .all, tick: () -> Void = {}) throws(StreamingError) -> Rendition {
+                        files: WrittenFiles, tracks choice: TrackChoice = .all, tick: () -> Void = {}) throws(StreamingError) -> Packaged {
         var segmenter: MediaSegmenter
         do { segmenter = try MediaSegmenter(options: options) } catch { throw .output(error) }
         let isFMP4 = options.format == .fragmentedMP4
@@ -305,7 +311,12 @@ public struct HLSPackager: Sendable {
                 for report in piece.completed {
                     try files.commit(segmentPath(output, soundName, report.index, .fragmentedMP4))
                     sounds[index].reports.append(report)
+                    // (Sound alone: the leading sound's segments are the others' boundaries.)
+                    if sounds[index].leads { boundaries.append(report.earliestPresentationTime + report.duration) }
                 }
+            }
+            if sounds[index].leads, made.contains(where: { !$0.completed.isEmpty }) {
+                for other in sounds.indices where other != index { try drainSound(other, final: false) }
             }
         }
         func route(_ sample: SampleBuffer) throws(StreamingError) {
@@ -328,6 +339,8 @@ public struct HLSPackager: Sendable {
             withOrigin.timeOrigin = origin
             do { segmenter = try MediaSegmenter(options: withOrigin) } catch { throw .output(error) }
             for index in sounds.indices { sounds[index].segmenter = try soundSegmenter() }
+            // No picture known: the first sound leads.
+            if video == nil, !sounds.isEmpty { sounds[0].leads = true }
             awaiting = []
             let handed = held
             held = []
@@ -362,22 +375,27 @@ public struct HLSPackager: Sendable {
         do { last = try segmenter.finish() } catch { throw .output(error) }
         try take(last)
         for index in sounds.indices { try drainSound(index, final: true) }
-        guard let format = segmenter.formatDescription, !reports.isEmpty else {
-            throw .source(.noSamples(input: source.name, reason: "no samples to package"))
-        }
-        var made = rendition(name: name, beside: output, reports: reports, format: format, audio: audio?.format.audio, frameRate: frameRate ?? format.sps.frameRate,
-                             segmenter: options, timescale: segmenter.timescale, files: files)
-        made.audio = audio
+        var soundRenditions: [AudioRendition] = []
         for sound in sounds {
             if sound.framesBeforeOrigin > 0 {
                 leftOut.append("track \(sound.track.id) (audio, \(sound.track.format.codecName)): \(sound.framesBeforeOrigin) frame(s) presented before the package's start left out")
             }
-            guard let rendition = audioRendition(sound, beside: output, isDefault: made.audioRenditions.isEmpty, files: files) else {
+            guard let rendition = audioRendition(sound, beside: output, isDefault: soundRenditions.isEmpty, files: files) else {
                 leftOut.append("track \(sound.track.id) (audio, \(sound.track.format.codecName)): left out: no frames")
                 continue
             }
-            made.audioRenditions.append(rendition)
+            soundRenditions.append(rendition)
         }
+        guard let format = segmenter.formatDescription, !reports.isEmpty else {
+            // Sound alone (fragmented MP4): its renditions are the package.
+            if video == nil, audio != nil { throw .invalidOption("\(source.name): no picture: a package of sound alone is fragmented MP4 (--segment-format fmp4), not TS") }
+            guard !soundRenditions.isEmpty else { throw .source(.noSamples(input: source.name, reason: "no H.264 or AAC samples to package")) }
+            return Packaged(rendition: nil, audioRenditions: soundRenditions, tracksLeftOut: leftOut)
+        }
+        var made = rendition(name: name, beside: output, reports: reports, format: format, audio: audio?.format.audio, frameRate: frameRate ?? format.sps.frameRate,
+                             segmenter: options, timescale: segmenter.timescale, files: files)
+        made.audio = audio
+        made.audioRenditions = soundRenditions
         if let main = made.audioRenditions.first {
             // The variant plays the group: its CODECS and bit rates count the sound's (the
             // largest rendition's, RFC 8216bis §4.4.6.2).
@@ -387,7 +405,15 @@ public struct HLSPackager: Sendable {
             made.variant.averageBandwidth = made.variant.averageBandwidth.map { $0 + (made.audioRenditions.map(\.averageBandwidth).max() ?? 0) }
         }
         made.tracksLeftOut = leftOut
-        return made
+        return Packaged(rendition: made, audioRenditions: soundRenditions, tracksLeftOut: leftOut)
+    }
+
+    /// What one packaging of a source made: the picture's rendition (nil for sound alone) and
+    /// the sound's.
+    struct Packaged {
+        var rendition: Rendition?
+        var audioRenditions: [AudioRendition]
+        var tracksLeftOut: [String]
     }
 
     /// The most samples (and bytes) held while a fragmented MP4 package waits for the first
@@ -483,22 +509,31 @@ public struct HLSPackager: Sendable {
     /// Why a package without sound leaves a sound track out.
     static let soundOff = "the package's sound is off (carriesAudio false, --no-audio)"
 
-    static func finish(_ renditions: [Rendition], playlist output: String, dash: String?, warnings: [String], files: WrittenFiles) throws(StreamingError) -> Summary {
+    static func finish(_ renditions: [Rendition], sounds alone: [AudioRendition] = [], playlist output: String, dash: String?, warnings: [String],
+                       files: WrittenFiles) throws(StreamingError) -> Summary {
         var sounds: [AudioRendition] = []
-        for sound in renditions.flatMap(\.audioRenditions) where !sounds.contains(where: { $0.playlist == sound.playlist }) { sounds.append(sound) }
-        let multivariant = HLSMultivariantPlaylist(variants: renditions.map(\.variant), iFrameVariants: renditions.map(\.iFrameVariant),
+        for sound in renditions.flatMap(\.audioRenditions) + alone where !sounds.contains(where: { $0.playlist == sound.playlist }) { sounds.append(sound) }
+        var variants = renditions.map(\.variant)
+        if renditions.isEmpty, let main = sounds.first {
+            // Sound alone: one variant, the default sound's playlist, naming the group.
+            var codecs: [String] = []
+            for codec in sounds.map(\.codecs) where !codecs.contains(codec) { codecs.append(codec) }
+            variants = [HLSMultivariantPlaylist.Variant(uri: main.alternative.uri, bandwidth: sounds.map(\.peakBandwidth).max() ?? 0,
+                                                        averageBandwidth: sounds.map(\.averageBandwidth).max(), codecs: codecs, audioGroup: main.alternative.groupID)]
+        }
+        let multivariant = HLSMultivariantPlaylist(variants: variants, iFrameVariants: renditions.map(\.iFrameVariant),
                                                    independentSegments: renditions.allSatisfy(\.independentSegments),
                                                    alternativeRenditions: sounds.map(\.alternative))
         for (path, text) in files.pending.sorted(by: { $0.key < $1.key }) { try files.write(BlockBuffer(Array(text.utf8)), to: path) }
         files.pending = [:]
         if let dash {
-            let manifest = DASHManifest(kind: .static(duration: renditions.map(\.duration).max() ?? 0),
-                                        minimumBufferTime: renditions.first.map { $0.segments.map(\.duration.seconds).max() ?? 2 } ?? 2,
+            let manifest = DASHManifest(kind: .static(duration: (renditions.map(\.duration) + sounds.map(\.duration)).max() ?? 0),
+                                        minimumBufferTime: (renditions.first?.segments ?? sounds.first?.segments ?? []).map(\.duration.seconds).max() ?? 2,
                                         representations: renditions.compactMap(\.representation), audioRepresentations: sounds.compactMap(\.representation))
             try files.write(BlockBuffer(Array(manifest.rendered.utf8)), to: dash)
         }
         try files.write(BlockBuffer(Array(multivariant.rendered.utf8)), to: output)
-        return Summary(playlist: output, renditions: renditions, dashManifest: dash, warnings: warnings)
+        return Summary(playlist: output, renditions: renditions, audioRenditions: sounds, variants: variants, dashManifest: dash, warnings: warnings)
     }
 }
 

@@ -99,7 +99,10 @@ public struct LadderPackager: Sendable {
                 }
                 let source: MediaSource
                 do { source = try MediaSource(path: encoded, options: .init(editList: .shift)) } catch { throw .source(error) }
-                renditions.append(try HLSPackager.package(source, as: name, beside: output, options: packaging.segmenter, files: files))
+                guard let rendition = try HLSPackager.package(source, as: name, beside: output, options: packaging.segmenter, files: files).rendition else {
+                    throw .rendition(name, underlying: StreamingError.source(.noSamples(input: encoded, reason: "no pictures encoded")))
+                }
+                renditions.append(rendition)
             }
             if Task.isCancelled { throw .source(.cancelled) }
             let others = (try? MediaSource.otherTracks(path: path)) ?? []

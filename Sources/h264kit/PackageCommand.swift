@@ -104,12 +104,13 @@ struct PackageCommand: InterruptibleCommand {
             printError("\(rendition.playlist): \(rendition.segments.count) segments, \(decimal(rendition.duration)) s, longest \(decimal(durations.max() ?? 0)) s; "
                 + "BANDWIDTH \(rendition.variant.bandwidth), AVERAGE-BANDWIDTH \(rendition.variant.averageBandwidth ?? 0), \(rendition.variant.codecs.joined(separator: ","))"
                 + (rendition.independentSegments ? "" : "; segments not independent (open GOP: --clean-cuts cuts only where they are)"))
-            for sound in rendition.audioRenditions {
-                printError("\(sound.playlist): sound of track \(sound.track.id)\(sound.alternative.language.map { " (\($0))" } ?? ""), \(sound.segments.count) segments, "
-                    + "\(decimal(sound.duration)) s, \(sound.peakBandwidth) bit/s peak, \(sound.codecs)\(sound.alternative.isDefault ? ", the default" : "")")
-            }
         }
-        printError("\(output): \(summary.renditions.count) rendition(s)" + (summary.dashManifest.map { "; \($0)" } ?? ""))
+        for sound in summary.audioRenditions {
+            printError("\(sound.playlist): sound of track \(sound.track.id)\(sound.alternative.language.map { " (\($0))" } ?? ""), \(sound.segments.count) segments, "
+                + "\(decimal(sound.duration)) s, \(sound.peakBandwidth) bit/s peak, \(sound.codecs)\(sound.alternative.isDefault ? ", the default" : "")")
+        }
+        printError("\(output): \(summary.renditions.count) rendition(s)" + (summary.renditions.isEmpty ? " of pictures: sound alone" : "")
+            + (summary.dashManifest.map { "; \($0)" } ?? ""))
     }
 
     private func decimal(_ value: Double) -> String {

@@ -367,6 +367,33 @@ struct HLSPackagingTests {
         #expect(abs(ours - ffmpegs) < 0.0005, "the picture starts \(ours) s after the sound; in FFmpeg's fMP4 HLS \(ffmpegs) s")
     }
 
+    /// A file of sound alone (an M4A) packaged: its sound renditions are the package, one
+    /// variant (the default sound's playlist, CODECS mp4a.40.2 alone, naming its group), no
+    /// video adaptation set in the MPD; ffmpeg reads the source's AAC frames byte for byte
+    /// through both. TS segments of sound alone are refused, saying why.
+    @Test("sound alone: fMP4 audio renditions and one audio-only variant, the MPD an audio adaptation set alone; ffmpeg reads the source's AAC frames through both; TS refused, saying why")
+    func soundAloneIsPackaged() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-hls-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let source = directory + "/sound.m4a"
+        let made = try run("ffmpeg", ["-v", "error", "-i", "\(Self.sources)/sound.mp4", "-map", "0:a", "-c", "copy", source])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let summary = try HLSPackager(options: .init(dashManifest: directory + "/out.mpd")).run(path: source, to: directory + "/out.m3u8")
+        #expect(summary.renditions.isEmpty && summary.audioRenditions.count == 1 && summary.warnings.isEmpty, "\(summary.warnings)")
+        #expect(summary.variants.count == 1 && summary.variants.first?.codecs == ["mp4a.40.2"] && summary.variants.first?.uri == "out-audio.m3u8")
+        let multivariant = HLSChecker.multivariant(try Self.text(directory + "/out.m3u8"))
+        #expect(multivariant.problems.isEmpty && multivariant.variants.count == 1, "\(multivariant.problems)")
+        let mpd = try Self.text(directory + "/out.mpd")
+        #expect(!mpd.contains("contentType=\"video\"") && mpd.contains("contentType=\"audio\""), "\(mpd)")
+        let expected = try Self.audioPackets(source)
+        let same = try Self.audioPackets(directory + "/out.m3u8") == expected, sameThroughDASH = try Self.audioPackets(directory + "/out.mpd") == expected
+        #expect(same && sameThroughDASH && expected.count > 900)
+        #expect(throws: StreamingError.self) {
+            _ = try HLSPackager(options: .init(segmenter: .init(format: .transportStream))).run(path: source, to: directory + "/ts.m3u8")
+        }
+    }
+
     @Test("GStreamer (uridecodebin3 over HTTP) decodes every picture and all the sound of a package with sound (TS muxed, fMP4 an audio rendition)", .requires(.gstLaunch, .python3),
           arguments: [MediaSegmenter.Format.transportStream, .fragmentedMP4])
     func gstreamerDecodesTheSoundOverHTTP(format: MediaSegmenter.Format) async throws {

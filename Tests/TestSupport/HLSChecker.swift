@@ -189,7 +189,10 @@ public enum HLSChecker {
             }
         }
         for variant in playlist.variants {
-            let required = variant.isIFrame ? ["BANDWIDTH", "CODECS", "RESOLUTION"] : ["BANDWIDTH", "AVERAGE-BANDWIDTH", "CODECS", "RESOLUTION", "FRAME-RATE"]
+            // (A variant of sound alone has no picture: no RESOLUTION or FRAME-RATE.)
+            let soundAlone = !(variant.attributes["CODECS"] ?? "avc1").contains("avc1")
+            let required = variant.isIFrame ? ["BANDWIDTH", "CODECS", "RESOLUTION"]
+                : soundAlone ? ["BANDWIDTH", "AVERAGE-BANDWIDTH", "CODECS"] : ["BANDWIDTH", "AVERAGE-BANDWIDTH", "CODECS", "RESOLUTION", "FRAME-RATE"]
             for name in required where variant.attributes[name] == nil { playlist.problems.append("\(variant.uri): no \(name)") }
             // RFC 6381: avc1.PPCCLL for H.264; mp4a.40.N for MPEG-4 audio (AAC LC 2, HE 5, HEv2 29).
             if let codecs = variant.attributes["CODECS"] {

@@ -100,10 +100,13 @@ public struct DASHManifest: Sendable, Hashable {
                            "timeShiftBufferDepth=\"\(Self.duration(depth))\""]
         }
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>", "<MPD " + attributes.joined(separator: " ") + ">",
-                     "  <Period id=\"0\" start=\"PT0S\">",
-                     "    <AdaptationSet contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\">"]
-        for representation in representations { lines.append(representation.xml) }
-        lines.append("    </AdaptationSet>")
+                     "  <Period id=\"0\" start=\"PT0S\">"]
+        // (Sound alone: no video adaptation set; an empty one is not allowed.)
+        if !representations.isEmpty || audioRepresentations.isEmpty {
+            lines.append("    <AdaptationSet contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\">")
+            for representation in representations { lines.append(representation.xml) }
+            lines.append("    </AdaptationSet>")
+        }
         for (index, sound) in audioRepresentations.enumerated() { lines.append(sound.adaptationSetXML(isMain: index == 0)) }
         lines += ["  </Period>", "</MPD>"]
         return lines.joined(separator: "\n") + "\n"
