@@ -23,6 +23,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         var fanOut: RTPFanOut?
         var routeKeys: [String] = []
         var paused = false
+        /// For a publisher, the stream whose sound is recorded (a carried LATM or G.711 one too).
+        var recordedAudio: Int?
     }
 
     private let core: ServerCore
@@ -224,11 +226,21 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     private func record(_ session: RTSPServerConnection.Session, context: ChannelHandlerContext) {
         guard let mount = core.mount(for: session.path), case .ingest(let sink) = mount.kind else { return }
-        // The video is recorded, and the first AAC medium beside it; the others are named in
-        // the report, never dropped unsaid.
+        // The video is recorded, and the first sound beside it (AAC as mpeg4-generic first,
+        // else LATM or G.711); the others are named in the report, never dropped unsaid.
         guard let format = session.format, let video = session.streams.first(where: { $0.format.mediaType == .video }) else { return }
-        let audio = session.streams.first { if case .mpeg4Generic = $0.format { true } else { false } }
+        func sound(_ format: RTPPayloadFormat, latmOrG711: Bool) -> AudioPayloadFormat? {
+            switch format {
+            case .mpeg4Generic(let aac): latmOrG711 ? nil : .mpeg4Generic(aac)
+            case .carried(let medium): latmOrG711 ? AudioPayloadFormat(medium: medium) : nil
+            case .h264: nil
+            }
+        }
+        let recorded = session.streams.indices.lazy.compactMap { index in sound(session.streams[index].format, latmOrG711: false).map { (index, $0) } }.first
+            ?? session.streams.indices.lazy.compactMap { index in sound(session.streams[index].format, latmOrG711: true).map { (index, $0) } }.first
+        let audio = recorded.map { session.streams[$0.0] }
         var active = Active(session: session, mount: mount)
+        active.recordedAudio = recorded?.0
         for (stream, isAudio) in [(video, false), (audio, true)] {
             guard let stream, stream.transport.lower == .udp, let ip = context.channel.remoteAddress?.ipAddress, let ports = stream.transport.clientPorts else { continue }
             for port in [ports.lowerBound, ports.upperBound] {
@@ -238,9 +250,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
         }
         let others = session.streams.filter { $0 != video && $0 != audio }.map { $0.format.medium(port: 0).summary }
-        var sound: MPEG4GenericPayloadFormat?
-        if case .mpeg4Generic(let format)? = audio?.format { sound = format }
-        sink.begin(session: session.id, format: format, audio: sound, mediaNotRecorded: others)
+        sink.begin(session: session.id, format: format, audio: recorded?.1, mediaNotRecorded: others)
         sessions[session.id] = active
     }
 
@@ -254,8 +264,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 let isAudio: Bool
                 switch active.session.streams[index].format {
                 case .h264: isAudio = false
-                case .mpeg4Generic: isAudio = true
-                case .carried: return  // (named in the report, not recorded)
+                case .mpeg4Generic, .carried:
+                    guard index == active.recordedAudio else { return }  // (named in the report, not recorded)
+                    isAudio = true
                 }
                 if isControl { sink.receiveRTCP(payload, session: active.session.id, isAudio: isAudio) } else {
                     sink.receiveRTP(payload, session: active.session.id, isAudio: isAudio)

@@ -44,10 +44,12 @@ public struct RTSPIngest: Sendable {
     /// Listens, and hands each sample of the first publisher's stream to `handle`, in decode
     /// order, until the stream ends (see the type's discussion). `onListening` gets the port
     /// once the server listens. An error `handle` throws ends receiving as
-    /// ``StreamingError/handler(_:)``.
-    public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
+    /// ``StreamingError/handler(_:)``. `soundRefusal` says why the caller cannot take sound of
+    /// a format (nil: it can): such sound is not recorded, and the report names it.
+    public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil },
+                        _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         let server = try RTSPServer(options: serverOptions)
-        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes, recordsAudio: recordsAudio)
+        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes, recordsAudio: recordsAudio, soundRefusal: soundRefusal)
         try server.serve(.ingest(sink), at: url.path)
         let serving = Task {
             do throws(StreamingError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
@@ -104,7 +106,7 @@ public struct RTSPIngest: Sendable {
     /// Receives into a file as ``RTPReceiver/record(to:)`` does.
     public func record(to output: SampleOutput, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(StreamingError) -> RTPReceiver.Report {
         try await RTPReceiver.record(to: output, from: "a publisher at \(url)") { (handle) async throws(StreamingError) in
-            try await receive(onListening: onListening, handle)
+            try await receive(onListening: onListening, soundRefusal: { output.refusal(of: $0) }, handle)
         }
     }
 
@@ -146,14 +148,18 @@ public struct RTSPIngest: Sendable {
         private let continuation: AsyncStream<Event>.Continuation
         private let configuration: RTPReceivingSession.Configuration
         private let recordsAudio: Bool
+        private let soundRefusal: @Sendable (AudioFormatDescription) -> String?
         private let budget: ByteBudget
         private let state = Locked(State())
 
         /// A sink receiving with `configuration`, holding at most `maximumQueuedBytes` of
-        /// samples its consumer has not taken.
-        public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20, recordsAudio: Bool = true) {
+        /// samples its consumer has not taken; with `recordsAudio`, the publisher's sound too
+        /// unless `soundRefusal` says why not (then it is named in the report).
+        public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20, recordsAudio: Bool = true,
+                    soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil }) {
             self.configuration = configuration
             self.recordsAudio = recordsAudio
+            self.soundRefusal = soundRefusal
             budget = ByteBudget(limit: max(1, maximumQueuedBytes))
             let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(4096))
             self.continuation = continuation
@@ -192,16 +198,19 @@ public struct RTSPIngest: Sendable {
 
         /// A publisher's session started recording; the first one is taken, others ignored.
         /// `mediaNotRecorded` names its media beside the video (its sound), for the report.
-        func begin(session id: String, format: H264PayloadFormat, audio: MPEG4GenericPayloadFormat? = nil, mediaNotRecorded: [String] = []) {
+        func begin(session id: String, format: H264PayloadFormat, audio: AudioPayloadFormat? = nil, mediaNotRecorded: [String] = []) {
             state.withLock { state in
                 guard state.sessionID == nil, !state.ended else { return }
                 state.sessionID = id
                 state.mediaNotRecorded = mediaNotRecorded
-                if let audio, !recordsAudio {
-                    state.mediaNotRecorded.insert(audio.medium(port: 0).summary, at: 0)
-                } else if let audio {
-                    do { state.audio = try RTPAudioBesidePicture(format: .mpeg4Generic(audio)) } catch {
-                        state.mediaNotRecorded.append("audio mpeg4-generic/\(audio.clockRate) (\(error))")
+                if let audio {
+                    let name = "audio \(audio.encodingName)/\(audio.clockRate)"
+                    if !recordsAudio {
+                        state.mediaNotRecorded.insert(name, at: 0)
+                    } else if let sound = try? audio.formatDescription(), let refusal = soundRefusal(sound) {
+                        state.mediaNotRecorded.insert("\(name) (\(refusal))", at: 0)
+                    } else {
+                        do { state.audio = try RTPAudioBesidePicture(format: audio) } catch { state.mediaNotRecorded.append("\(name) (\(error))") }
                     }
                 }
                 state.receiving = RTPReceivingSession(configuration: configuration, formatDescription: try? format.formatDescription())

@@ -306,6 +306,46 @@ struct RTSPAudioTests {
         #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
     }
 
+    /// A publisher's sound as LATM (`-rtpflags latm`) or G.711 (PCMU): the ingest records it
+    /// beside the picture, as the RTSP client does from a server.
+    @Test("RTSPIngest records what ffmpeg publishes with its sound as MP4A-LATM (the source's AAC frames from the first) or PCMU (into a MOV, the sound's length within 5%), placed as in the source within 24 ms",
+          arguments: ["latm", "pcmu"])
+    func ingestRecordsLATMAndG711(codec: String) async throws {
+        let source = Self.source
+        try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
+        let movie = try Checkout.temporaryFile([], suffix: codec == "pcmu" ? ".mov" : ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let port = try freeTCPPort()
+        let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
+        async let report = ingest.record(to: .init(path: movie))
+        try #require(await waitUntilListening(port, seconds: 60))
+        let sound = codec == "pcmu" ? ["-c:a", "pcm_mulaw", "-ar", "8000", "-ac", "1"] : ["-c:a", "copy", "-rtpflags", "latm"]
+        let publisher = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", source, "-c:v", "copy"] + sound
+                                                            + ["-f", "rtsp", "-rtsp_transport", "tcp", "rtsp://127.0.0.1:\(port)/live"])
+        #expect(publisher.status == 0, "\(publisher.stderrText)")
+        let received = try await report
+        let recorded = try #require(received.sound, "\(received)")
+        #expect(received.mediaNotReceived.isEmpty && recorded.lipSync == .senderReports, "\(recorded); \(received.mediaNotReceived)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(source), "the pictures")
+        let expected = try Self.sourceSound(source)
+        if codec == "latm" {
+            let frames = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+                .dataHashes(stream: 0)
+            let same = frames.count >= expected.frames.count - 5 && frames == Array(expected.frames.prefix(frames.count))
+            #expect(same, "the AAC frames byte for byte: \(frames.count) of \(expected.frames.count)")
+        } else {
+            func seconds(_ path: String) throws -> Double {
+                Double(try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-f", "s16le", "-ac", "1", "-ar", "8000", "-"]).stdout.count) / 16_000
+            }
+            let length = try seconds(movie), full = try seconds(source)
+            #expect(abs(length - full) <= 0.05 * full, "\(length) s of sound recorded; the source has \(full) s")
+        }
+        // (G.711 has no priming: its first sample is the source's first sound decoded, 21 ms
+        // (the AAC priming) after the first AAC packet's time.)
+        let offset = try Self.soundAfterPicture(movie) - (codec == "pcmu" ? 1024.0 / 48_000 : 0)
+        #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
+    }
+
     @Test("an RTP receiver made from a description with sound receives the first sound it reads (here PCMU) and names the others; told to leave the sound out, it names all")
     func anRTPReceiverNamesTheSound() throws {
         let description = try SessionDescription(parsing: """
