@@ -77,6 +77,12 @@ public struct Preview: Sendable {
         let numbers = Dictionary(zip(captureTimes.map(DisplayMessage.microseconds), options.captures), uniquingKeysWith: { a, _ in a })
         let requestedTimes = captureTimes
         outcome.expectCaptures(numbers.count)
+        // A layer's reports taken in: the latest, and the end when one says it.
+        let note: @Sendable (DisplayLayer) -> Void = { layer in
+            let reports = layer.pageReports
+            outcome.latest(reports)
+            if let ended = reports.first(where: { $0.ended || $0.error != nil }) { outcome.ended(ended) }
+        }
         let watch: @Sendable (DisplayLayer) async -> Void = { layer in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -90,9 +96,7 @@ public struct Preview: Sendable {
                 group.addTask {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .milliseconds(50))
-                        let reports = layer.pageReports
-                        outcome.latest(reports)
-                        if let ended = reports.first(where: { $0.ended || $0.error != nil }) { outcome.ended(ended) }
+                        note(layer)
                     }
                 }
                 await group.waitForAll()
@@ -110,6 +114,9 @@ public struct Preview: Sendable {
                     _ = await group.next()
                     group.cancelAll()
                 }
+                // The page's last report can come just before it goes (a short stream), after the
+                // watcher's last look: one more look, or the end is missed and the preview waits.
+                note(layer)
             }
         case .live:
             let layer = DisplayLayer(options: serverOptions.layer)
