@@ -66,7 +66,7 @@ public struct MediaSegmenter {
         /// For transport streams: the muxer's layout, PIDs and clock.
         public var transportStream: TransportStreamMuxer.Options
         /// The source's time reports count from, and, for fragmented MP4, the fragments'
-        /// timeline's 0 (``CMAFWriter/Options/timeOrigin``): the same for the segmenters of
+        /// timeline's 0 (`CMAFWriter.Options.timeOrigin`): the same for the segmenters of
         /// tracks played together (a picture and its sound), at or before each one's first
         /// decoding time; nil: the first sample's presentation time.
         public var timeOrigin: MediaTime?
