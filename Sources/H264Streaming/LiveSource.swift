@@ -72,10 +72,9 @@ public enum LiveSource: Sendable {
             var options = client.options
             change(&options.receiver)
             return .rtsp(RTSPClient(url: client.url, options: options))
-        case .publisher(let ingest):
-            var options = ingest.options
-            change(&options)
-            return .publisher(RTSPIngest(url: ingest.url, credentials: ingest.serverOptions.credentials, options: options, recordsAudio: ingest.recordsAudio))
+        case .publisher(var ingest):
+            change(&ingest.options)
+            return .publisher(ingest)
         }
     }
 

@@ -316,7 +316,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let sinceRequest = (NIODeadline.now() - lastRequest).nanoseconds
         var timedOut = false
         for (id, active) in sessions {
-            let idle = active.subscribers.map(\.idleNanoseconds).min() ?? sinceRequest
+            var idle = active.subscribers.map(\.idleNanoseconds).min() ?? sinceRequest
+            // A publisher is alive while its packets come: ffmpeg and cameras send no request
+            // while they record (RFC 2326 §12.37 counts its RTCP as a sign of life too).
+            if case .ingest(let sink) = active.mount.kind, let quiet = sink.secondsSinceArrival(session: id) {
+                idle = min(idle, Int64(quiet * 1_000_000_000))
+            }
             if idle > limit {
                 end(id, timedOut: true)
                 timedOut = true

@@ -22,10 +22,11 @@ import SystemIO
 public struct RTSPIngest: Sendable {
     /// Where to listen: the host, port and path publishers push to.
     public let url: RTSPURL
-    /// How the server runs (credentials publishers must give, session timeout).
-    public let serverOptions: RTSPServer.Options
+    /// How the server runs (credentials publishers must give, session timeout: a publisher's
+    /// session lives while its packets or requests come, and ends that long after both stop).
+    public var serverOptions: RTSPServer.Options
     /// How packets are received (jitter buffer, idle timeout, sample limit).
-    public let options: RTPReceiver.Options
+    public var options: RTPReceiver.Options
     /// Whether the publisher's first AAC medium is recorded beside its picture (else it is
     /// named in ``RTPReceiver/Report/mediaNotReceived``).
     public let recordsAudio: Bool
@@ -239,6 +240,15 @@ public struct RTSPIngest: Sendable {
                 } else {
                     _ = bytes.withUnsafeBytes { state.receiving?.receiveRTCP($0, arrival: monotonicSeconds()) }
                 }
+            }
+        }
+
+        /// Seconds since a packet of the recorded session `id` came (nil for another session,
+        /// or before its first): the session timeout counts from it.
+        func secondsSinceArrival(session id: String) -> Double? {
+            state.withLock { state in
+                guard state.sessionID == id, let last = state.lastArrival else { return nil }
+                return monotonicSeconds() - last
             }
         }
 

@@ -246,13 +246,16 @@ struct RTSPTests {
         #expect(server.statistics.errorsAnswered >= 4, "\(server.statistics)")
     }
 
-    @Test("RTSPIngest records what ffmpeg publishes (ANNOUNCE/RECORD, UDP and TCP): the source's frames and times", arguments: ["udp", "tcp"])
+    /// The session timeout is shorter than the stream: a publisher that sends no request while
+    /// it records (ffmpeg) is kept alive by its packets (the ingest cut ffmpeg off after 60 s).
+    @Test("RTSPIngest records what ffmpeg publishes (ANNOUNCE/RECORD, UDP and TCP): the source's frames and times, past the session timeout", arguments: ["udp", "tcp"])
     func ingestFromFFmpeg(transport: String) async throws {
         let sent = try Self.sourceMovie()
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { for path in [sent, movie] { try? FileManager.default.removeItem(atPath: path) } }
         let port = try freeTCPPort()
-        let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
+        var ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
+        ingest.serverOptions.sessionTimeout = 1  // (the source lasts 3.6 s)
         async let report = ingest.record(to: .init(path: movie))
         try #require(await waitUntilListening(port, seconds: 60))
         let publisher = try await Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", sent, "-c", "copy", "-f", "rtsp",
