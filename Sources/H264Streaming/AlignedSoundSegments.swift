@@ -44,9 +44,15 @@ struct AlignedSoundSegments {
 
     /// Hands every frame whose segment is known to the segmenter; `boundaries` are where the
     /// picture's segments end (from the time origin), `final` once the picture has ended (its
-    /// last boundary is then the end, and no cut). Returns what the segmenter made, in order.
-    mutating func drain(boundaries: [MediaTime], origin: MediaTime, final: Bool) throws(SampleFlowError) -> [MediaSegmenter.Output] {
-        var made: [MediaSegmenter.Output] = []
+    /// last boundary is then the end, and no cut). `horizon`, when given, is the decoding time
+    /// (from the origin) the picture has reached: its next boundary, a sync picture's
+    /// presentation time, comes after it, so a frame ending half a frame before it belongs to
+    /// the segment being made (a live origin's sound then waits for the picture's decoding
+    /// order, not for its segment's end). Returns what the segmenter made, in order, each with
+    /// the decoding time of the frame that made it (nil for the end).
+    mutating func drain(boundaries: [MediaTime], origin: MediaTime, final: Bool,
+                        horizon: MediaTime? = nil) throws(SampleFlowError) -> [(output: MediaSegmenter.Output, decodeTime: MediaTime?)] {
+        var made: [(output: MediaSegmenter.Output, decodeTime: MediaTime?)] = []
         let usable = final ? max(0, boundaries.count - 1) : boundaries.count
         while head < waiting.count {
             let frame = waiting[head]
@@ -57,7 +63,7 @@ struct AlignedSoundSegments {
                 continue
             }
             if leads {
-                made.append(try segmenter.append(frame))
+                made.append((try segmenter.append(frame), frame.decodeTime))
                 head += 1
                 continue
             }
@@ -65,18 +71,18 @@ struct AlignedSoundSegments {
             var passes = cuts
             while passes < usable && time >= boundaries[passes] - half { passes += 1 }
             // Not yet known whether the next boundary comes before this frame.
-            if passes == boundaries.count && !final { break }
+            if passes == boundaries.count && !final && !(horizon.map { time + half < $0 } ?? false) { break }
             let cut = started && passes > cuts
             cuts = passes
             started = true
-            made.append(try segmenter.append(frame, startsSegment: cut))
+            made.append((try segmenter.append(frame, startsSegment: cut), frame.decodeTime))
             head += 1
         }
         if head > 256 && head * 2 > waiting.count {
             waiting.removeFirst(head)
             head = 0
         }
-        if final { made.append(try segmenter.finish()) }
+        if final { made.append((try segmenter.finish(), nil)) }
         return made
     }
 

@@ -143,6 +143,9 @@ public final class HLSOrigin: Sendable {
         public var badRequests = 0
         /// Playlists sent gzip-compressed.
         public var compressedPlaylists = 0
+        /// Samples the publishers were given and did not publish: tracks other than a
+        /// rendition's picture and its sound, sound decoded before the picture's start.
+        public var samplesLeftOut = 0
     }
 
     /// Where and how to serve.
@@ -202,17 +205,33 @@ public final class HLSOrigin: Sendable {
     /// (other renditions' segments need not be aligned with it). A rendition is published by
     /// one call at a time, and once: after its end (`EXT-X-ENDLIST`) its name is not taken
     /// again (its media sequence would go back).
-    public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video") async throws(StreamingError)
+    ///
+    /// `sound`, an AAC track of `samples`, goes with the picture: in transport stream segments
+    /// muxed beside it (the variant's CODECS name both); in fragmented MP4 as a rendition of its
+    /// own, ``soundRendition(of:)`` (`index-audio.m3u8`, its parts in low latency, each
+    /// independent), listed as an alternative rendition (`EXT-X-MEDIA:TYPE=AUDIO`, group
+    /// `audio`, NAME and LANGUAGE from the track's language) that every variant plays (`AUDIO=`,
+    /// its codec in CODECS and its bit rate in BANDWIDTH), and in the MPD as an audio
+    /// adaptation set. Its segments end within half a frame of the picture's; the multivariant
+    /// playlist appears once both have a segment. Samples of other tracks are counted in
+    /// ``Statistics/samplesLeftOut``.
+    public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video", sound: TrackDescription? = nil) async throws(StreamingError)
     where Samples.Element == SampleBuffer {
-        guard (1...32).contains(rendition.utf8.count), rendition.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) }) else {
-            throw .invalidOption("rendition \"\(rendition)\": 1 to 32 of a-z and 0-9")
+        try Self.checkName(rendition)
+        if let sound, sound.format.audio?.isAAC != true {
+            throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): the sound beside a rendition is AAC")
         }
-        guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
+        let soundName = sound != nil && options.segmenter.format == .fragmentedMP4 ? Self.soundRendition(of: rendition) : nil
+        let muxedSound = sound != nil && soundName == nil ? sound?.format.audio : nil
+        guard store.beginPublishing(rendition, muxedSound: muxedSound) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
         defer { store.endPublishing(rendition) }
-        var segmenter: MediaSegmenter
-        do { segmenter = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
+        if let soundName, let sound {
+            guard store.beginPublishing(soundName, sound: sound) else { throw .invalidOption("rendition \(soundName) (the sound of \(rendition)) is being published, or has ended") }
+        }
+        defer { if let soundName { store.endPublishing(soundName) } }
+        var publisher = try LiveRenditionPublisher(rendition: rendition, options: options.segmenter, lowLatency: options.lowLatency != nil, sound: sound,
+                                                   soundRendition: soundName)
         var start: (wall: Double, decode: MediaTime)?
-        var gathering = SegmentGathering(lowLatency: options.lowLatency != nil, rendition: rendition)
         do {
             for try await sample in samples {
                 if Task.isCancelled { break }
@@ -225,10 +244,7 @@ public final class HLSOrigin: Sendable {
                         start = (WallClock.seconds, sample.decodeTime)
                     }
                 }
-                let entered = WallClock.seconds
-                let made: MediaSegmenter.Output
-                do { made = try segmenter.append(sample) } catch { throw StreamingError.output(error) }
-                gathering.take(made, from: segmenter, sampleEntered: entered, decodeTime: sample.decodeTime, into: store)
+                try publisher.append(sample, entered: WallClock.seconds, store: store)
             }
         } catch is CancellationError {
         } catch let error as StreamingError {
@@ -236,10 +252,25 @@ public final class HLSOrigin: Sendable {
         } catch {
             throw .sending(error)
         }
-        let last: MediaSegmenter.Output
-        do { last = try segmenter.finish() } catch { throw .output(error) }
-        gathering.take(last, from: segmenter, sampleEntered: WallClock.seconds, decodeTime: nil, into: store)
-        if !Task.isCancelled { store.end(rendition) }
+        try publisher.finish(store: store)
+        store.countLeftOut(publisher.samplesLeftOut)
+        if !Task.isCancelled {
+            store.end(rendition)
+            if let soundName { store.end(soundName) }
+        }
+    }
+
+    /// The name of the sound rendition published beside `rendition` in fragmented MP4:
+    /// `audio` beside `video`, else the rendition's name and `audio` (`video2audio`).
+    public static func soundRendition(of rendition: String) -> String {
+        rendition == "video" ? "audio" : rendition + "audio"
+    }
+
+    /// A rendition's name: 1 to 32 of `a-z` and `0-9` (it goes in file names).
+    private static func checkName(_ rendition: String) throws(StreamingError) {
+        guard (1...32).contains(rendition.utf8.count), rendition.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) }) else {
+            throw .invalidOption("rendition \"\(rendition)\": 1 to 32 of a-z and 0-9")
+        }
     }
 
     /// Serves until the task is cancelled; `onListening` gets the multivariant playlist's URL
@@ -307,9 +338,11 @@ struct SegmentGathering {
     }
 
     /// Publishes what the segmenter made of the sample that entered at `sampleEntered` (with
-    /// `decodeTime`; nil when the segmenter was finished).
-    mutating func take(_ made: MediaSegmenter.Output, from segmenter: MediaSegmenter, sampleEntered: Double, decodeTime: MediaTime?, into store: OriginStore) {
-        let date = decodeTime.flatMap { $0.isNumeric ? clock.date(ofMediaTime: $0.seconds, arrival: sampleEntered) : nil } ?? sampleEntered
+    /// `decodeTime`; nil when the segmenter was finished). `date`, when given, dates it instead
+    /// (a sound dated on its picture's mapping, ``date(ofMediaTime:)``).
+    mutating func take(_ made: MediaSegmenter.Output, from segmenter: MediaSegmenter, sampleEntered: Double, decodeTime: MediaTime?, date given: Double? = nil,
+                       into store: OriginStore) {
+        let date = given ?? decodeTime.flatMap { $0.isNumeric ? clock.date(ofMediaTime: $0.seconds, arrival: sampleEntered) : nil } ?? sampleEntered
         if segmentStart == nil, !made.chunks.isEmpty { segmentStart = date }
         var chunks = made.chunks[...]
         // The chunks of each completed segment, then its report; then the next segment's.
@@ -336,11 +369,22 @@ struct SegmentGathering {
             let size = bytes.readableBytes
             pending = ByteBuffer()
             if !lowLatency { pending.reserveCapacity(size + size / 4) }
-            store.publish(bytes, rendition: rendition, report: report, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+            store.publish(bytes, rendition: rendition, report: report, initialization: segmenter.initializationSegment, format: Self.format(of: segmenter),
                           timescale: segmenter.timescale, startedAt: segmentStart ?? date)
             segmentStart = date
         }
         for chunk in chunks { add(chunk, segmenter: segmenter, store: store) }
+    }
+
+    /// The date of `mediaTime` (seconds) on this rendition's mapping, without noting anything;
+    /// nil before its first sample.
+    func date(ofMediaTime mediaTime: Double) -> Double? {
+        clock.date(ofMediaTime: mediaTime)
+    }
+
+    /// What the segmenter cuts: its picture's format, or its sound's.
+    static func format(of segmenter: MediaSegmenter) -> FormatDescription? {
+        segmenter.formatDescription.map { .video($0) } ?? segmenter.audioFormatDescription.map { .audio($0) }
     }
 
     private mutating func add(_ chunk: MediaSegmenter.Chunk, segmenter: MediaSegmenter, store: OriginStore) {
@@ -349,7 +393,7 @@ struct SegmentGathering {
         let part = pending
         pending = ByteBuffer()
         parts.append(part)
-        store.publishPart(part, rendition: rendition, segment: chunk.segment, report: fragment, initialization: segmenter.initializationSegment, format: segmenter.formatDescription,
+        store.publishPart(part, rendition: rendition, segment: chunk.segment, report: fragment, initialization: segmenter.initializationSegment, format: Self.format(of: segmenter),
                           timescale: segmenter.timescale, startedAt: segmentStart ?? WallClock.seconds)
     }
 }
@@ -409,9 +453,15 @@ final class OriginStore: Sendable {
         /// Parts published so far: the next part's number.
         var partCount = 0
         var streamStart: Double?
-        var format: VideoFormatDescription?
+        var format: FormatDescription?
         var timescale: Int32?
         var publishing = false
+        /// For a rendition of sound (fragmented MP4): its track (language, id), listed as an
+        /// alternative rendition in the group every variant plays.
+        var sound: TrackDescription?
+        /// For a rendition of a picture whose transport stream segments carry sound muxed
+        /// beside it: that sound (its codec in the variant's CODECS).
+        var muxedSound: AudioFormatDescription?
     }
 
     struct State {
@@ -464,8 +514,9 @@ final class OriginStore: Sendable {
         rendition.paths.prefix + "-part" + Self.padded(number) + ".m4s"
     }
 
-    /// A rendition starts publishing (false: it is already).
-    func beginPublishing(_ name: String) -> Bool {
+    /// A rendition starts publishing (false: it is already); `sound` for a rendition of sound,
+    /// `muxedSound` for a picture with sound in its segments.
+    func beginPublishing(_ name: String, sound: TrackDescription? = nil, muxedSound: AudioFormatDescription? = nil) -> Bool {
         state.withLock { state in
             if state.renditions[name] == nil {
                 let renditionPaths = RenditionPaths(base: paths.base, rendition: name)
@@ -481,8 +532,16 @@ final class OriginStore: Sendable {
             }
             guard let rendition = state.renditions[name], !rendition.publishing, !rendition.window.ended else { return false }
             state.renditions[name]?.publishing = true
+            state.renditions[name]?.sound = sound
+            state.renditions[name]?.muxedSound = muxedSound
             return true
         }
+    }
+
+    /// Counts samples a publisher was given and did not publish.
+    func countLeftOut(_ count: Int) {
+        guard count > 0 else { return }
+        state.withLock { $0.statistics.samplesLeftOut += count }
     }
 
     /// A rendition's publisher is done.
@@ -491,7 +550,7 @@ final class OriginStore: Sendable {
     }
 
     /// Takes what the first part or segment tells of the stream.
-    private func noteStream(_ state: inout State, _ name: String, initialization: [UInt8]?, format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
+    private func noteStream(_ state: inout State, _ name: String, initialization: [UInt8]?, format: FormatDescription?, timescale: Int32?, startedAt: Double) {
         guard var rendition = state.renditions[name] else { return }
         if rendition.streamStart == nil { rendition.streamStart = startedAt }
         if rendition.format == nil { rendition.format = format }
@@ -504,7 +563,7 @@ final class OriginStore: Sendable {
 
     /// Puts a whole part in memory and in the playlist, at once (low latency).
     func publishPart(_ bytes: ByteBuffer, rendition name: String, segment: Int, report: MediaSegmenter.FragmentReport, initialization: [UInt8]?,
-                     format: VideoFormatDescription?, timescale: Int32?, startedAt: Double) {
+                     format: FormatDescription?, timescale: Int32?, startedAt: Double) {
         let now = WallClock.seconds
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             noteStream(&state, name, initialization: initialization, format: format, timescale: timescale, startedAt: startedAt)
@@ -525,7 +584,7 @@ final class OriginStore: Sendable {
     }
 
     /// Puts a whole segment in memory and in the playlists, at once.
-    func publish(_ bytes: ByteBuffer, rendition name: String, report: MediaSegmenter.SegmentReport, initialization: [UInt8]?, format: VideoFormatDescription?,
+    func publish(_ bytes: ByteBuffer, rendition name: String, report: MediaSegmenter.SegmentReport, initialization: [UInt8]?, format: FormatDescription?,
                  timescale: Int32?, startedAt: Double) {
         let now = WallClock.seconds
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
@@ -534,7 +593,8 @@ final class OriginStore: Sendable {
             let path = segmentPath(rendition, report.index, report.format)
             let entry = HLSLiveWindow.Entry(
                 sequence: report.index, uri: Self.name(path), duration: report.duration.seconds, programDateTime: startedAt, independent: report.isIndependent,
-                byteCount: report.byteCount, iFrames: report.syncSamples.map { .init(duration: $0.duration.seconds, byteRange: $0.byteRange) },
+                byteCount: report.byteCount,
+                iFrames: rendition.sound != nil ? [] : report.syncSamples.map { .init(duration: $0.duration.seconds, byteRange: $0.byteRange) },
                 timeline: timescale.map { (report.earliestPresentationTime.converted(toTimescale: $0).value, report.duration.converted(toTimescale: $0).value) })
             state.files[path] = File(bytes: bytes, contentType: report.format.contentType, cacheControl: "public, max-age=86400, immutable")
             state.statistics.segmentsPublished += 1
@@ -653,20 +713,38 @@ final class OriginStore: Sendable {
                 delta.renditionReports = reports
                 rendition.delta = Self.playlistFile(delta.rendered, cacheControl: playlist)
             }
-            if name == changed {
+            if name == changed, rendition.sound == nil {
                 state.files[rendition.paths.iFrames] = Self.playlistFile(rendition.window.iFramePlaylist.rendered, cacheControl: playlist)
             }
             state.renditions[name] = rendition
+        }
+        // The sound renditions (fragmented MP4), each an alternative in the group `audio` that
+        // every variant plays; the multivariant playlist waits until each has a segment (a
+        // player reads it once: a group listed later would never be heard).
+        var alternatives: [HLSMultivariantPlaylist.AlternativeRendition] = []
+        var soundCodecs: [String] = []
+        var soundRates = (peak: 0, average: 0)
+        for name in state.order {
+            guard let rendition = state.renditions[name], let track = rendition.sound else { continue }
+            guard let format = rendition.format?.audio, !rendition.window.entries.isEmpty else { return }
+            alternatives.append(.init(sound: track, format: format, uri: Self.name(rendition.paths.media), isDefault: alternatives.isEmpty))
+            if !soundCodecs.contains(format.codecString) { soundCodecs.append(format.codecString) }
+            let rates = rendition.window.bitRates
+            soundRates = (max(soundRates.peak, rates.peak), max(soundRates.average, rates.average))
         }
         var variants: [HLSMultivariantPlaylist.Variant] = []
         var iFrameVariants: [HLSMultivariantPlaylist.Variant] = []
         var independent = true
         for name in state.order {
-            guard let rendition = state.renditions[name], let format = rendition.format, !rendition.window.entries.isEmpty else { continue }
+            guard let rendition = state.renditions[name], let format = rendition.format?.video, !rendition.window.entries.isEmpty else { continue }
             let rates = rendition.window.bitRates
             let size = (width: format.width, height: format.height)
-            variants.append(.init(uri: Self.name(rendition.paths.media), bandwidth: rates.peak, averageBandwidth: rates.average, codecs: [format.codecString],
-                                  resolution: size, frameRate: format.sps.frameRate?.framesPerSecond))
+            var variant = HLSMultivariantPlaylist.Variant(uri: Self.name(rendition.paths.media), bandwidth: rates.peak + soundRates.peak,
+                                                          averageBandwidth: rates.average + soundRates.average,
+                                                          codecs: [format.codecString] + (rendition.muxedSound.map { [$0.codecString] } ?? []) + soundCodecs,
+                                                          resolution: size, frameRate: format.sps.frameRate?.framesPerSecond)
+            if !alternatives.isEmpty { variant.audioGroup = alternatives[0].groupID }
+            variants.append(variant)
             // Low latency: no I-frame variant (its playlist has no parts and no server control,
             // which every media playlist beside low-latency ones must have, RFC 8216bis §6.2.4).
             if !lowLatency {
@@ -676,25 +754,35 @@ final class OriginStore: Sendable {
             independent = independent && rendition.window.allIndependent
         }
         guard !variants.isEmpty else { return }
-        let text = HLSMultivariantPlaylist(variants: variants, iFrameVariants: iFrameVariants, independentSegments: independent).rendered
+        let text = HLSMultivariantPlaylist(variants: variants, iFrameVariants: iFrameVariants, independentSegments: independent, alternativeRenditions: alternatives).rendered
         if state.files[paths.multivariant].map({ String(buffer: $0.bytes) }) != text {
             state.files[paths.multivariant] = Self.playlistFile(text, cacheControl: playlist)
         }
-        // The MPD: the first rendition (the others' segments need not align with it).
-        guard options.servesDASH, let first = state.order.first, let rendition = state.renditions[first], let format = rendition.format,
-              let timescale = rendition.timescale, let start = rendition.streamStart, !rendition.window.entries.isEmpty else { return }
+        // The MPD: the first picture's rendition (the others' segments need not align with it)
+        // and the first sound's.
+        guard options.servesDASH, let first = state.order.first(where: { state.renditions[$0]?.sound == nil }), let rendition = state.renditions[first],
+              let format = rendition.format?.video, let timescale = rendition.timescale, let start = rendition.streamStart, !rendition.window.entries.isEmpty else { return }
         let rate = format.sps.frameRate
         let representation = DASHManifest.Representation(
             id: first, codecs: format.codecString, width: format.width, height: format.height, frameRate: rate.map { "\($0.numerator)/\($0.denominator)" },
             bandwidth: rendition.window.bitRates.peak, timescale: Int(timescale), initialization: Self.name(rendition.paths.initialization),
             media: Self.name(rendition.paths.prefix) + "-$Number%05d$." + options.segmenter.format.fileExtension,
             startNumber: rendition.window.mediaSequence, segments: rendition.window.entries.compactMap(\.timeline))
+        var sounds: [DASHManifest.AudioRepresentation] = []
+        if let name = state.order.first(where: { state.renditions[$0]?.sound != nil }), let sound = state.renditions[name], let track = sound.sound,
+           let audio = sound.format?.audio, let soundScale = sound.timescale {
+            sounds.append(DASHManifest.AudioRepresentation(
+                id: name, codecs: audio.codecString, language: LanguageTag(track.language)?.tag, sampleRate: audio.sampleRate, channelCount: audio.channelCount,
+                bandwidth: sound.window.bitRates.peak, timescale: Int(soundScale), initialization: Self.name(sound.paths.initialization),
+                media: Self.name(sound.paths.prefix) + "-$Number%05d$.m4s", startNumber: sound.window.mediaSequence, segments: sound.window.entries.compactMap(\.timeline)))
+        }
         let segmentSeconds = options.segmenter.segmentDuration.seconds
         let seconds = rendition.window.entries.map(\.duration).reduce(0, +)
         let kind: DASHManifest.Kind = rendition.window.ended
             ? .static(duration: seconds)
             : .dynamic(availabilityStartTime: start, minimumUpdatePeriod: segmentSeconds, timeShiftBufferDepth: seconds, publishTime: now)
-        state.files[paths.dash] = Self.playlistFile(DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation]).rendered,
+        state.files[paths.dash] = Self.playlistFile(DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation],
+                                                                 audioRepresentations: sounds).rendered,
                                                     contentType: "application/dash+xml", cacheControl: playlist)
     }
 

@@ -300,7 +300,7 @@ public struct HLSPackager: Sendable {
         }
         func drainSound(_ index: Int, final: Bool) throws(StreamingError) {
             let made: [MediaSegmenter.Output]
-            do { made = try sounds[index].drain(boundaries: boundaries, origin: origin ?? .zero, final: final) } catch { throw .output(error) }
+            do { made = try sounds[index].drain(boundaries: boundaries, origin: origin ?? .zero, final: final).map(\.output) } catch { throw .output(error) }
             let soundName = sounds[index].name
             for piece in made {
                 if !sounds[index].wroteInitialization, let bytes = sounds[index].segmenter.initializationSegment {
@@ -437,9 +437,7 @@ public struct HLSPackager: Sendable {
         let peak = reports.map { Double($0.byteCount * 8) / max($0.duration.seconds, 0.001) }.max() ?? 0
         let average = Double(reports.reduce(0) { $0 + $1.byteCount } * 8) / max(total, 0.001)
         let language = LanguageTag(sound.track.language)
-        let alternative = HLSMultivariantPlaylist.AlternativeRendition(
-            groupID: "audio", name: language?.name ?? (isDefault ? "Main" : "Sound \(sound.track.id)"), language: language?.tag, isDefault: isDefault,
-            channels: format.channelCount, uri: fileName(playlist))
+        let alternative = HLSMultivariantPlaylist.AlternativeRendition(sound: sound.track, format: format, uri: fileName(playlist), isDefault: isDefault)
         var representation: DASHManifest.AudioRepresentation?
         if let timescale = sound.segmenter.timescale {
             let ticks = { (time: MediaTime) in time.converted(toTimescale: timescale).value }

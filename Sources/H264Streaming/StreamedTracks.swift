@@ -17,17 +17,21 @@ public struct StreamedTracks: Sendable, Hashable {
     public static let audioNotAsked = "the video alone was asked for"
     /// The reason of a track left out because one AAC track is sent already, or it is not AAC.
     public static let oneAACTrack = "RTP carries the video and one AAC track"
+    /// The same for a live HLS/DASH rendition.
+    public static let oneAACTrackOverHTTP = "a live rendition carries the video and one AAC track"
 
     /// The choice for the file at `path` (read with `options`; standard input has no tracks
     /// to choose from): with `carriesAudio`, its first AAC track; `reason`, when given, is why
-    /// every track is left out instead (a destination that carries the video alone).
-    public init(path: String, options: MediaSource.Options = .decoding, carriesAudio: Bool = true, reason: String? = nil) throws(StreamingError) {
+    /// every track is left out instead (a destination that carries the video alone);
+    /// `othersReason`, why the tracks besides the first AAC one are.
+    public init(path: String, options: MediaSource.Options = .decoding, carriesAudio: Bool = true, reason: String? = nil,
+                othersReason: String = oneAACTrack) throws(StreamingError) {
         let others: [TrackDescription]
         do { others = try MediaSource.otherTracks(path: path, options: options) } catch { throw .source(error) }
         let audio = carriesAudio && reason == nil ? others.first { $0.format.audio?.isAAC == true } : nil
         self.audio = audio
         leftOut = others.filter { $0.id != audio?.id }.map { track in
-            let why = reason ?? (!carriesAudio && track.mediaType == .audio ? Self.audioNotAsked : Self.oneAACTrack)
+            let why = reason ?? (!carriesAudio && track.mediaType == .audio ? Self.audioNotAsked : othersReason)
             return StreamMuxer.LeftOutTrack(track: track, reason: why)
         }
     }

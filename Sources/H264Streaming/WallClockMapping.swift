@@ -47,6 +47,12 @@ struct WallClockMapping {
         return origin.map { $0 + mediaTime } ?? arrival
     }
 
+    /// The date the mapping puts `mediaTime` (seconds) at, noting nothing; nil before the first
+    /// sample.
+    func date(ofMediaTime mediaTime: Double) -> Double? {
+        origin.map { $0 + mediaTime }
+    }
+
     /// The media time (seconds) the mapping puts at `date` (seconds since 1970); nil before
     /// the first sample.
     func mediaTime(atDate date: Double) -> Double? {

@@ -1,0 +1,163 @@
+import Foundation
+import H264Streaming
+import MediaCore
+import SampleFlow
+import SystemIO
+import TestSupport
+import Testing
+
+/// The live origin with sound: a file's AAC track published beside its picture (TS muxed,
+/// fMP4 as an audio rendition, Low-Latency HLS with audio parts), pulled by FFmpeg frame for
+/// frame and played by Chromium's own player with its sound decoded.
+@Suite("HLS live origin with sound", .requires(.ffmpeg, .ffprobe), .serialized, .timely, .exclusive)
+struct HLSOriginSoundTests {
+    /// 8 s of 320x240 at 25 fps (B-frames, a keyframe a second) and 48 kHz stereo AAC.
+    static let source: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-origin-av-\(getpid()).mp4").path
+        _ = try? run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:beep_factor=4",
+                                "-t", "8", "-ac", "2", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-c:a", "aac", "-b:a", "96k", path])
+        return path
+    }()
+
+    enum Mode: String, CaseIterable, CustomTestStringConvertible {
+        case fragmentedMP4, transportStream, lowLatency
+        var testDescription: String { rawValue }
+        var format: MediaSegmenter.Format { self == .transportStream ? .transportStream : .fragmentedMP4 }
+    }
+
+    /// An origin publishing `source` (paced; looped when asked) with its sound, on a port of its own.
+    static func start(_ mode: Mode, loops: Bool) async throws -> (HLSOrigin, String, [Task<Void, any Error>]) {
+        let port = try freeTCPPort()
+        let segment = MediaTime(seconds: mode == .lowLatency ? 2 : 1, preferredTimescale: 90_000)
+        let origin = try HLSOrigin(options: .init(port: port, segmenter: .init(format: mode.format, segmentDuration: segment), windowSize: 6,
+                                                  servesDASH: mode.format == .fragmentedMP4,
+                                                  lowLatency: mode == .lowLatency ? .init(partDuration: MediaTime(value: 1, timescale: 2)) : nil))
+        let tracks = try StreamedTracks(path: source)
+        let sound = try #require(tracks.audio)
+        let samples = MediaFileSamples(path: source, options: tracks.sourceOptions(.init()), loops: loops)
+        let tasks = [
+            Task { try await origin.run() },
+            Task { try await origin.publish(samples, paced: true, sound: sound) },
+        ]
+        guard await waitUntilListening(port) else { throw TestFailure("the origin did not listen on \(port)") }
+        return (origin, origin.url(port: port), tasks)
+    }
+
+    /// Frames of `framemd5` output: stream index, time in seconds, hash.
+    static func frames(_ text: String) -> [(stream: Int, time: Double, hash: String)] {
+        var timebases: [Int: Double] = [:]
+        var result: [(Int, Double, String)] = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("#tb ") {
+                let parts = line.dropFirst(4).split(separator: ":")
+                let fraction = parts[1].trimmingCharacters(in: .whitespaces).split(separator: "/")
+                timebases[Int(parts[0])!] = Double(fraction[0])! / Double(fraction[1])!
+                continue
+            }
+            guard !line.hasPrefix("#") else { continue }
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard fields.count >= 6, let stream = Int(fields[0]), let pts = Double(fields[2]) else { continue }
+            result.append((stream, pts * (timebases[stream] ?? 1), fields[5]))
+        }
+        return result
+    }
+
+    @Test("FFmpeg pulls the whole live stream: the source's AAC frames byte for byte, one after another (no gap, no overlap), its pictures, and its A/V offset within 1 ms; the playlists name the sound",
+          arguments: Mode.allCases)
+    func ffmpegPullsTheSoundFrameForFrame(mode: Mode) async throws {
+        let (origin, url, tasks) = try await Self.start(mode, loops: false)
+        defer { for task in tasks { task.cancel() } }
+        // From the first segment (the playlist appears once the picture and the sound have one).
+        let deadline = ContinuousClock.now + .seconds(30)
+        while await HLSOriginTests.get(url).status != 200, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let audioURL = url.replacingOccurrences(of: "index.m3u8", with: "index-audio.m3u8")
+        let live = mode == .lowLatency ? String(decoding: await HLSOriginTests.get(audioURL).body, as: UTF8.self) : ""
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-origin-sound-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // The packets as they are (their times and bytes) and the pictures decoded.
+        let pulled = try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url,
+                                                                             "-map", "0:v:0", "-map", "0:a:0", "-c", "copy"]
+                                                                             // (A transport stream's AAC frames come with their ADTS headers.)
+                                                                             + (mode == .transportStream ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", work + "/copy.md5",
+                                                                             "-map", "0:v:0", "-f", "framemd5", work + "/decoded.md5"])
+        #expect(pulled.status == 0, "\(pulled.stderrText)")
+        let copied = Self.frames(try String(contentsOfFile: work + "/copy.md5", encoding: .utf8))
+        let sound = copied.filter { $0.stream == 1 }, packets = copied.filter { $0.stream == 0 }
+        let pictures = Self.frames(try String(contentsOfFile: work + "/decoded.md5", encoding: .utf8))
+        let sourceCopied = Self.frames(try run("ffmpeg", ["-v", "error", "-i", Self.source, "-map", "0:v:0", "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+        let sourceSound = sourceCopied.filter { $0.stream == 1 }, sourcePackets = sourceCopied.filter { $0.stream == 0 }
+        let sourcePictures = Self.frames(try run("ffmpeg", ["-v", "error", "-i", Self.source, "-map", "0:v:0", "-f", "framemd5", "-"]).stdoutText)
+        #expect(sound.map(\.hash) == sourceSound.map(\.hash), "\(sound.count) AAC frames pulled of \(sourceSound.count), \(zip(sound, sourceSound).filter { $0.hash == $1.hash }.count) the same in order")
+        #expect(pictures.map(\.hash) == sourcePictures.map(\.hash), "\(pictures.count) pictures pulled of \(sourcePictures.count)")
+        let steps = zip(sound, sound.dropFirst()).map { $1.time - $0.time }
+        #expect(steps.allSatisfy { abs($0 - 1024.0 / 48000) < 0.0005 }, "AAC frame steps \(Set(steps.map { ($0 * 1e4).rounded() / 10 })) ms")
+        // The sound's start against the picture's (the earliest presentation of each).
+        if let firstSound = sound.map(\.time).min(), let firstPicture = packets.map(\.time).min(),
+           let sourceSoundStart = sourceSound.map(\.time).min(), let sourcePictureStart = sourcePackets.map(\.time).min() {
+            let offset = firstSound - firstPicture, sourceOffset = sourceSoundStart - sourcePictureStart
+            #expect(abs(offset - sourceOffset) < 0.001, "sound \(offset * 1000) ms after the picture; the source's \(sourceOffset * 1000) ms")
+        }
+        // The playlists: the variant names both codecs; fMP4 lists the sound as a rendition the
+        // variant plays; its parts (low latency) are independent and within the target, and
+        // each playlist reports the other.
+        let multivariant = HLSChecker.multivariant(String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self))
+        #expect(multivariant.problems.isEmpty, "\(multivariant.problems)")
+        let variant = try #require(multivariant.variants.first { !$0.isIFrame })
+        #expect(variant.attributes["CODECS"]?.contains("mp4a.40.2") == true && variant.attributes["CODECS"]?.contains("avc1.") == true, "\(variant.attributes)")
+        if mode.format == .fragmentedMP4 {
+            #expect(multivariant.media.count == 1 && multivariant.media.first?["TYPE"] == "AUDIO" && multivariant.media.first?["URI"] == "index-audio.m3u8"
+                    && variant.attributes["AUDIO"] == multivariant.media.first?["GROUP-ID"], "\(multivariant.media) \(variant.attributes)")
+            let audio = HLSChecker.media(String(decoding: await HLSOriginTests.get(url.replacingOccurrences(of: "index.m3u8", with: "index-audio.m3u8")).body, as: UTF8.self))
+            #expect(audio.problems.isEmpty && audio.endList && audio.map == "index-audio-init.mp4", "\(audio.problems)")
+            #expect(origin.statistics.samplesLeftOut == 0, "\(origin.statistics)")
+        } else {
+            #expect(multivariant.media.isEmpty)
+        }
+        if mode == .lowLatency {
+            let audioText = live
+            let parts = HLSChecker.media(audioText).tags["#EXT-X-PART"] ?? []
+            let partAttributes = parts.map { HLSChecker.attributes(Substring($0)) }
+            #expect(!partAttributes.isEmpty && partAttributes.allSatisfy { $0["INDEPENDENT"] == "YES" && (Double($0["DURATION"] ?? "") ?? 9) <= 0.5 }, "\(parts)")
+            #expect(audioText.contains("#EXT-X-RENDITION-REPORT:URI=\"index-video.m3u8\""), "\(audioText)")
+            let videoText = String(decoding: await HLSOriginTests.get(url.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")).body, as: UTF8.self)
+            // (Read after the end: the report stays.)
+            #expect(videoText.contains("#EXT-X-RENDITION-REPORT:URI=\"index-audio.m3u8\""), "\(videoText)")
+        }
+    }
+
+    @Test("Chromium's own player plays the live stream with its sound decoded (fMP4 low latency, TS)", .requires(.chromium), arguments: [Mode.lowLatency, .transportStream])
+    func chromiumPlaysTheSound(mode: Mode) async throws {
+        let (origin, url, tasks) = try await Self.start(mode, loops: true)
+        defer { for task in tasks { task.cancel() } }
+        // Chromium's player starts once the live playlist spans three target durations.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while origin.statistics.segmentsPublished < (mode == .transportStream ? 4 : 8), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-live-sound-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        try """
+            <!doctype html><html><body>
+            <video id="v" src="\(url)" muted autoplay playsinline></video>
+            <script>
+            const v = document.getElementById('v');
+            let told = false;
+            v.addEventListener('timeupdate', () => {
+              if (!told && v.getVideoPlaybackQuality().totalVideoFrames > 150 && v.webkitAudioDecodedByteCount > 100000) {
+                told = true; fetch('/report?playing&t=' + v.currentTime + '&audio=' + v.webkitAudioDecodedByteCount);
+              }
+            });
+            v.addEventListener('error', () => fetch('/report?error&code=' + (v.error && v.error.code)));
+            v.play().catch(e => fetch('/report?playfailed'));
+            </script></body></html>
+            """.write(toFile: work + "/live.html", atomically: true, encoding: .utf8)
+        let pages = try await StaticHTTPServer(directory: work)
+        defer { pages.stop() }
+        let browser = try HeadlessChromium(url: pages.url + "live.html")
+        defer { browser.stop() }
+        let played = await pages.waitForRequest(startingWith: "/report?playing", seconds: 45)
+        let multivariant = String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self)
+        let media = String(decoding: await HLSOriginTests.get(url.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")).body, as: UTF8.self)
+        #expect(played != nil, "Chromium did not play 150 pictures and 100 kB of decoded sound: \(pages.requests.filter { $0.hasPrefix("/report") }) \(origin.statistics) \(multivariant) \(media)")
+    }
+}
