@@ -23,8 +23,11 @@ struct Stream: AsyncParsableCommand {
             --segment-duration (2 s) at keyframes, fMP4 (CMAF) or TS, a window of --window segments (6) in the \
             playlist with EXT-X-PROGRAM-DATE-TIME, the multivariant playlist at PATH.m3u8, a DASH MPD at PATH.mpd \
             (fMP4); segments in memory, dropped two target durations after they leave the window. Until SIGINT \
-            (or the input's end: the playlist then gets EXT-X-ENDLIST). --rendition SOURCE adds a rendition (a \
-            camera's sub stream, another encoder's output) beside INPUT's. --low-latency adds Low-Latency HLS: parts \
+            (or the input's end: the playlist then gets EXT-X-ENDLIST). A file's first AAC track goes with its \
+            picture: muxed in TS segments, in fMP4 an audio rendition (PATH-audio.m3u8, EXT-X-MEDIA TYPE=AUDIO, its \
+            segments ending with the picture's; in the MPD an audio adaptation set); --no-audio: the video alone. \
+            --rendition SOURCE adds a rendition (a \
+            camera's sub stream, another encoder's output) beside INPUT's (its picture alone). --low-latency adds Low-Latency HLS: parts \
             of --part-duration (0.5 s), blocking playlist reloads, preload hints and delta updates (fMP4). At the \
             end the origin's counts are printed.
             """
@@ -69,7 +72,7 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Send as fast as the socket takes packets instead of at the stream's pace.")
     var noPace = false
 
-    @Flag(help: "rtp:// and rtsp://: send the video alone, leaving out the input's AAC track.")
+    @Flag(help: "Send the video alone, leaving out the input's AAC track.")
     var noAudio = false
 
     @Option(help: "Pace at this many times real time (ffmpeg's -readrate).")
@@ -105,7 +108,6 @@ struct Stream: AsyncParsableCommand {
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
         if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
-        if noAudio, isHTTP { throw ValidationError("--no-audio is for rtp:// and rtsp://: HTTP carries the video alone so far") }
         if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
@@ -142,11 +144,11 @@ struct Stream: AsyncParsableCommand {
         do {
             let live = try isLive ? liveSamples() : nil
             // The picture goes, and over RTP and RTSP the first AAC track; say what does not.
-            let tracks = live != nil || input == "-" ? nil
-                : try StreamedTracks(path: input, carriesAudio: !noAudio, reason: isHTTP ? "streaming over HTTP carries the video alone so far" : nil)
+            let tracks = live != nil || input == "-" || LiveSource.isLive(input) ? nil
+                : try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: isHTTP ? StreamedTracks.oneAACTrackOverHTTP : StreamedTracks.oneAACTrack)
             for track in tracks?.leftOut ?? [] { printError("\(input): warning: \(track)") }
             if isHTTP {
-                try await serveHLS(live: live)
+                try await serveHLS(live: live, tracks: tracks)
             } else if isRTSP {
                 try await serveRTSP(live: live, packetizer: packetizer)
             } else {
@@ -237,7 +239,7 @@ struct Stream: AsyncParsableCommand {
     }
 
     /// A live HLS/DASH origin of INPUT, until SIGINT or the input's end.
-    func serveHLS(live: LivePictureSamples?) async throws {
+    func serveHLS(live: LivePictureSamples?, tracks: StreamedTracks?) async throws {
         var options = try HLSOrigin.Options(url: destination)
         options.segmenter = MediaSegmenter.Options(format: MediaSegmenter.Format(rawValue: segmentFormat)!,
                                                    segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000))
@@ -249,23 +251,25 @@ struct Stream: AsyncParsableCommand {
         let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource))
         let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
-        @Sendable func publish(_ input: String, as rendition: String) async throws {
+        @Sendable func publish(_ input: String, as rendition: String, tracks: StreamedTracks?) async throws {
             if LiveSource.isLive(input) {
                 let report = try await origin.publish(try LiveSource(parsing: input), rendition: rendition)
                 for medium in report.mediaNotReceived {
                     printError("warning: \(input): \(medium) not relayed (a live source's H.264 video only so far)")
                 }
             } else {
-                try await origin.publish(MediaFileSamples(path: input, options: media, loops: loop, onWarnings: Self.printWarnings(of: input)), paced: paced, rendition: rendition)
+                let options = tracks?.sourceOptions(media) ?? media
+                try await origin.publish(MediaFileSamples(path: input, options: options, loops: loop, onWarnings: Self.printWarnings(of: input)), paced: paced,
+                                         rendition: rendition, sound: tracks?.audio)
             }
         }
         let others = renditions
         let publishing = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    if let live { try await origin.publish(live, paced: false) } else { try await publish(input, as: "video") }
+                    if let live { try await origin.publish(live, paced: false) } else { try await publish(input, as: "video", tracks: tracks) }
                 }
-                for (index, other) in others.enumerated() { group.addTask { try await publish(other, as: "video\(index + 2)") } }
+                for (index, other) in others.enumerated() { group.addTask { try await publish(other, as: "video\(index + 2)", tracks: nil) } }
                 try await group.waitForAll()
             }
         }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import TestSupport
 import Testing
 
@@ -139,5 +142,32 @@ struct AudioCommandTests {
         #expect(ts.status == 0 && ts.stderr.contains("track 3 (audio, AAC, fra): left out: a transport stream segment carries one audio track"), "\(ts.stderr)")
         let silent = try h264kit(["package", Self.path("langs.mp4"), directory + "/silent.m3u8", "--no-audio"])
         #expect(silent.status == 0 && silent.stderr.contains("track 2 (audio, AAC, eng): left out") && silent.stderr.contains("track 3 (audio, AAC, fra): left out"), "\(silent.stderr)")
+    }
+
+    @Test("stream http:// carries the first AAC track (fMP4: an English audio rendition the variant plays) and names the second; --no-audio names both and the variant is the picture's alone")
+    func streamOverHTTPCarriesTheSound() async throws {
+        for noAudio in [false, true] {
+            let port = try freeTCPPort()
+            let url = "http://127.0.0.1:\(port)/live/index.m3u8"
+            let origin = try ChildProcess(try h264kitURL(), ["stream", Self.path("langs.mp4"), url, "--segment-duration", "1"] + (noAudio ? ["--no-audio"] : []))
+            defer { kill(origin.pid, SIGINT); _ = origin.wait(seconds: 20) }
+            // The 2-s file paced: its playlists end within seconds.
+            var playlist = ""
+            for _ in 0..<300 {
+                if let (data, response) = try? await URLSession.shared.data(from: URL(string: url)!), (response as? HTTPURLResponse)?.statusCode == 200 {
+                    playlist = String(decoding: data, as: UTF8.self)
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            if noAudio {
+                #expect(playlist.contains("CODECS=\"avc1.") && !playlist.contains("mp4a") && !playlist.contains("EXT-X-MEDIA"), "\(playlist)")
+                #expect(origin.stderrText.contains("track 2 (audio, AAC, eng): left out") && origin.stderrText.contains("track 3 (audio, AAC, fra): left out"), "\(origin.stderrText)")
+            } else {
+                #expect(playlist.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES") && playlist.contains("AUDIO=\"audio\"")
+                        && playlist.contains("mp4a.40.2"), "\(playlist)")
+                #expect(origin.stderrText.contains("track 3 (audio, AAC, fra): left out: a live rendition carries the video and one AAC track"), "\(origin.stderrText)")
+            }
+        }
     }
 }
