@@ -10,8 +10,14 @@ extension HLSMultivariantPlaylist.AlternativeRendition {
     /// `en`), else "Main" for the default and "Sound N" for another; CHANNELS from `format`;
     /// AUTOSELECT; DEFAULT when `isDefault` (the first).
     public init(sound track: TrackDescription, format: AudioFormatDescription, uri: String, isDefault: Bool) {
-        let language = LanguageTag(track.language)
-        self.init(groupID: Self.soundGroup, name: language?.name ?? (isDefault ? "Main" : "Sound \(track.id)"), language: language?.tag, isDefault: isDefault,
+        self.init(soundOf: track.id, language: track.language, format: format, uri: uri, isDefault: isDefault)
+    }
+
+    /// The same for the sound of track `id` in `language` (ISO 639-2, if known), as a live
+    /// source's sound is known before its format.
+    public init(soundOf id: TrackID, language: String?, format: AudioFormatDescription, uri: String, isDefault: Bool) {
+        let tag = LanguageTag(language)
+        self.init(groupID: Self.soundGroup, name: tag?.name ?? (isDefault ? "Main" : "Sound \(id)"), language: tag?.tag, isDefault: isDefault,
                   channels: format.channelCount, uri: uri)
     }
 }

@@ -217,19 +217,25 @@ public final class HLSOrigin: Sendable {
     /// ``Statistics/samplesLeftOut``.
     public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video", sound: TrackDescription? = nil) async throws(StreamingError)
     where Samples.Element == SampleBuffer {
-        try Self.checkName(rendition)
         if let sound, sound.format.audio?.isAAC != true {
             throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): the sound beside a rendition is AAC")
         }
+        try await publish(samples, paced: paced, rendition: rendition, sound: sound.map { ($0.id, $0.language) })
+    }
+
+    /// ``publish(_:paced:rendition:sound:)`` with the sound named by its track (and language):
+    /// its format comes with its first frame (a live source's).
+    func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String, sound: (id: TrackID, language: String?)?) async throws(StreamingError)
+    where Samples.Element == SampleBuffer {
+        try Self.checkName(rendition)
         let soundName = sound != nil && options.segmenter.format == .fragmentedMP4 ? Self.soundRendition(of: rendition) : nil
-        let muxedSound = sound != nil && soundName == nil ? sound?.format.audio : nil
-        guard store.beginPublishing(rendition, muxedSound: muxedSound) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
+        guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
         defer { store.endPublishing(rendition) }
         if let soundName, let sound {
             guard store.beginPublishing(soundName, sound: sound) else { throw .invalidOption("rendition \(soundName) (the sound of \(rendition)) is being published, or has ended") }
         }
         defer { if let soundName { store.endPublishing(soundName) } }
-        var publisher = try LiveRenditionPublisher(rendition: rendition, options: options.segmenter, lowLatency: options.lowLatency != nil, sound: sound,
+        var publisher = try LiveRenditionPublisher(rendition: rendition, options: options.segmenter, lowLatency: options.lowLatency != nil, sound: sound?.id,
                                                    soundRendition: soundName)
         var start: (wall: Double, decode: MediaTime)?
         do {
@@ -456,9 +462,9 @@ final class OriginStore: Sendable {
         var format: FormatDescription?
         var timescale: Int32?
         var publishing = false
-        /// For a rendition of sound (fragmented MP4): its track (language, id), listed as an
+        /// For a rendition of sound (fragmented MP4): its track and language, listed as an
         /// alternative rendition in the group every variant plays.
-        var sound: TrackDescription?
+        var sound: (id: TrackID, language: String?)?
         /// For a rendition of a picture whose transport stream segments carry sound muxed
         /// beside it: that sound (its codec in the variant's CODECS).
         var muxedSound: AudioFormatDescription?
@@ -516,7 +522,7 @@ final class OriginStore: Sendable {
 
     /// A rendition starts publishing (false: it is already); `sound` for a rendition of sound,
     /// `muxedSound` for a picture with sound in its segments.
-    func beginPublishing(_ name: String, sound: TrackDescription? = nil, muxedSound: AudioFormatDescription? = nil) -> Bool {
+    func beginPublishing(_ name: String, sound: (id: TrackID, language: String?)? = nil) -> Bool {
         state.withLock { state in
             if state.renditions[name] == nil {
                 let renditionPaths = RenditionPaths(base: paths.base, rendition: name)
@@ -533,9 +539,13 @@ final class OriginStore: Sendable {
             guard let rendition = state.renditions[name], !rendition.publishing, !rendition.window.ended else { return false }
             state.renditions[name]?.publishing = true
             state.renditions[name]?.sound = sound
-            state.renditions[name]?.muxedSound = muxedSound
             return true
         }
+    }
+
+    /// The sound muxed in a rendition's transport stream segments (its codec goes in CODECS).
+    func noteMuxedSound(_ name: String, format: AudioFormatDescription) {
+        state.withLock { $0.renditions[name]?.muxedSound = format }
     }
 
     /// Counts samples a publisher was given and did not publish.
@@ -727,7 +737,7 @@ final class OriginStore: Sendable {
         for name in state.order {
             guard let rendition = state.renditions[name], let track = rendition.sound else { continue }
             guard let format = rendition.format?.audio, !rendition.window.entries.isEmpty else { return }
-            alternatives.append(.init(sound: track, format: format, uri: Self.name(rendition.paths.media), isDefault: alternatives.isEmpty))
+            alternatives.append(.init(soundOf: track.id, language: track.language, format: format, uri: Self.name(rendition.paths.media), isDefault: alternatives.isEmpty))
             if !soundCodecs.contains(format.codecString) { soundCodecs.append(format.codecString) }
             let rates = rendition.window.bitRates
             soundRates = (max(soundRates.peak, rates.peak), max(soundRates.average, rates.average))

@@ -22,8 +22,8 @@ struct LiveRenditionPublisher {
     let rendition: String
     /// The sound's rendition (fragmented MP4 with sound).
     let soundRendition: String?
-    /// The sound track published with the picture.
-    let sound: TrackDescription?
+    /// The track of the sound published with the picture (its AAC frames; others are left out).
+    let sound: TrackID?
     private let options: MediaSegmenter.Options
     private var segmenter: MediaSegmenter
     private var gathering: SegmentGathering
@@ -45,9 +45,12 @@ struct LiveRenditionPublisher {
     /// past the limit).
     private(set) var samplesLeftOut = 0
 
-    /// A publisher of `rendition` cut with `options`, with `sound` (an AAC track; for
-    /// fragmented MP4 published as `soundRendition`).
-    init(rendition: String, options: MediaSegmenter.Options, lowLatency: Bool, sound: TrackDescription?, soundRendition: String?) throws(StreamingError) {
+    /// Whether the sound's format is known (its first frame routed).
+    private var soundFormatNoted = false
+
+    /// A publisher of `rendition` cut with `options`, with the AAC frames of track `sound`
+    /// (for fragmented MP4 published as `soundRendition`).
+    init(rendition: String, options: MediaSegmenter.Options, lowLatency: Bool, sound: TrackID?, soundRendition: String?) throws(StreamingError) {
         self.rendition = rendition
         self.sound = sound
         self.options = options
@@ -59,7 +62,9 @@ struct LiveRenditionPublisher {
             soundGathering = SegmentGathering(lowLatency: lowLatency, rendition: soundRendition)
             var soundOptions = MediaSegmenter.Options(format: .fragmentedMP4, segmentDuration: options.segmentDuration, partDuration: options.partDuration)
             soundOptions.cutsOnlyAtCleanSyncSamples = false
-            do { soundSegments = AlignedSoundSegments(track: sound, name: soundRendition, segmenter: try MediaSegmenter(options: soundOptions)) } catch {
+            // (The track's description: its format comes with its first frame.)
+            let track = TrackDescription(id: sound, format: .opaque(OpaqueFormatDescription(mediaType: .audio, codec: "mp4a", name: "AAC")))
+            do { soundSegments = AlignedSoundSegments(track: track, name: soundRendition, segmenter: try MediaSegmenter(options: soundOptions)) } catch {
                 throw .output(error)
             }
         }
@@ -70,7 +75,7 @@ struct LiveRenditionPublisher {
     /// completes into `store`.
     mutating func append(_ sample: SampleBuffer, entered: Double, store: OriginStore) throws(StreamingError) {
         let isPicture = sample.formatDescription.video != nil
-        let isSound = !isPicture && sound?.id == sample.trackID && sample.audioFormatDescription?.isAAC == true
+        let isSound = !isPicture && sound == sample.trackID && sample.audioFormatDescription?.isAAC == true
         guard isPicture || isSound else {
             samplesLeftOut += 1
             return
@@ -107,10 +112,13 @@ struct LiveRenditionPublisher {
     private mutating func start(entered: Double, store: OriginStore) throws(StreamingError) {
         started = true
         if options.format == .transportStream {
-            if let sound, let picture = held.first(where: { $0.formatDescription.video != nil }) {
+            // The tables list the picture first, then the sound (added when it comes, if later).
+            if sound != nil, let picture = held.first(where: { $0.formatDescription.video != nil }) {
                 do {
                     try segmenter.declare(TrackDescription(id: picture.trackID, format: picture.formatDescription))
-                    try segmenter.declare(sound)
+                    if let frame = held.first(where: { $0.formatDescription.video == nil }) {
+                        try segmenter.declare(TrackDescription(id: frame.trackID, format: frame.formatDescription))
+                    }
                 } catch { throw .output(error) }
             }
         } else if soundSegments != nil {
@@ -128,6 +136,10 @@ struct LiveRenditionPublisher {
     }
 
     private mutating func route(_ sample: SampleBuffer, entered: Double, store: OriginStore) throws(StreamingError) {
+        if !soundFormatNoted, options.format == .transportStream, let format = sample.audioFormatDescription {
+            soundFormatNoted = true
+            store.noteMuxedSound(rendition, format: format)
+        }
         if soundSegments != nil, sample.formatDescription.video == nil {
             soundSegments!.enqueue(sample)
             try drainSound(final: false, entered: entered, store: store)

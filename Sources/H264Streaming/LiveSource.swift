@@ -79,14 +79,29 @@ public enum LiveSource: Sendable {
     }
 
     /// Receives until the source ends (as ``record(to:)``), handing each sample to `handle` in
-    /// decoding order.
-    public func receive(_ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
+    /// decoding order. `soundRefusal` says why the caller cannot take sound of a format (nil:
+    /// it can): such sound is not received, and the report names it.
+    public func receive(soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil },
+                        _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         switch self {
-        case .rtp(let receiver): try await receiver.receive(handle)
-        case .rtsp(let client): try await client.receive(handle)
-        case .publisher(let ingest): try await ingest.receive(handle)
+        case .rtp(let receiver): try await receiver.receive(soundRefusal: soundRefusal, handle)
+        case .rtsp(let client): try await client.receive(soundRefusal: soundRefusal, handle)
+        case .publisher(let ingest): try await ingest.receive(soundRefusal: soundRefusal, handle)
         }
     }
+
+    /// Whether the source receives sound beside the picture (when the stream has any): made
+    /// with `audio`, or a session description with a sound medium taken.
+    public var receivesAudio: Bool {
+        switch self {
+        case .rtp(let receiver): receiver.audio != nil
+        case .rtsp(let client): client.options.receivesAudio
+        case .publisher(let ingest): ingest.recordsAudio
+        }
+    }
+
+    /// The track a source's sound comes as (`RTPAudioReceivingSession`'s default).
+    public static let soundTrackID = TrackID(rawValue: 2)
 
     /// Receives until the source ends (a BYE, a TEARDOWN, the sample limit, the idle timeout,
     /// or the task's cancellation) into `output`, which is finished in every case.

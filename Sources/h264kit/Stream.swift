@@ -23,8 +23,8 @@ struct Stream: AsyncParsableCommand {
             --segment-duration (2 s) at keyframes, fMP4 (CMAF) or TS, a window of --window segments (6) in the \
             playlist with EXT-X-PROGRAM-DATE-TIME, the multivariant playlist at PATH.m3u8, a DASH MPD at PATH.mpd \
             (fMP4); segments in memory, dropped two target durations after they leave the window. Until SIGINT \
-            (or the input's end: the playlist then gets EXT-X-ENDLIST). A file's first AAC track goes with its \
-            picture: muxed in TS segments, in fMP4 an audio rendition (PATH-audio.m3u8, EXT-X-MEDIA TYPE=AUDIO, its \
+            (or the input's end: the playlist then gets EXT-X-ENDLIST). A file's first AAC track (a live source's \
+            AAC sound, placed by its sender reports) goes with its picture: muxed in TS segments, in fMP4 an audio rendition (PATH-audio.m3u8, EXT-X-MEDIA TYPE=AUDIO, its \
             segments ending with the picture's; in the MPD an audio adaptation set); --no-audio: the video alone. \
             --rendition SOURCE adds a rendition (a \
             camera's sub stream, another encoder's output) beside INPUT's (its picture alone). --low-latency adds Low-Latency HLS: parts \
@@ -248,15 +248,14 @@ struct Stream: AsyncParsableCommand {
         options.servesDASH = options.segmenter.format == .fragmentedMP4
         options.lowLatency = lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil
         let origin = try HLSOrigin(options: options)
-        let (input, loop, paced, verbose, media) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource))
+        let (input, loop, paced, verbose, media, carriesSound) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource), !noAudio)
         let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
         @Sendable func publish(_ input: String, as rendition: String, tracks: StreamedTracks?) async throws {
             if LiveSource.isLive(input) {
-                let report = try await origin.publish(try LiveSource(parsing: input), rendition: rendition)
-                for medium in report.mediaNotReceived {
-                    printError("warning: \(input): \(medium) not relayed (a live source's H.264 video only so far)")
-                }
+                // (The sound beside INPUT's picture; a --rendition source's picture alone.)
+                let report = try await origin.publish(try LiveSource(parsing: input, audio: carriesSound && rendition == "video"), rendition: rendition)
+                for medium in report.mediaNotReceived { printError("warning: \(input): \(medium) not relayed") }
             } else {
                 let options = tracks?.sourceOptions(media) ?? media
                 try await origin.publish(MediaFileSamples(path: input, options: options, loops: loop, onWarnings: Self.printWarnings(of: input)), paced: paced,

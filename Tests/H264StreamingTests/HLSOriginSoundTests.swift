@@ -1,4 +1,5 @@
 import Foundation
+import H264Network
 import H264Streaming
 import MediaCore
 import SampleFlow
@@ -159,5 +160,36 @@ struct HLSOriginSoundTests {
         let multivariant = String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self)
         let media = String(decoding: await HLSOriginTests.get(url.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")).body, as: UTF8.self)
         #expect(played != nil, "Chromium did not play 150 pictures and 100 kB of decoded sound: \(pages.requests.filter { $0.hasPrefix("/report") }) \(origin.statistics) \(multivariant) \(media)")
+    }
+
+    @Test("a live source's AAC sound is relayed beside its picture (RTSP from a file with sound; fMP4 and TS): the source's AAC frames and pictures through the playlist, the sound placed as in the source within 24 ms",
+          arguments: [MediaSegmenter.Format.fragmentedMP4, .transportStream])
+    func liveSourcesSoundRelayed(format: MediaSegmenter.Format) async throws {
+        let (_, rtspTask, rtspPort) = try await RTSPTests.startServer(.file(path: Self.source))
+        defer { rtspTask.cancel() }
+        let httpPort = try freeTCPPort()
+        // (A window longer than the 8-s source: the ended playlist lists it all.)
+        let origin = try HLSOrigin(options: .init(port: httpPort, segmenter: .init(format: format, segmentDuration: MediaTime(value: 1, timescale: 1)),
+                                                  windowSize: 20, servesDASH: format == .fragmentedMP4))
+        let serving = Task { try await origin.run() }
+        defer { serving.cancel() }
+        #expect(await waitUntilListening(httpPort))
+        let source = try LiveSource(parsing: "rtsp://127.0.0.1:\(rtspPort)/live", transport: .tcp, audio: true)
+        #expect(source.receivesAudio)
+        let report = try await origin.publish(source)
+        let sound = try #require(report.sound, "\(report)")
+        #expect(report.ending == .goodbye && sound.lipSync == .senderReports && report.mediaNotReceived.isEmpty, "\(report)")
+        let url = origin.url(port: httpPort)
+        let pulled = Self.frames(try run("ffmpeg", ["-v", "error", "-i", url, "-map", "0:v:0", "-map", "0:a:0", "-c", "copy"]
+                                               + (format == .transportStream ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", "-"]).stdoutText)
+        let sourceCopied = Self.frames(try run("ffmpeg", ["-v", "error", "-i", Self.source, "-map", "0:v:0", "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+        let frames = pulled.filter { $0.stream == 1 }, sourceFrames = sourceCopied.filter { $0.stream == 1 }
+        #expect(frames.map(\.hash) == sourceFrames.map(\.hash), "\(frames.count) AAC frames of \(sourceFrames.count)")
+        #expect(try ffmpegFrameHashes(url) == ffmpegFrameHashes(Self.source), "the pictures")
+        let offset = (frames.map(\.time).min() ?? .nan) - (pulled.filter { $0.stream == 0 }.map(\.time).min() ?? .nan)
+        let sourceOffset = (sourceFrames.map(\.time).min() ?? .nan) - (sourceCopied.filter { $0.stream == 0 }.map(\.time).min() ?? .nan)
+        #expect(abs(offset - sourceOffset) <= 0.024, "sound \(offset * 1000) ms after the picture; the source's \(sourceOffset * 1000) ms")
+        let multivariant = String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self)
+        #expect(multivariant.contains("mp4a.40.2") && (format == .transportStream || multivariant.contains("TYPE=AUDIO")), "\(multivariant)")
     }
 }
