@@ -13,9 +13,12 @@ Prints one JSON object: followers, seconds, errors (by kind), parts published in
 per-follower parts fetched (min, median), the share of published parts the worst follower got,
 latency percentiles (ms), requests made, bytes fetched.
 
-    llhls-followers.py URL [--followers 300] [--seconds 15] [--gzip]
+    llhls-followers.py URL [URL...] [--followers 300] [--seconds 15] [--gzip]
 
-URL is the media playlist (…/index-video.m3u8). Loopback only: the script refuses another host.
+URL is a media playlist (…/index-video.m3u8); with several (a picture's and its sound's,
+…/index-audio.m3u8), each follower follows every one at once, as a player with an audio
+rendition does (its parts counted per playlist: the worst share is the worst of any).
+Loopback only: the script refuses another host.
 """
 import argparse
 import asyncio
@@ -84,7 +87,7 @@ class Stats:
         self.latencies = []
         self.requests = 0
         self.bytes = 0
-        self.part_numbers = set()
+        self.part_numbers = {}
 
     def error(self, kind):
         self.errors[kind] = self.errors.get(kind, 0) + 1
@@ -160,7 +163,7 @@ async def follower(url, deadline, stats, accept_gzip, start_delay):
                 return fetched
             number = re.search(r'(\d+)\.m4s$', uri)
             if number:
-                stats.part_numbers.add(int(number.group(1)))
+                stats.part_numbers.setdefault(url, set()).add(int(number.group(1)))
             fetched += 1
             part += 1
     except (ConnectionError, asyncio.IncompleteReadError, ValueError, KeyError) as error:
@@ -172,23 +175,32 @@ async def follower(url, deadline, stats, accept_gzip, start_delay):
 
 async def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('url')
+    parser.add_argument('urls', nargs='+')
     parser.add_argument('--followers', type=int, default=300)
     parser.add_argument('--seconds', type=float, default=15)
     parser.add_argument('--gzip', action='store_true')
     args = parser.parse_args()
-    host = urllib.parse.urlsplit(args.url).hostname
-    if host not in ('127.0.0.1', 'localhost', '::1'):
-        sys.exit(f'{host}: loopback only')
+    for url in args.urls:
+        host = urllib.parse.urlsplit(url).hostname
+        if host not in ('127.0.0.1', 'localhost', '::1'):
+            sys.exit(f'{host}: loopback only')
     stats = Stats()
     start = time.time()
     deadline = start + args.seconds
-    tasks = [follower(args.url, deadline, stats, args.gzip, i / args.followers) for i in range(args.followers)]
-    counts = await asyncio.gather(*tasks)
-    numbers = sorted(stats.part_numbers)
-    # Parts published while the followers followed: from the first any follower fetched to the
-    # last; the worst follower joined up to a second late, so its share counts from its own start.
-    published = (numbers[-1] - numbers[0] + 1) if numbers else 0
+    tasks = [follower(url, deadline, stats, args.gzip, i / args.followers) for i in range(args.followers) for url in args.urls]
+    fetched = await asyncio.gather(*tasks)
+    # Parts published while the followers followed, per playlist: from the first any follower
+    # fetched to the last; the worst follower joined up to a second late, so its share counts
+    # from its own start. The worst share is the worst of any playlist's.
+    per_url = {url: fetched[index::len(args.urls)] for index, url in enumerate(args.urls)}
+    shares = []
+    for url, counts_of_url in per_url.items():
+        numbers = sorted(stats.part_numbers.get(url, ()))
+        published_of_url = (numbers[-1] - numbers[0] + 1) if numbers else 0
+        shares.append((min(counts_of_url) / published_of_url if published_of_url else 0, published_of_url, min(counts_of_url)))
+    worst = min(shares) if shares else (0, 0, 0)
+    counts = fetched
+    published = worst[1]
     latencies = sorted(stats.latencies)
 
     def percentile(p):
@@ -199,9 +211,9 @@ async def main():
         'seconds': args.seconds,
         'errors': stats.errors,
         'parts_published': published,
-        'parts_fetched_min': min(counts) if counts else 0,
+        'parts_fetched_min': worst[2],
         'parts_fetched_median': statistics.median(counts) if counts else 0,
-        'worst_share': round(min(counts) / published, 3) if published else 0,
+        'worst_share': round(worst[0], 3),
         'latency_ms': {'p50': percentile(50), 'p95': percentile(95), 'p99': percentile(99), 'max': percentile(100)},
         'requests': stats.requests,
         'bytes': stats.bytes,
