@@ -118,7 +118,8 @@ private struct Reader {
     let options: MediaSource.Options
     let loops: Bool
     var source: MediaSource
-    var timeline = LoopTimeline()
+    // (Its first pass may start where a seek put it.)
+    var timeline = LoopTimeline(firstPassIsWhole: false)
     var passSamples = 0
     /// Samples read ahead while seeking in a stream that cannot seek (one group of pictures).
     var buffered: [SampleBuffer] = []
@@ -136,7 +137,7 @@ private struct Reader {
 
     mutating func restart() throws {
         source = try MediaSource(path: path, options: options)
-        timeline = LoopTimeline()
+        timeline = LoopTimeline(firstPassIsWhole: false)
         passSamples = 0
         buffered = []
         firstPresentation = nil

@@ -72,6 +72,7 @@ package struct LoopingSampleReader {
     /// Annex-B stream starts at its beginning).
     package mutating func seek(to time: MediaTime) {
         start = time
+        if time > .zero { timeline = LoopTimeline(firstPassIsWhole: false) }
     }
 
     /// The next sample, its times shifted for the pass it is in; nil at the end.

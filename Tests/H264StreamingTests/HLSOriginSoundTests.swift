@@ -127,6 +127,22 @@ struct HLSOriginSoundTests {
         }
     }
 
+    @Test("looped, FFmpeg pulls 20 s of the live stream (low latency) with every AAC frame 1024 samples after the last across the loop's seams, round and round the source's frames")
+    func ffmpegPullsTwentySecondsOfALoop() async throws {
+        let (origin, url, tasks) = try await Self.start(.lowLatency, loops: true)
+        defer { for task in tasks { task.cancel() } }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while origin.statistics.segmentsPublished < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let pulled = try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url, "-t", "20",
+                                                                             "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"])
+        let sound = Self.frames(pulled.stdoutText)
+        let source = Self.frames(try run("ffmpeg", ["-v", "error", "-i", Self.source, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText).map(\.hash)
+        #expect(sound.count >= 900, "\(sound.count) AAC frames in 20 s: \(pulled.stderrText)")
+        #expect(HLSOriginTests.isContiguous(sound.map(\.hash), in: source), "the source's frames round and round")
+        let steps = zip(sound, sound.dropFirst()).map { $1.time - $0.time }
+        #expect(steps.allSatisfy { abs($0 - 1024.0 / 48000) < 0.0005 }, "AAC frame steps \(Set(steps.map { ($0 * 1e4).rounded() / 10 })) ms")
+    }
+
     @Test("Chromium's own player plays the live stream with its sound decoded (fMP4 low latency, TS)", .requires(.chromium), arguments: [Mode.lowLatency, .transportStream])
     func chromiumPlaysTheSound(mode: Mode) async throws {
         let (origin, url, tasks) = try await Self.start(mode, loops: true)

@@ -351,4 +351,48 @@ struct CorpusSampleTests {
         let shown = placed.map(\.pts).sorted { $0 < $1 }
         #expect(shown == (1...12).map { tick * Int64($0) }, "every frame shown once, a tick apart")
     }
+
+    @Test("with sound beside the picture, every track of a pass moves by one shift: the longest track (here the sound, a priming frame ahead) runs on without a gap, the picture waits the difference")
+    func theLongestTrackRunsOn() throws {
+        // A picture of 4 frames (1/25 s) from 0, and a sound of 1024-sample frames at 48 kHz from
+        // -1024 (priming) to 9 frames: 0.2133 s against the picture's 0.16 s.
+        let frame = MediaTime(value: 1, timescale: 25), sound = MediaTime(value: 1024, timescale: 48_000)
+        var timeline = LoopTimeline()
+        var pictures: [MediaTime] = [], sounds: [MediaTime] = []
+        for passNumber in 0..<3 {
+            if passNumber > 0 { timeline.beginPass() }
+            var items: [(time: MediaTime, isSound: Bool)] = (0..<4).map { (frame * Int64($0), false) } + (-1..<9).map { (sound * Int64($0), true) }
+            items.sort { $0.time < $1.time }
+            for item in items {
+                var sample = try SampleBufferErrorTests.sample([0, 0, 0, 1, 0x65])
+                sample.trackID = TrackID(rawValue: item.isSound ? 2 : 1)
+                sample.timing = SampleTiming(presentationTime: item.time, decodeTime: item.time, duration: item.isSound ? sound : frame)
+                timeline.place(&sample)
+                if item.isSound { sounds.append(sample.decodeTime) } else { pictures.append(sample.decodeTime) }
+            }
+        }
+        // (The shift is whole in both timescales as a writer takes them, 12800 and 48000, so in
+        // 1/3200 s: the sound's 10 frames, 0.21333 s, rounded up to 683/3200 s a pass.)
+        let steps = zip(sounds, sounds.dropFirst()).map { ($1 - $0 - sound).seconds }
+        #expect(steps.allSatisfy { $0 >= 0 && $0 < 1.0 / 3200 }, "the sound runs on, at most 1/3200 s apart at a seam: \(steps)")
+        #expect(zip(pictures, pictures.dropFirst()).allSatisfy { $1 - $0 >= frame }, "the pictures rise, never closer than a frame")
+        #expect(timeline.offset == MediaTime(value: 683 * 2, timescale: 3200), "each pass moves by the sound's length: \(timeline.offset.seconds)")
+    }
+
+    @Test("a first pass that began after the file's start (a seek): the second follows all of it, and the later ones run the longest track on")
+    func aPartialFirstPass() throws {
+        let frame = MediaTime(value: 1, timescale: 25)
+        var timeline = LoopTimeline(firstPassIsWhole: false)
+        var times: [MediaTime] = []
+        for (passNumber, range) in [(0, 2..<4), (1, 0..<4), (2, 0..<4)] {
+            if passNumber > 0 { timeline.beginPass() }
+            for index in range {
+                var sample = try SampleBufferErrorTests.sample([0, 0, 0, 1, 0x65])
+                sample.timing = SampleTiming(presentationTime: frame * Int64(index), decodeTime: frame * Int64(index), duration: frame)
+                timeline.place(&sample)
+                times.append(sample.decodeTime)
+            }
+        }
+        #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == frame }, "one frame apart throughout: \(times.map(\.seconds))")
+    }
 }
