@@ -300,7 +300,11 @@ public struct AACDepacketizer: Sendable {
                 counts.framesDropped += 1
                 return
             }
-            if size > 0 { emit(Array(payload[offset..<(offset + size)]), timestamp: timestamp, into: &frames) }
+            if size > configuration.maximumFrameSize {
+                counts.framesDropped += 1  // (whole in one packet, as large as a packet over TCP can be)
+            } else if size > 0 {
+                emit(Array(payload[offset..<(offset + size)]), timestamp: timestamp, into: &frames)
+            }
             offset += size
             timestamp &+= configuration.frameDuration
         }

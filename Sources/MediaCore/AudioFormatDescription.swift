@@ -98,8 +98,9 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
         hasher.combine(magicCookie)
     }
 
-    /// "mp4a.40.2 48000 Hz, 2 channels, 1024 frames per packet".
+    /// "mp4a.40.2 48000 Hz, 2 channels, 1024 frames per packet"; "ulaw 8000 Hz, 1 channel" for
+    /// sound whose packets are single frames (G.711, PCM).
     public var description: String {
-        "\(codecString) \(sampleRate) Hz, \(channelCount) channel\(channelCount == 1 ? "" : "s"), \(framesPerPacket) frames per packet"
+        "\(codecString) \(sampleRate) Hz, \(channelCount) channel\(channelCount == 1 ? "" : "s")" + (framesPerPacket > 1 ? ", \(framesPerPacket) frames per packet" : "")
     }
 }

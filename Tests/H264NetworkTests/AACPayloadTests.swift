@@ -268,6 +268,25 @@ struct AACPayloadTests {
         }
     }
 
+    /// A frame over the limit whole in one packet (as large as RTP over TCP lets a packet be)
+    /// is dropped and counted, as one over several packets is (FuzzRTP: it was handed on).
+    @Test func aFrameOverTheLimitInOnePacketIsDroppedAndCounted() throws {
+        var depacketizer = AACDepacketizer(configuration: .init(format: Self.format, maximumFrameSize: 4096))
+        func packet(_ sizes: [Int], sequence: UInt16) -> RTPPacket {
+            // AU-headers of 13-bit sizes and 3-bit indices (AAC-hbr), then the frames.
+            let bits = 16 * sizes.count
+            var payload: [UInt8] = [UInt8(bits >> 8), UInt8(bits & 0xFF)]
+            for size in sizes { payload += [UInt8(size >> 5), UInt8((size & 0x1F) << 3)] }
+            for (index, size) in sizes.enumerated() { payload += [UInt8](repeating: UInt8(index + 1), count: size) }
+            return RTPPacket(marker: true, payloadType: 97, sequenceNumber: sequence, timestamp: UInt32(sequence) * 2048, ssrc: 1, payload: payload)
+        }
+        var frames = depacketizer.receive(packet([5000, 300], sequence: 0))
+        frames += depacketizer.receive(packet([200], sequence: 1))
+        frames += depacketizer.finish()
+        #expect(frames.map(\.bytes.count) == [300, 200])
+        #expect(depacketizer.statistics.framesDropped == 1 && depacketizer.statistics.framesComplete == 2, "\(depacketizer.statistics)")
+    }
+
     // MARK: LATM (RFC 6416)
 
     /// One element per timestamp: PayloadLengthInfo (255-coded) then the payload, for each subframe.
