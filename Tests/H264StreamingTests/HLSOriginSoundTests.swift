@@ -153,21 +153,7 @@ struct HLSOriginSoundTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-live-sound-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        try """
-            <!doctype html><html><body>
-            <video id="v" src="\(url)" muted autoplay playsinline></video>
-            <script>
-            const v = document.getElementById('v');
-            let told = false;
-            v.addEventListener('timeupdate', () => {
-              if (!told && v.getVideoPlaybackQuality().totalVideoFrames > 150 && v.webkitAudioDecodedByteCount > 100000) {
-                told = true; fetch('/report?playing&t=' + v.currentTime + '&audio=' + v.webkitAudioDecodedByteCount);
-              }
-            });
-            v.addEventListener('error', () => fetch('/report?error&code=' + (v.error && v.error.code)));
-            v.play().catch(e => fetch('/report?playfailed'));
-            </script></body></html>
-            """.write(toFile: work + "/live.html", atomically: true, encoding: .utf8)
+        try HLSOriginTests.livePage(url, soundBytes: 100_000).write(toFile: work + "/live.html", atomically: true, encoding: .utf8)
         let pages = try await StaticHTTPServer(directory: work)
         defer { pages.stop() }
         let browser = try HeadlessChromium(url: pages.url + "live.html")

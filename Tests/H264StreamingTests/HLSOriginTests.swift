@@ -158,7 +158,9 @@ struct HLSOriginTests {
         return frames.enumerated().allSatisfy { $0.element == piece[(start + $0.offset) % piece.count] }
     }
 
-    static func livePage(_ url: String) -> String {
+    /// A page whose player reports `playing` once it has shown 150 pictures (and decoded
+    /// `soundBytes` of sound).
+    static func livePage(_ url: String, soundBytes: Int = 0) -> String {
         """
         <!doctype html><html><body>
         <video id="v" src="\(url)" muted autoplay playsinline></video>
@@ -166,7 +168,9 @@ struct HLSOriginTests {
         const v = document.getElementById('v');
         let told = false;
         v.addEventListener('timeupdate', () => {
-          if (!told && v.currentTime > 0 && v.getVideoPlaybackQuality().totalVideoFrames > 150) { told = true; fetch('/report?playing&t=' + v.currentTime); }
+          if (!told && v.currentTime > 0 && v.getVideoPlaybackQuality().totalVideoFrames > 150 && (v.webkitAudioDecodedByteCount || 0) >= \(soundBytes)) {
+            told = true; fetch('/report?playing&t=' + v.currentTime + '&audio=' + (v.webkitAudioDecodedByteCount || 0));
+          }
         });
         v.addEventListener('error', () => fetch('/report?error&code=' + (v.error && v.error.code)));
         v.play().catch(e => fetch('/report?playfailed'));
