@@ -11,22 +11,43 @@ public import MediaCore
 /// live source is paced by its nature; `LivePictureSamples` is). When a client asks for a
 /// picture (its RTCP picture loss indication, or joining), `onKeyframeRequest` is called: an
 /// encoder makes its next picture an IDR picture there.
+///
+/// With a `sound` track, its AAC frames (the samples of that track) go as a second medium
+/// (RFC 3640, `trackID=1`, payload type 97, or 98 beside a picture of 97), packetized once,
+/// with sender reports of both media for one same instant: send the picture's and the
+/// sound's samples interleaved by decoding time, as a file or a live source brings them.
 public final class RTSPBroadcast: Sendable {
     /// The stream's format (its parameter sets go in the session description).
     public let formatDescription: VideoFormatDescription
     /// How the samples are packetized (mode, packet size, payload type).
     public let packetizer: H264Packetizer.Configuration
+    /// The sound's medium, when the broadcast has one.
+    public let soundFormat: MPEG4GenericPayloadFormat?
     let fanOut: RTPFanOut
 
-    /// A broadcast of samples of `formatDescription`.
-    public init(formatDescription: VideoFormatDescription, packetizer: H264Packetizer.Configuration = .init(),
+    /// A broadcast of samples of `formatDescription`, and with `sound` (an AAC track) of that
+    /// track's frames beside them.
+    public init(formatDescription: VideoFormatDescription, packetizer: H264Packetizer.Configuration = .init(), sound: TrackDescription? = nil,
                 onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
         self.formatDescription = formatDescription
         self.packetizer = packetizer
-        fanOut = try RTPFanOut(configuration: packetizer, onKeyframeRequest: onKeyframeRequest)
+        var audio: RTPFanOut.Audio?
+        if let sound {
+            guard let description = sound.format.audio, description.isAAC else {
+                throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): a broadcast's sound is AAC")
+            }
+            let payloadType: UInt8 = packetizer.payloadType == 97 ? 98 : 97
+            let configuration = AACPacketizer.Configuration(maximumPacketSize: packetizer.maximumPacketSize, payloadType: payloadType)
+            audio = RTPFanOut.Audio(track: sound.id, clockRate: description.sampleRate, configuration: configuration)
+            soundFormat = MPEG4GenericPayloadFormat(formatDescription: description, payloadType: payloadType, control: "trackID=1")
+        } else {
+            soundFormat = nil
+        }
+        fanOut = try RTPFanOut(configuration: packetizer, audio: audio, onKeyframeRequest: onKeyframeRequest)
     }
 
-    /// Sends a sample to every playing client (decode order, as a sender paces it).
+    /// Sends a sample to every playing client (decode order, as a sender paces it); a sample
+    /// of a track other than the picture's and the sound's is left out.
     public func send(_ sample: SampleBuffer) throws(StreamingError) {
         try fanOut.deliver(sample)
     }
@@ -54,6 +75,6 @@ public final class RTSPBroadcast: Sendable {
         fanOut.finish()
     }
 
-    /// Clients playing now.
+    /// Clients playing now, a medium each (a client of the picture and the sound counts twice).
     public var clientCount: Int { fanOut.subscriberCount }
 }

@@ -180,7 +180,7 @@ public final class RTSPServer: Sendable {
         case .broadcast(let broadcast):
             let format = H264PayloadFormat(formatDescription: broadcast.formatDescription, payloadType: broadcast.packetizer.payloadType,
                                            packetizationMode: broadcast.packetizer.packetizationMode, control: "trackID=0")
-            mount = Mount(path: path, kind: .shared(broadcast.fanOut, file: nil), format: format)
+            mount = Mount(path: path, kind: .shared(broadcast.fanOut, file: nil), format: format, audio: broadcast.soundFormat)
         case .ingest(let sink):
             mount = Mount(path: path, kind: .ingest(sink), format: nil)
         }

@@ -184,6 +184,40 @@ struct RTSPAudioTests {
         #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
     }
 
+    @Test("an RTSPBroadcast with a sound track serves both media: our client records the source's pictures and AAC frames, the sound placed as in the source within 24 ms, by the sender reports")
+    func aBroadcastCarriesItsSound() async throws {
+        let tracks = try StreamedTracks(path: Self.source)
+        let sound = try #require(tracks.audio)
+        var samples: [SampleBuffer] = []
+        for try await sample in MediaFileSamples(path: Self.source, options: tracks.sourceOptions(.init())) { samples.append(sample) }
+        let broadcast = try RTSPBroadcast(formatDescription: try #require(samples.first { $0.videoFormatDescription != nil }?.videoFormatDescription), sound: sound)
+        #expect(broadcast.soundFormat?.payloadType == 97)
+        let (_, task, port) = try await RTSPTests.startServer(.broadcast(broadcast))
+        defer { task.cancel() }
+        let movie = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        async let recorded = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: .tcp)).record(to: .init(path: movie))
+        // (A subscriber a medium: the picture's and the sound's.)
+        for _ in 0..<3000 where broadcast.clientCount < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(broadcast.clientCount == 2, "the client never played both media")
+        // Paced by decoding time, as a live source would bring them.
+        let start = ContinuousClock.now, first = samples[0].decodeTime
+        for sample in samples {
+            try await Task.sleep(until: start + .milliseconds(Int((sample.decodeTime - first).seconds * 1000)), clock: .continuous)
+            try broadcast.send(sample)
+        }
+        broadcast.finish()
+        let report = try await recorded
+        let expected = try Self.sourceSound(Self.source)
+        let received = try #require(report.sound, "\(report)")
+        #expect(received.lipSync == .senderReports && received.samples == expected.frames.count, "\(received)")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(Self.source), "the pictures")
+        let frames = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText).dataHashes(stream: 0)
+        #expect(frames == expected.frames, "the AAC frames byte for byte: \(frames.count) of \(expected.frames.count)")
+        let offset = try Self.soundAfterPicture(movie)
+        #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
+    }
+
     @Test("RTSPClient records a file with sound from GStreamer's RTSP server (AAC as mpeg4-generic by rtpmp4gpay, as MP4A-LATM by rtpmp4apay): the source's pictures and AAC frames, the sound placed as in the source within 24 ms",
           .enabled(if: RTSPTests.gstreamerPython != nil, "needs python3-gi and gir1.2-gst-rtsp-server-1.0 (a python3 that imports GstRtspServer)"),
           arguments: [RTSPClient.TransportPreference.udp, .tcp], ["rtpmp4gpay", "rtpmp4apay"])
