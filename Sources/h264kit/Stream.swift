@@ -26,7 +26,8 @@ struct Stream: AsyncParsableCommand {
             (or the input's end: the playlist then gets EXT-X-ENDLIST). A file's first AAC track (a live source's \
             AAC sound, placed by its sender reports) goes with its picture: muxed in TS segments, in fMP4 an audio rendition (PATH-audio.m3u8, EXT-X-MEDIA TYPE=AUDIO, its \
             segments ending with the picture's; in the MPD an audio adaptation set); --no-audio: the video alone. \
-            --rendition SOURCE adds a rendition (a \
+            A live source (rtsp://, rtp://, .sdp) is relayed to rtsp://HOST:PORT/PATH as one stream, its AAC sound \
+            beside the picture, until it ends. --rendition SOURCE adds a rendition (a \
             camera's sub stream, another encoder's output) beside INPUT's (its picture alone). --low-latency adds Low-Latency HLS: parts \
             of --part-duration (0.5 s), blocking playlist reloads, preload hints and delta updates (fMP4). At the \
             end the origin's counts are printed.
@@ -129,8 +130,8 @@ struct Stream: AsyncParsableCommand {
                 throw ValidationError("--rendition \(other): pictures are encoded live for INPUT only; give an encoded stream or a live source")
             }
             do { _ = try HLSOrigin.Options(url: destination) } catch { throw ValidationError("\(error)") }
-        } else if LiveSource.isLive(input) {
-            throw ValidationError("\(input): a live source is relayed to an http:// origin; receive records it")
+        } else if LiveSource.isLive(input), !isRTSP {
+            throw ValidationError("\(input): a live source is relayed to an http:// origin or an rtsp:// server; receive records it")
         }
         if frames != nil, isRTSP, !isLive { throw ValidationError("--frames with rtsp:// limits pictures encoded live; a served file goes to each client whole") }
         if isLive {
@@ -216,10 +217,19 @@ struct Stream: AsyncParsableCommand {
             if verbose { printError("serving rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)") }
         }
         // A live source is served until its pictures end (each client told by a BYE), a file
-        // until SIGINT.
-        if live == nil { try server.serve(.file(path: input, options: media, loops: loop), at: url.path) }
+        // until SIGINT; a relayed source until it ends.
+        let relayed = LiveSource.isLive(input) ? try LiveSource(parsing: input, audio: !noAudio) : nil
+        if live == nil, relayed == nil { try server.serve(.file(path: input, options: media, loops: loop), at: url.path) }
+        let (input, path) = (input, url.path)
         let serving = Task {
-            if let live { try await server.run(live: live, at: url.path, onListening: listening) } else { try await server.run(onListening: listening) }
+            if let live {
+                try await server.run(live: live, at: path, onListening: listening)
+            } else if let relayed {
+                let report = try await server.run(relaying: relayed, at: path, onListening: listening)
+                for medium in report.mediaNotReceived { printError("warning: \(input): \(medium) not relayed") }
+            } else {
+                try await server.run(onListening: listening)
+            }
         }
         let token = Interruption.shared.onInterrupt { serving.cancel() }
         defer { Interruption.shared.remove(token) }

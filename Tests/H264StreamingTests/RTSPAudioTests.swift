@@ -115,11 +115,18 @@ struct RTSPAudioTests {
         let (_, task, port) = try await RTSPTests.startServer(.file(path: source, loops: true))
         defer { task.cancel() }
         try await Task.sleep(for: .milliseconds(1300))  // into the first pass, between keyframes
+        try await Self.ffmpegJoins("rtsp://127.0.0.1:\(port)/live", source: source)
+    }
+
+    /// ffmpeg joins `url` (TCP) and records 3 s; its sound goes on frame after frame from its
+    /// first, and its first sound sits beside its pictures as in `source` (6 s, a pass of a
+    /// loop) within 24 ms.
+    static func ffmpegJoins(_ url: String, source: String) async throws {
         let recorded = try Checkout.temporaryFile([], suffix: ".framemd5")
         defer { try? FileManager.default.removeItem(atPath: recorded) }
         // One output (one timeline): the pictures decoded (their bytes name them in the source),
         // at 90 kHz, and the sound as it came.
-        let result = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-y", "-rtsp_transport", "tcp", "-i", "rtsp://127.0.0.1:\(port)/live",
+        let result = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-y", "-rtsp_transport", "tcp", "-i", url,
                                                                      "-t", "3", "-map", "0:v:0", "-map", "0:a:0", "-c:a", "copy", "-fps_mode", "passthrough",
                                                                      "-enc_time_base:v", "1:90000", "-f", "framemd5", recorded])
         #expect(result.status == 0, "\(result.stderrText)")
@@ -216,6 +223,24 @@ struct RTSPAudioTests {
         #expect(frames == expected.frames, "the AAC frames byte for byte: \(frames.count) of \(expected.frames.count)")
         let offset = try Self.soundAfterPicture(movie)
         #expect(abs(offset - expected.offset) <= 0.024, "the sound starts \(offset) s after the picture; in the source \(expected.offset) s")
+    }
+
+    @Test("a live source with sound relayed by the RTSP server (rtsp:// of our server's file, relayed, joined by ffmpeg over TCP): the sound starts at once, frame after frame, beside the pictures as in the source within 24 ms")
+    func aRelayCarriesTheSound() async throws {
+        let source = Self.noiseSource
+        try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
+        let (_, task, port) = try await RTSPTests.startServer(.file(path: source))
+        defer { task.cancel() }
+        let relayPort = try freeTCPPort()
+        let relay = try RTSPServer(options: .init(port: relayPort))
+        let relaying = Task {
+            try await relay.run(relaying: try LiveSource(parsing: "rtsp://127.0.0.1:\(port)/live", transport: .tcp, audio: true), at: "/relay")
+        }
+        defer { relaying.cancel() }
+        try #require(await waitUntilListening(relayPort, seconds: 30), "the relay never listened")
+        try await Self.ffmpegJoins("rtsp://127.0.0.1:\(relayPort)/relay", source: source)
+        let report = try await relaying.value
+        #expect(report.sound?.lipSync == .senderReports && report.mediaNotReceived.isEmpty, "\(report)")
     }
 
     @Test("RTSPClient records a file with sound from GStreamer's RTSP server (AAC as mpeg4-generic by rtpmp4gpay, as MP4A-LATM by rtpmp4apay): the source's pictures and AAC frames, the sound placed as in the source within 24 ms",
