@@ -29,6 +29,8 @@ struct AlignedSoundSegments {
     /// Frames that wait for the picture's next boundary.
     private(set) var waiting: [SampleBuffer] = []
     private var head = 0
+    /// Frames still waiting (``waiting`` keeps some handed on until it is compacted).
+    var waitingCount: Int { waiting.count - head }
     /// The picture's boundaries this sound has passed.
     private var cuts = 0
     private var started = false

@@ -226,12 +226,11 @@ public final class HLSOrigin: Sendable {
         let soundName = sound != nil && options.segmenter.format == .fragmentedMP4 ? Self.soundRendition(of: rendition) : nil
         guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
         defer { store.endPublishing(rendition) }
-        if let soundName, let sound {
-            guard store.beginPublishing(soundName, sound: sound) else { throw .invalidOption("rendition \(soundName) (the sound of \(rendition)) is being published, or has ended") }
-        }
-        defer { if let soundName { store.endPublishing(soundName) } }
+        // (The sound's rendition is listed once its first frame comes: a camera that announces
+        // no sound, or a track without frames, leaves the variant the picture's alone.)
         var publisher = try LiveRenditionPublisher(rendition: rendition, options: options.segmenter, lowLatency: options.lowLatency != nil, sound: sound?.id,
-                                                   soundRendition: soundName)
+                                                   soundRendition: soundName, soundLanguage: sound?.language)
+        defer { if let soundName, publisher.soundListed { store.endPublishing(soundName) } }
         var start: (wall: Double, decode: MediaTime)?
         do {
             for try await sample in samples {
@@ -257,7 +256,7 @@ public final class HLSOrigin: Sendable {
         store.countLeftOut(publisher.samplesLeftOut)
         if !Task.isCancelled {
             store.end(rendition)
-            if let soundName { store.end(soundName) }
+            if let soundName, publisher.soundListed { store.end(soundName) }
         }
     }
 

@@ -47,11 +47,20 @@ struct LiveRenditionPublisher {
 
     /// Whether the sound's format is known (its first frame routed).
     private var soundFormatNoted = false
+    /// The sound's language (ISO 639-2), for its rendition's NAME and LANGUAGE.
+    private let soundLanguage: String?
+    /// Whether the sound's rendition is listed in the store (fragmented MP4: at its first frame).
+    private(set) var soundListed = false
+    /// The most sound frames that wait for the picture's decoding to pass them (a picture that
+    /// stalls while its sound goes on): past it they go to the segment being made.
+    static let waitingSoundLimit = 1024
 
     /// A publisher of `rendition` cut with `options`, with the AAC frames of track `sound`
     /// (for fragmented MP4 published as `soundRendition`).
-    init(rendition: String, options: MediaSegmenter.Options, lowLatency: Bool, sound: TrackID?, soundRendition: String?) throws(StreamingError) {
+    init(rendition: String, options: MediaSegmenter.Options, lowLatency: Bool, sound: TrackID?, soundRendition: String?,
+         soundLanguage: String? = nil) throws(StreamingError) {
         self.rendition = rendition
+        self.soundLanguage = soundLanguage
         self.sound = sound
         self.options = options
         let isFMP4 = options.format == .fragmentedMP4
@@ -141,6 +150,12 @@ struct LiveRenditionPublisher {
             store.noteMuxedSound(rendition, format: format)
         }
         if soundSegments != nil, sample.formatDescription.video == nil {
+            if !soundListed, let soundRendition, let sound {
+                guard store.beginPublishing(soundRendition, sound: (sound, soundLanguage)) else {
+                    throw .invalidOption("rendition \(soundRendition) (the sound of \(rendition)) is being published, or has ended")
+                }
+                soundListed = true
+            }
             soundSegments!.enqueue(sample)
             try drainSound(final: false, entered: entered, store: store)
             return
@@ -166,7 +181,13 @@ struct LiveRenditionPublisher {
     private mutating func drainSound(final: Bool, entered: Double, store: OriginStore) throws(StreamingError) {
         guard soundSegments != nil, let origin else { return }
         let made: [(output: MediaSegmenter.Output, decodeTime: MediaTime?)]
-        do { made = try soundSegments!.drain(boundaries: boundaries, origin: origin, final: final, horizon: pictureDecoded) } catch { throw .output(error) }
+        // A picture that stalls while its sound goes on: the waiting frames go into the segment
+        // being made (memory: at most waitingSoundLimit frames).
+        var horizon = pictureDecoded
+        if soundSegments!.waitingCount > Self.waitingSoundLimit, let last = soundSegments!.waiting.last {
+            horizon = last.presentationTime - origin + MediaTime(value: 1, timescale: 1)
+        }
+        do { made = try soundSegments!.drain(boundaries: boundaries, origin: origin, final: final, horizon: horizon) } catch { throw .output(error) }
         for piece in made {
             let date = piece.decodeTime.flatMap { $0.isNumeric ? gathering.date(ofMediaTime: ($0 - (pictureDelay ?? .zero)).seconds) : nil }
             soundGathering!.take(piece.output, from: soundSegments!.segmenter, sampleEntered: entered, decodeTime: piece.decodeTime, date: date, into: store)

@@ -194,4 +194,23 @@ struct HLSOriginSoundTests {
         let multivariant = String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self)
         #expect(multivariant.contains("mp4a.40.2") && (format == .transportStream || multivariant.contains("TYPE=AUDIO")), "\(multivariant)")
     }
+
+    @Test("a source that would carry sound and has none (a camera without audio, relayed with its sound asked for): the variant is the picture's alone, published at once")
+    func aSilentSourceIsThePictureAlone() async throws {
+        let (_, rtspTask, rtspPort) = try await RTSPTests.startServer(.file(path: HLSOriginTests.source))
+        defer { rtspTask.cancel() }
+        let httpPort = try freeTCPPort()
+        let origin = try HLSOrigin(options: .init(port: httpPort, segmenter: .init(format: .fragmentedMP4, segmentDuration: MediaTime(value: 1, timescale: 1)),
+                                                  windowSize: 20))
+        let serving = Task { try await origin.run() }
+        defer { serving.cancel() }
+        #expect(await waitUntilListening(httpPort))
+        let report = try await origin.publish(try LiveSource(parsing: "rtsp://127.0.0.1:\(rtspPort)/live", transport: .tcp, audio: true))
+        #expect(report.ending == .goodbye && report.sound == nil, "\(report)")
+        let url = origin.url(port: httpPort)
+        let multivariant = String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self)
+        #expect(multivariant.contains("CODECS=\"avc1.") && !multivariant.contains("mp4a") && !multivariant.contains("EXT-X-MEDIA"), "\(multivariant)")
+        #expect(await HLSOriginTests.get(url.replacingOccurrences(of: "index.m3u8", with: "index-audio.m3u8")).status == 404)
+        #expect(try ffmpegFrameHashes(url) == ffmpegFrameHashes(HLSOriginTests.source, format: "h264"))
+    }
 }
