@@ -216,17 +216,24 @@ struct RTSPTests {
         let (_, task, port) = try await Self.startServer(.file(path: Self.source))
         defer { task.cancel() }
         for (bind, expected) in [(nil, "127.0.0.1"), ("0.0.0.0", "0.0.0.0")] as [(String?, String)] {
-            let before = Set(Self.ownUDPSockets().keys)
-            let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"),
-                                    options: .init(receiver: .init(sampleLimit: 5), transport: .udp, udpBindAddress: bind))
-            var seen: [(address: String, port: Int)] = []
-            _ = try await client.receive { _ in
-                if seen.isEmpty { seen = Self.ownUDPSockets().filter { !before.contains($0.key) }.map(\.value) }
+            // The sockets new in this process while the client plays are its pair, and whatever
+            // a test of another suite opened meanwhile (seen in a full run: a loopback pair
+            // beside this client's 0.0.0.0 one): one of three tries must show its pair alone.
+            var tries: [[(address: String, port: Int)]] = []
+            for _ in 0..<3 {
+                let before = Set(Self.ownUDPSockets().keys)
+                let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"),
+                                        options: .init(receiver: .init(sampleLimit: 5), transport: .udp, udpBindAddress: bind))
+                var seen: [(address: String, port: Int)] = []
+                _ = try await client.receive { _ in
+                    if seen.isEmpty { seen = Self.ownUDPSockets().filter { !before.contains($0.key) }.map(\.value) }
+                }
+                // The client's pair: an even port and the next, both new.
+                let pair = seen.filter { socket in socket.port % 2 == 0 && seen.contains { $0.port == socket.port + 1 && $0.address == socket.address } }
+                tries.append(pair)
+                if !pair.isEmpty && pair.allSatisfy({ $0.address == expected }) { break }
             }
-            // The client's pair: an even port and the next, both new.
-            let pair = seen.filter { socket in socket.port % 2 == 0 && seen.contains { $0.port == socket.port + 1 && $0.address == socket.address } }
-            #expect(!pair.isEmpty, "no new port pair among \(seen)")
-            #expect(pair.allSatisfy { $0.address == expected }, "bound to \(pair), expected \(expected)")
+            #expect(tries.contains { !$0.isEmpty && $0.allSatisfy { $0.address == expected } }, "bound to \(tries), expected \(expected)")
         }
     }
 
