@@ -20,33 +20,9 @@ extension RTSPServer {
     /// names it; a client's picture loss indication is not passed on to the source.
     public func run(relaying source: LiveSource, at path: String, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(StreamingError)
         -> RTPReceiver.Report {
-        let (samples, continuation) = AsyncStream<SampleBuffer>.makeStream(bufferingPolicy: .bufferingNewest(HLSOrigin.relayedSampleLimit))
-        do {
-            return try await withThrowingTaskGroup(of: RTPReceiver.Report?.self) { group in
-                group.addTask {
-                    defer { continuation.finish() }
-                    return try await source.receive(soundRefusal: { $0.isAAC ? nil : "an RTSP relay carries AAC sound" }) { continuation.yield($0) }
-                }
-                group.addTask {
-                    try await self.relay(samples, at: path, sound: source.receivesAudio, onListening: onListening)
-                    return nil
-                }
-                var report: RTPReceiver.Report?
-                do {
-                    for try await result in group where result != nil {
-                        report = result
-                        // (The source has ended: the relay ends with it.)
-                    }
-                } catch {
-                    group.cancelAll()
-                    throw error
-                }
-                return report ?? RTPReceiver.Report(session: RTPReceivingSession(), ending: .cancelled, samples: 0)
-            }
-        } catch let error as StreamingError {
-            throw error
-        } catch {
-            throw .sending(error)
+        let sound = source.receivesAudio
+        return try await source.relay(soundRefusal: { $0.isAAC ? nil : "an RTSP relay carries AAC sound" }) { samples in
+            try await self.relay(samples, at: path, sound: sound, onListening: onListening)
         }
     }
 
