@@ -13,7 +13,7 @@ import SystemIO
 /// playlists at once, under one lock, so a playlist never names a segment that is not whole.
 ///
 /// For the path `/live/index.m3u8` the origin serves the multivariant playlist there, and
-/// beside it, for the rendition `video` (the default; see ``publish(_:paced:rendition:)`` for
+/// beside it, for the rendition `video` (the default; see ``publish(_:paced:rendition:sound:)`` for
 /// several), `index-video.m3u8` (the live media playlist: a window of ``Options/windowSize``
 /// segments, `EXT-X-PROGRAM-DATE-TIME` on each, the media sequence rising), its I-frame
 /// playlist, `index-video-init.mp4` and the segments, and `index.mpd` (a dynamic DASH MPD of the

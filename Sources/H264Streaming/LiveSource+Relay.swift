@@ -1,4 +1,4 @@
-public import H264Network
+import H264Network
 public import MediaCore
 
 extension LiveSource {

@@ -1,5 +1,5 @@
 import H264Network
-public import MediaCore
+import MediaCore
 import SystemIO
 
 extension RTSPServer {
