@@ -233,6 +233,9 @@ function onFrame(frame) {
   const info = pending.get(frame.timestamp) || { hidden: false, arrival: 0 };
   pending.delete(frame.timestamp);
   if (info.hidden) { frame.close(); return; }   // decoded on the way to a seek's target
+  // Given back after the end was reported (a decoder's output can follow its flush's
+  // promise): too late to be shown, counted as dropped so the report still adds up.
+  if (ended) { frame.close(); counts.dropped++; return; }
   if (backlog && isPast(frame.timestamp, outAt)) decodedLate++;
   let index = frames.length;
   while (index > 0 && frames[index - 1].frame.timestamp > frame.timestamp) index--;
