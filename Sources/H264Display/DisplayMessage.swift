@@ -4,11 +4,12 @@ import H264Network
 /// What the server says to a page over its WebSocket: JSON text messages for control, binary
 /// messages for the samples. The page (`player.js`) reads the same layout.
 ///
-/// A sample message is a 40-byte header, all integers big-endian, then the AVCC bytes:
+/// A sample message is a 40-byte header, all integers big-endian, then the sample's bytes (a
+/// picture's AVCC NAL units, or one raw AAC frame):
 ///
 /// | bytes | field |
 /// | --- | --- |
-/// | 0 | message kind: 1, a sample |
+/// | 0 | message kind: 1, a picture's sample; 2, a sound's |
 /// | 1 | flags: 1 sync sample, 2 not to be shown (decoded before a seek target), 4 first after a flush |
 /// | 2–3 | reserved, 0 |
 /// | 4–7 | the sample's number in the stream (decode order, from 0) |
@@ -31,7 +32,7 @@ enum DisplayMessage {
     static func sample(_ sample: SampleBuffer, number: Int, hidden: Bool, afterFlush: Bool, arrival: Int64, inBand: [[UInt8]] = []) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(headerSize + sample.data.count + inBand.reduce(0) { $0 + $1.count + 4 })
-        bytes.append(1)
+        bytes.append(sample.audioFormatDescription == nil ? 1 : 2)
         bytes.append((sample.isSync ? 1 : 0) | (hidden ? 2 : 0) | (afterFlush ? 4 : 0))
         bytes += [0, 0]
         append(UInt32(truncatingIfNeeded: number), to: &bytes)
@@ -65,6 +66,15 @@ enum DisplayMessage {
             fields.append("\"colour\":{\"primaries\":\(colour.primaries),\"transfer\":\(colour.transfer),\"matrix\":\(colour.matrix),\"fullRange\":\(colour.fullRange)}")
         }
         return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// The `audioConfig` message: what a page configures its `AudioDecoder` with (the RFC 6381
+    /// codec string, the AudioSpecificConfig as `description`, the rate and the channels), or
+    /// nil for a sound a page cannot decode (not AAC).
+    static func audioConfiguration(_ description: AudioFormatDescription) -> String? {
+        guard description.isAAC else { return nil }
+        return "{\"type\":\"audioConfig\",\"codec\":\"\(description.codecString)\",\"sampleRate\":\(description.sampleRate),"
+            + "\"numberOfChannels\":\(description.channelCount),\"description\":\"\(Base64.encode(description.magicCookie))\"}"
     }
 
     /// The `timebase` message: the control timebase's time (seconds) and rate, now.

@@ -14,6 +14,10 @@ import SystemIO
 /// keeping one group of pictures), and the frames before the target are decoded but not shown,
 /// so the page lands on the exact frame. At the end of the file the layer is told (or, looping,
 /// the file starts again with times rising); a seek after the end plays again from there.
+///
+/// The file's first AAC track plays beside the picture (``playsSound``): its samples go to the
+/// layer interleaved with the pictures by decoding time, and the page plays them on the same
+/// timebase (paused, sought and rate-changed with the picture).
 public struct FilePreview: Sendable {
     /// The file.
     public let path: String
@@ -25,14 +29,25 @@ public struct FilePreview: Sendable {
     public let start: MediaTime?
     /// The rate to play at (1: real time).
     public let rate: Double
+    /// Whether the file's first AAC track plays beside the picture (false: the picture alone).
+    public let playsSound: Bool
 
     /// A preview of the file at `path`.
-    public init(path: String, options: MediaSource.Options = .init(), loops: Bool = false, start: MediaTime? = nil, rate: Double = 1) {
+    public init(path: String, options: MediaSource.Options = .init(), loops: Bool = false, start: MediaTime? = nil, rate: Double = 1,
+                playsSound: Bool = true) {
         self.path = path
         self.options = options
         self.loops = loops
         self.start = start
         self.rate = rate
+        self.playsSound = playsSound
+    }
+
+    /// The sound track that plays beside the picture: the file's first AAC track, when
+    /// ``playsSound`` and the picture is read as the first video track (nil: none).
+    public func soundTrack() throws(SampleFlowError) -> TrackDescription? {
+        guard playsSound, options.tracks == .firstVideo, options.trackID == nil else { return nil }
+        return try MediaSource.otherTracks(path: path, options: options).first { $0.format.audio?.isAAC == true }
     }
 
     /// The presentation times of the file's frames, in presentation order (to name frames by
@@ -72,7 +87,7 @@ public struct FilePreview: Sendable {
 
     private func play(_ layer: DisplayLayer, _ seeks: SeekInbox) async throws {
         var target = start
-        var reader = try Reader(path: path, options: options, loops: loops, layer: layer)
+        var reader = try Reader(path: path, options: options, sound: try soundTrack()?.id, loops: loops, layer: layer)
         var first = true, initial = true
         while true {
             try Task.checkCancellation()
@@ -97,7 +112,9 @@ public struct FilePreview: Sendable {
                 while !seeks.pending { try await Task.sleep(for: .milliseconds(20)) }
                 continue
             }
-            let hidden = target.map { sample.presentationTime < $0 } ?? false
+            // (A sound's frame that ends after the target is heard: from the target on.)
+            let end = sample.audioFormatDescription == nil ? sample.presentationTime : sample.presentationTime + sample.duration
+            let hidden = target.map { sample.audioFormatDescription == nil ? end < $0 : end <= $0 } ?? false
             layer.enqueue(sample, hidden: hidden)
         }
     }
@@ -112,10 +129,13 @@ private final class SeekInbox: Sendable {
     var pending: Bool { target.withLock { $0 != nil } }
 }
 
-/// A file's samples, looped with rising times, positioned by presentation time.
+/// A file's samples (the picture's, and the sound's when one plays), looped with rising
+/// times, positioned by presentation time.
 private struct Reader {
     let path: String
     let options: MediaSource.Options
+    /// The sound track read beside the picture.
+    let sound: TrackID?
     let loops: Bool
     var source: MediaSource
     // (Its first pass may start where a seek put it.)
@@ -125,14 +145,32 @@ private struct Reader {
     var buffered: [SampleBuffer] = []
     var firstPresentation: MediaTime?
 
-    init(path: String, options: MediaSource.Options, loops: Bool, layer: DisplayLayer) throws {
+    init(path: String, options: MediaSource.Options, sound: TrackID?, loops: Bool, layer: DisplayLayer) throws {
         self.path = path
-        self.options = options
+        self.sound = sound
         self.loops = loops
-        source = try MediaSource(path: path, options: options)
-        if let track = source.track, track.timescale > 0 {
+        let picture = try MediaSource(path: path, options: options)
+        if let track = picture.track, track.timescale > 0 {
             layer.mediaDuration = MediaTime(value: Int64(clamping: track.mediaDuration), timescale: track.timescale)
         }
+        var read = options
+        if sound != nil { read.tracks = .all }
+        self.options = read
+        source = try MediaSource(path: path, options: read)
+    }
+
+    /// Whether a sample read is one shown or heard (every track is read when a sound plays).
+    func plays(_ sample: SampleBuffer) -> Bool {
+        guard let sound else { return true }
+        return sample.videoFormatDescription != nil || sample.trackID == sound
+    }
+
+    /// The next sample of the picture or the sound, from the file.
+    mutating func read() throws -> SampleBuffer? {
+        while let sample = try source.next() {
+            if plays(sample) { return sample }
+        }
+        return nil
     }
 
     mutating func restart() throws {
@@ -141,7 +179,7 @@ private struct Reader {
         passSamples = 0
         buffered = []
         firstPresentation = nil
-        if let sample = try source.next() {
+        if let sample = try read() {
             firstPresentation = sample.presentationTime
             buffered = [sample]
         }
@@ -158,8 +196,9 @@ private struct Reader {
         buffered = []
         if source.seek(toPresentationTime: time) { return }
         var group: [SampleBuffer] = []
-        while let sample = try pending.isEmpty ? source.next() : pending.removeFirst() {
-            if sample.isSync {
+        while let sample = try pending.isEmpty ? read() : pending.removeFirst() {
+            // (A sound's frames are all sync samples: the groups are the picture's.)
+            if sample.isSync, sample.videoFormatDescription != nil {
                 if sample.presentationTime > time, !group.isEmpty {
                     buffered = group + [sample]
                     return
@@ -177,14 +216,14 @@ private struct Reader {
             var sample: SampleBuffer
             if !buffered.isEmpty {
                 sample = buffered.removeFirst()
-            } else if let read = try source.next() {
+            } else if let read = try read() {
                 sample = read
             } else {
                 guard loops, passSamples > 0 else { return nil }
                 source = try MediaSource(path: path, options: options)
                 passSamples = 0
                 timeline.beginPass()
-                guard let read = try source.next() else { return nil }
+                guard let read = try read() else { return nil }
                 sample = read
             }
             passSamples += 1

@@ -36,6 +36,7 @@ final class PageConnection: Sendable {
         var dropped = 0
         var generation = 0
         var configured: VideoFormatDescription?
+        var soundConfigured: AudioFormatDescription?
         var status: PageReport?
         var statusReceived: ContinuousClock.Instant?
         var lastQueuedPresentation: MediaTime?
@@ -78,7 +79,10 @@ final class PageConnection: Sendable {
     var droppedSamples: Int { state.withLock { $0.dropped } }
 
     /// Queues a sample (its decoder configuration first when it changes); false when dropped.
+    /// A sound's sample (AAC) is queued beside the pictures (none while the page has fallen
+    /// behind; a sound a page cannot decode is not sent).
     func send(_ outgoing: OutgoingSample, live: Bool) -> Bool {
+        if let sound = outgoing.sample.audioFormatDescription { return send(outgoing, sound: sound) }
         var overflowed = false
         let (messages, accepted) = state.withLock { state -> ([Outgoing], Bool) in
             if state.waitingForSync, !outgoing.sample.isSync { return ([], false) }
@@ -108,6 +112,26 @@ final class PageConnection: Sendable {
             }
             state.queued += 1
             state.lastQueuedPresentation = outgoing.sample.presentationTime
+            messages.append(.sample(outgoing, generation: state.generation))
+            return (messages, true)
+        }
+        for message in messages { continuation.yield(message) }
+        if overflowed { onBacklog() }
+        return accepted
+    }
+
+    private func send(_ outgoing: OutgoingSample, sound: AudioFormatDescription) -> Bool {
+        var overflowed = false
+        let (messages, accepted) = state.withLock { state -> ([Outgoing], Bool) in
+            guard !state.fellBehind, state.queued < limit else { return ([], false) }
+            var messages: [Outgoing] = []
+            if state.soundConfigured != sound {
+                guard let text = DisplayMessage.audioConfiguration(sound) else { return ([], false) }
+                messages.append(.text(text))
+                overflowed = queueText(&state)
+                state.soundConfigured = sound
+            }
+            state.queued += 1
             messages.append(.sample(outgoing, generation: state.generation))
             return (messages, true)
         }

@@ -93,6 +93,8 @@ public struct PageReport: Sendable, Hashable, Codable {
     public var liveLatencyMs: Lateness?
     /// The page's JavaScript heap in bytes, where the browser says (`performance.memory`).
     public var heapBytes: Int?
+    /// The sound the page played, when the stream has one it can decode (nil otherwise).
+    public var sound: Sound?
 
     /// A report with nothing measured yet.
     public init(framesReceived: Int = 0, framesDecoded: Int = 0, framesPresented: Int = 0, framesDropped: Int = 0, framesFlushed: Int = 0, decodeErrors: Int = 0,
@@ -155,5 +157,6 @@ extension PageReport {
         error = try container.decodeIfPresent(String.self, forKey: .error)
         liveLatencyMs = try container.decodeIfPresent(Lateness.self, forKey: .liveLatencyMs)
         heapBytes = try container.decodeIfPresent(Int.self, forKey: .heapBytes)
+        sound = try container.decodeIfPresent(Sound.self, forKey: .sound)
     }
 }

@@ -45,7 +45,9 @@ enum PlayerResources {
     static let script = #"""
 // The H264Kit display layer's page: samples over a WebSocket, decoded with WebCodecs'
 // VideoDecoder, each frame drawn on the canvas when the control timebase (mapped onto
-// performance.now()) reaches its presentation time. Late frames (a later one is due too) are
+// performance.now()) reaches its presentation time. Sound (AAC) is decoded with AudioDecoder
+// and played through Web Audio on the same timebase (the seeds' AVSampleBufferAudioRenderer
+// under a render synchronizer). Late frames (a later one is due too) are
 // dropped and counted; every VideoFrame is closed once drawn or dropped. Live streams are drawn
 // as they are decoded. The page reports what it measured (status ten times a second, a report
 // at the end) and sends back PNGs of the frames asked for. No framework, no build step.
@@ -88,6 +90,22 @@ const lateness = new Histogram();
 const frameLoop = new Histogram();   // the intervals between animation frames: the browser's own punctuality
 let lastTick = null;
 const liveLatency = new Histogram();
+
+// Sound: AAC samples (message kind 2) decoded by an AudioDecoder; each decoded block waits in
+// `sounds` (in time order) and is started on the audio context when the clock comes within
+// SOUND_AHEAD_S of it, at the context time that is heard when the clock reaches its
+// presentation time (getOutputTimestamp maps the two clocks, output latency included).
+// Blocks that follow one another are chained end to start (no click from rounding) while the
+// chain stays within SOUND_SLACK_MS of the clock. Any change of the clock stops what is
+// started; the blocks start again from the new time. At each frame drawn while sound plays,
+// the difference between the sound heard and the frame shown is the A/V skew.
+let audioContext = null, audioDecoder = null, audioConfiguration = null;
+let sounds = [];            // { buffer, timestamp (µs), node, contextStart, contextEnd, mediaStart (µs), rate, skipped }
+const SOUND_AHEAD_S = 0.25, SOUND_SLACK_MS = 10;
+const soundCounts = { received: 0, decoded: 0, started: 0, skipped: 0, decodeErrors: 0, rechained: 0 };
+const avSkew = new Histogram();   // |sound heard - frame shown| at each frame drawn (ms)
+let skewSigned = 0, lastSoundError = '';
+let lastStarted = null;     // the block started last, while the clock runs unchanged
 
 let configuration = null;   // the last config message
 let decoder = null;
@@ -136,7 +154,7 @@ function clockTime() { return clock.time + (performance.now() - clock.wall) / 10
 function dueAt(timestamp) { return clock.wall + (timestamp / 1e6 - clock.time) / clock.rate * 1000; }
 // Whether a presentation time has passed on a running file clock (not before it starts, not live).
 function isPast(timestamp, at) { return !live && !clock.waitingForFirstFrame && clock.rate > 0 && at > dueAt(timestamp); }
-function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); previousTickTime = null; }
+function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); previousTickTime = null; stopSounds(); }
 
 const socket = new WebSocket(`ws://${location.host}/stream`);
 socket.binaryType = 'arraybuffer';
@@ -146,6 +164,8 @@ socket.onmessage = (event) => {
     let control;
     try { control = JSON.parse(event.data); } catch (e) { return; }
     onControl(control);
+  } else if (event.data.byteLength >= HEADER && new DataView(event.data).getUint8(0) === 2) {
+    onAudioSample(event.data);
   } else {
     onSample(event.data);
   }
@@ -172,6 +192,7 @@ function base64Bytes(text) {
 function onControl(control) {
   switch (control.type) {
     case 'config': configure(control); break;
+    case 'audioConfig': configureSound(control); break;
     case 'timebase':
       setClock(control.time, control.rate);
       if (control.rate > 0 && counts.presented === 0) clock.waitingForFirstFrame = true;
@@ -182,7 +203,11 @@ function onControl(control) {
       seekBar.max = String(duration);
       break;
     case 'flush': flushAll(); break;
-    case 'end': endRequested = true; break;
+    case 'end':
+      endRequested = true;
+      // (The decoder gives back the sound it still holds.)
+      if (audioDecoder && audioDecoder.state === 'configured') audioDecoder.flush().catch(() => {});
+      break;
     case 'capture': for (const t of control.timestamps) captures.add(t); break;
   }
 }
@@ -299,6 +324,12 @@ function flushAll() {
     decoder.reset();   // unconfigures: the configuration comes again before the next sample
     if (configuration) { try { decoder.configure(decoderConfig(configuration)); } catch (e) { fail(e.message); } }
   }
+  stopSounds();
+  sounds = [];
+  if (audioDecoder && audioDecoder.state !== 'closed') {
+    audioDecoder.reset();
+    if (audioConfiguration) { try { audioDecoder.configure(audioDecoderConfig(audioConfiguration)); } catch (e) { soundFailed(e); } }
+  }
   clock.waitingForFirstFrame = true;
   endRequested = false;
   ended = false;
@@ -332,6 +363,7 @@ function draw(entry) {
   counts.presented++;
   if (firstFrameAt === null) { firstFrameAt = performance.now(); mark('firstDrawn'); }
   lastDrawn = frame.timestamp;
+  if (!live && clock.rate > 0) measureSkew(frame.timestamp);
   if (live && entry.arrival > 0) liveLatency.add(performance.timeOrigin + performance.now() - entry.arrival / 1000);
   if (captures.has(frame.timestamp)) capture(frame.timestamp);
   frame.close();
@@ -352,6 +384,139 @@ function capture(timestamp) {
       socket.send(bytes);
     });
   }, 'image/png');
+}
+
+// MARK: Sound
+
+function audioDecoderConfig(control) {
+  const config = { codec: control.codec, sampleRate: control.sampleRate, numberOfChannels: control.numberOfChannels };
+  if (control.description) config.description = base64Bytes(control.description);
+  return config;
+}
+
+function soundFailed(e) {
+  soundCounts.decodeErrors++;
+  lastSoundError = e && e.message ? e.message : String(e);
+}
+
+function configureSound(control) {
+  if (audioConfiguration && audioDecoder && audioDecoder.state === 'configured' && audioConfiguration.codec === control.codec
+      && audioConfiguration.description === control.description && audioConfiguration.sampleRate === control.sampleRate) return;
+  audioConfiguration = control;
+  try {
+    // The context at the stream's rate: Web Audio resamples nothing then.
+    if (!audioContext) audioContext = new AudioContext({ sampleRate: control.sampleRate, latencyHint: 'interactive' });
+    if (!audioDecoder || audioDecoder.state === 'closed') {
+      audioDecoder = new AudioDecoder({ output: onAudioData, error: (e) => { soundFailed(e); audioDecoder = null; if (soundCounts.decodeErrors < 1000) configureSound(audioConfiguration); } });
+    }
+    audioDecoder.configure(audioDecoderConfig(control));
+  } catch (e) {
+    soundFailed(e);
+  }
+}
+
+function onAudioSample(buffer) {
+  const view = new DataView(buffer);
+  soundCounts.received++;
+  if ((view.getUint8(1) & 2) !== 0) return;   // before a seek's target: not heard
+  if (!audioDecoder || audioDecoder.state !== 'configured' || error) return;
+  try {
+    audioDecoder.decode(new EncodedAudioChunk({
+      type: 'key', timestamp: Number(view.getBigInt64(8)), duration: Number(view.getBigInt64(24)), data: new Uint8Array(buffer, HEADER),
+    }));
+  } catch (e) {
+    soundFailed(e);
+  }
+}
+
+function onAudioData(data) {
+  soundCounts.decoded++;
+  try {
+    const block = audioContext.createBuffer(data.numberOfChannels, data.numberOfFrames, data.sampleRate);
+    for (let channel = 0; channel < data.numberOfChannels; channel++) {
+      data.copyTo(block.getChannelData(channel), { planeIndex: channel, format: 'f32-planar' });
+    }
+    let index = sounds.length;
+    while (index > 0 && sounds[index - 1].timestamp > data.timestamp) index--;
+    sounds.splice(index, 0, { buffer: block, timestamp: data.timestamp, node: null });
+  } catch (e) {
+    soundFailed(e);
+  } finally {
+    data.close();
+  }
+}
+
+// The context time heard at a performance.now() time.
+function contextTimeAt(stamp, perf) { return stamp.contextTime + (perf - stamp.performanceTime) / 1000; }
+
+// Stops every started block (the clock changed): they start again from the new time.
+function stopSounds() {
+  for (const sound of sounds) {
+    if (!sound.node) continue;
+    try { sound.node.stop(); } catch (e) {}
+    sound.node.disconnect();
+    sound.node = null;
+  }
+  lastStarted = null;
+}
+
+function scheduleSounds() {
+  if (!audioContext || audioContext.state !== 'running' || live) return;
+  if (clock.rate <= 0 || clock.waitingForFirstFrame) return;
+  const stamp = audioContext.getOutputTimestamp();
+  if (!stamp.performanceTime) return;
+  const heard = contextTimeAt(stamp, performance.now());
+  // Blocks heard to their end go.
+  while (sounds.length > 0 && sounds[0].node && sounds[0].contextEnd < heard - 0.1) { sounds[0].node.disconnect(); sounds.shift(); }
+  const horizon = clockTime() + SOUND_AHEAD_S * clock.rate;
+  const earliest = audioContext.currentTime + 0.002;
+  for (const sound of sounds) {
+    if (sound.node || sound.skipped) continue;
+    if (sound.timestamp / 1e6 > horizon) break;
+    let when = contextTimeAt(stamp, dueAt(sound.timestamp));
+    if (lastStarted && Math.abs(lastStarted.mediaEnd - sound.timestamp) < 1000 && lastStarted.contextEnd >= earliest) {
+      // Follows the block before: it starts at that one's end, unless the clocks drifted apart.
+      if (Math.abs(lastStarted.contextEnd - when) * 1000 <= SOUND_SLACK_MS) when = lastStarted.contextEnd; else soundCounts.rechained++;
+    }
+    let offset = 0;
+    if (when < earliest) { offset = (earliest - when) * clock.rate; when = earliest; }
+    if (offset >= sound.buffer.duration) {
+      // Its time has passed (before the clock's start, or the page fell behind): not heard.
+      sound.skipped = true;
+      soundCounts.skipped++;
+      continue;
+    }
+    const node = audioContext.createBufferSource();
+    node.buffer = sound.buffer;
+    node.playbackRate.value = clock.rate;
+    node.connect(audioContext.destination);
+    node.start(when, offset);
+    sound.node = node;
+    sound.contextStart = when;
+    sound.contextEnd = when + (sound.buffer.duration - offset) / clock.rate;
+    sound.mediaStart = sound.timestamp + offset * 1e6;
+    sound.rate = clock.rate;
+    lastStarted = { contextEnd: sound.contextEnd, mediaEnd: sound.timestamp + sound.buffer.duration * 1e6 };
+    soundCounts.started++;
+  }
+  while (sounds.length > 0 && sounds[0].skipped) sounds.shift();
+}
+
+// The sound heard now against the frame just drawn: the A/V skew a viewer meets, in real
+// time (media time over the rate: at rate 2 a frame drawn one animation frame late is 33 ms
+// of media but 17 ms of what anyone sees and hears).
+function measureSkew(timestamp) {
+  if (!audioContext || audioContext.state !== 'running') return;
+  const stamp = audioContext.getOutputTimestamp();
+  if (!stamp.performanceTime) return;
+  const heard = contextTimeAt(stamp, performance.now());
+  for (const sound of sounds) {
+    if (!sound.node || heard < sound.contextStart || heard >= sound.contextEnd) continue;
+    const skew = (sound.mediaStart + (heard - sound.contextStart) * sound.rate * 1e6 - timestamp) / 1000 / sound.rate;
+    avSkew.add(Math.abs(skew));
+    skewSigned += skew;
+    return;
+  }
 }
 
 // Each animation frame: draw the frame whose time has come, drop those it supersedes.
@@ -398,6 +563,7 @@ function tick(animating) {
       }
     }
   }
+  scheduleSounds();
   if (endRequested && !flushing && !ended && decoder && decoder.state === 'configured' && pending.size > 0 && decoder.decodeQueueSize === 0) {
     // The last samples are in: the decoder gives back the frames it holds for reordering.
     flushing = true;
@@ -463,6 +629,15 @@ function report(type) {
   if (ended && !error && counts.decoded + flushedUndecoded + lostToErrors < given) {
     result.warning = `The browser's decoder returned ${counts.decoded} of the ${given} frames it was given (no error).`;
   }
+  if (audioConfiguration) {
+    result.sound = {
+      codec: audioConfiguration.codec, sampleRate: audioConfiguration.sampleRate, channels: audioConfiguration.numberOfChannels,
+      received: soundCounts.received, decoded: soundCounts.decoded, started: soundCounts.started, skipped: soundCounts.skipped,
+      rechained: soundCounts.rechained, decodeErrors: soundCounts.decodeErrors, contextState: audioContext ? audioContext.state : 'none',
+      skewMs: avSkew.summary(), meanSkewMs: avSkew.count > 0 ? skewSigned / avSkew.count : 0, skewSamples: avSkew.count,
+    };
+    if (lastSoundError) result.sound.error = lastSoundError;
+  }
   if (error) result.error = error;
   if (live) result.liveLatencyMs = liveLatency.summary();
   if (performance.memory) result.heapBytes = performance.memory.usedJSHeapSize;
@@ -487,6 +662,9 @@ stepButton.onclick = () => {
   draw(entry);
   send({ type: 'control', action: 'step', value: lastDrawn / 1e6 });
 };
+
+// A browser lets sound start only after a gesture on the page (the tests' Chromium is told not to wait).
+document.addEventListener('click', () => { if (audioContext && audioContext.state === 'suspended') audioContext.resume(); });
 
 requestAnimationFrame(tick);
 

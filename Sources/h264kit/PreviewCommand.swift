@@ -12,8 +12,10 @@ struct PreviewCommand: AsyncParsableCommand {
             The first line on standard output is the page's URL (open it in Chrome, Edge or Firefox; --open \
             starts the desktop's browser). A file plays in each page from its start, paced by the control \
             timebase, with play/pause, rate, seek (to the exact frame) and frame step; a live source \
-            (rtp://@:PORT, FILE.sdp, rtsp://HOST:PORT/PATH) is drawn as it arrives. The server stops reading \
-            while the page is saturated, so memory stays flat for any file length. Localhost by default.
+            (rtp://@:PORT, FILE.sdp, rtsp://HOST:PORT/PATH) is drawn as it arrives. A file's first AAC track \
+            plays with the picture on the same clock (--no-audio: the picture alone; a browser starts sound \
+            after a click on the page). The server stops reading while the page is saturated, so memory \
+            stays flat for any file length. Localhost by default.
             """
     )
 
@@ -34,6 +36,9 @@ struct PreviewCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Start at this time of the file.", valueName: "SECONDS"))
     var start: Double?
+
+    @Flag(help: "Show the picture alone (a file's first AAC track plays with it otherwise).")
+    var noAudio = false
 
     @Flag(help: "Open the page in the desktop's browser (xdg-open).")
     var open = false
@@ -77,10 +82,14 @@ struct PreviewCommand: AsyncParsableCommand {
                 let rtsp = source.lowercased().hasPrefix("rtsp://")
                 previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600))))
             } else {
-                for track in (try? MediaSource.otherTracks(path: source)) ?? [] {
-                    printError("\(source): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: the preview shows the picture alone so far")
+                let file = FilePreview(path: source, options: limits.mediaSource, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) },
+                                       rate: rate, playsSound: !noAudio)
+                let sound = (try? file.soundTrack()) ?? nil
+                for track in (try? MediaSource.otherTracks(path: source)) ?? [] where track.id != sound?.id {
+                    let why = noAudio && track.mediaType == .audio ? "the picture alone was asked for" : "the preview plays the picture and one AAC track"
+                    printError("\(source): warning: track \(track.id) (\(track.mediaType), \(track.format.codecName)): left out: \(why)")
                 }
-                previewSource = .file(FilePreview(path: source, options: limits.mediaSource, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) }, rate: rate))
+                previewSource = .file(file)
             }
         } catch { throw ToolError("\(source): \(error)") }
         if let captureDir { try FileManager.default.createDirectory(atPath: captureDir, withIntermediateDirectories: true) }

@@ -152,7 +152,7 @@ extension RealTimeDisplay.DisplayTests {
     }
 
     /// A layer fed by a looped file, shown to one Chromium page, for driving its timebase.
-    static func withLoopedPage(_ body: (DisplayLayer) async throws -> Void) async throws {
+    static func withLoopedPage(_ path: String = source, _ body: (DisplayLayer) async throws -> Void) async throws {
         let server = try DisplayServer(options: .init(port: 0))
         final class Shared: Sendable { let url = Mutex<String?>(nil) }
         let shared = Shared()
@@ -160,7 +160,7 @@ extension RealTimeDisplay.DisplayTests {
         server.show(layer)
         let serving = Task { try await server.run { address in shared.url.withLock { $0 = address } } }
         defer { serving.cancel() }
-        let feeding = Task { await FilePreview(path: source, loops: true).feed(layer) }
+        let feeding = Task { await FilePreview(path: path, loops: true).feed(layer) }
         defer { feeding.cancel() }
         var address: String?
         for _ in 0..<6000 where address == nil {

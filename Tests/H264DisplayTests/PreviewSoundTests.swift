@@ -1,0 +1,85 @@
+import Foundation
+@testable import H264Display
+import MediaCore
+import TestSupport
+import Testing
+
+/// The preview with sound: a file's AAC track decoded by the page's AudioDecoder and played
+/// through Web Audio on the control timebase, measured by the page's own A/V skew.
+extension RealTimeDisplay {
+@Suite("Preview with sound in headless Chromium", .requires(.chromium, .ffmpeg))
+struct PreviewSoundTests {
+    /// A 10-s H.264 (B-frames) + AAC 48 kHz stereo file made by ffmpeg, as `container`.
+    static func soundFile(_ container: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-sound-\(UUID().uuidString).\(container)").path
+        let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                                      "-t", "10", "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-shortest", path])
+        guard made.status == 0 else { throw TestFailure("ffmpeg: \(made.stderrText)") }
+        return path
+    }
+
+    /// The AAC packets ffprobe counts in `path`.
+    static func soundPackets(_ path: String) throws -> Int {
+        let probe = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", path])
+        return Int(probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    @Test("an MP4 with sound plays to its end: every AAC frame sent and decoded, the sound heard with the picture (A/V skew p95 <= 20 ms); --no-audio sends none",
+          .requires(.ffprobe))
+    func playsWithSound() async throws {
+        let path = try Self.soundFile("mp4")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let packets = try Self.soundPackets(path)
+        let (reports, _) = try await RealTimeDisplay.DisplayTests.play(Preview(source: .file(FilePreview(path: path)), options: .init(server: .init(port: 0), exitsAfterPlayback: true)))
+        let report = try #require(reports.first)
+        let sound = try #require(report.sound, "no sound in the report: \(report)")
+        #expect(report.ended && report.framesPresented == 300 && report.framesDropped == 0, "\(report)")
+        #expect(sound.codec == "mp4a.40.2" && sound.sampleRate == 48_000 && sound.channels == 2 && sound.contextState == "running", "\(sound)")
+        // Every frame sent; every one decoded but the last the decoder may still hold at the
+        // end report; the first (ffmpeg's priming, before the picture's first time) may be
+        // skipped, no other.
+        #expect(sound.received == packets && sound.decoded >= packets - 1 && sound.decodeErrors == 0 && sound.skipped <= 1, "\(sound), \(packets) packets")
+        #expect(sound.skewSamples >= 250 && sound.skewMs.p95 <= 20, "\(sound)")
+        print("preview with sound (MP4, 10 s): skew p50 \(sound.skewMs.p50) / p95 \(sound.skewMs.p95) / max \(sound.skewMs.max) ms, mean \(sound.meanSkewMs) ms")
+
+        let (silent, _) = try await RealTimeDisplay.DisplayTests.play(Preview(source: .file(FilePreview(path: path, playsSound: false)),
+                                                                              options: .init(server: .init(port: 0), exitsAfterPlayback: true)))
+        #expect(silent.first?.sound == nil && silent.first?.framesPresented == 300, "\(String(describing: silent.first))")
+    }
+
+    @Test("a transport stream with sound, looped: the sound follows the picture through a pause, a seek (the stream read again from its start) and rates 2 and 0.5 (A/V skew p95 <= 20 ms); nothing heard while paused")
+    func followsTheTimebase() async throws {
+        let path = try Self.soundFile("ts")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try await RealTimeDisplay.DisplayTests.withLoopedPage(path) { layer in
+            func sound() throws -> PageReport.Sound { try #require(layer.pageReports.first?.sound, "no sound in \(String(describing: layer.pageReports.first))") }
+            for _ in 0..<300 where ((try? sound())?.skewSamples ?? 0) < 30 { try await Task.sleep(for: .milliseconds(20)) }
+            let playing = try sound()
+            #expect(playing.contextState == "running" && playing.started > 10, "\(playing)")
+
+            // Paused: no block starts, no frame is drawn.
+            layer.setRate(0)
+            let paused = try await RealTimeDisplay.DisplayTests.freshReport(layer)
+            try await Task.sleep(for: .seconds(1))
+            let stillPaused = try await RealTimeDisplay.DisplayTests.freshReport(layer)
+            #expect(stillPaused.sound?.started == paused.sound?.started && stillPaused.sound?.skewSamples == paused.sound?.skewSamples,
+                    "\(String(describing: paused.sound)) -> \(String(describing: stillPaused.sound))")
+
+            // A seek, then playing again.
+            layer.control("seek", value: 6.5)
+            try await Task.sleep(for: .milliseconds(500))
+            layer.setRate(1)
+            try await Task.sleep(for: .seconds(2))
+            // Rate changes.
+            for rate in [2.0, 0.5] {
+                layer.setRate(rate)
+                try await Task.sleep(for: .seconds(2))
+            }
+            let end = try sound()
+            #expect(end.skewSamples >= playing.skewSamples + 150 && end.decodeErrors == 0, "\(end)")
+            #expect(end.skewMs.p95 <= 20, "\(end)")
+            print("preview with sound (TS looped, pause, seek, rates 2 and 0.5): skew p50 \(end.skewMs.p50) / p95 \(end.skewMs.p95) / max \(end.skewMs.max) ms, mean \(end.meanSkewMs) ms, \(end.skewSamples) frames, \(end.rechained) rechained")
+        }
+    }
+}
+}
