@@ -4,7 +4,10 @@ import SystemIO
 /// A layer that shows H.264 sample buffers in the pages that open a ``DisplayServer``: the
 /// AVSampleBufferDisplayLayer of seed 003's case study 1, with the browser as the display. The
 /// application enqueues sample buffers; each page decodes them with WebCodecs and draws each
-/// frame when the layer's control timebase reaches its presentation time.
+/// frame when the layer's control timebase reaches its presentation time. AAC sample buffers
+/// enqueued beside the pictures are played by the page on the same timebase (the seeds'
+/// AVSampleBufferAudioRenderer under a render synchronizer): WebCodecs' `AudioDecoder` and Web
+/// Audio.
 ///
 /// The model is the seed's: ``enqueue(_:hidden:)`` takes sample buffers in decode order;
 /// ``isReadyForMoreMediaData`` and ``requestMediaDataWhenReady()`` throttle the producer;
