@@ -11,8 +11,10 @@ import SystemIO
 
 /// The origin's files and playlists, shared by the publishers and every request: one lock,
 /// updated once per part or segment; a request copies out a reference to the bytes, never the
-/// bytes. Requests held for a part wait on continuations, resumed by the publish that brings
-/// it or by the sweep that gives up on them.
+/// bytes. Which request is held, for what and until when is ``HLSRequestHolding``'s decision
+/// (the request logic as a pure state machine); this is its shell: held requests wait on
+/// continuations, resumed by the publish that brings what they wait for or by the sweep that
+/// gives up on them.
 final class OriginStore: Sendable {
     struct File {
         var bytes: ByteBuffer
@@ -20,21 +22,6 @@ final class OriginStore: Sendable {
         var cacheControl: String
         /// The bytes gzip-compressed (playlists), sent to a client that accepts it.
         var gzipped: ByteBuffer?
-    }
-
-    /// What a held request waits for.
-    enum Condition {
-        /// A blocking playlist reload: segment `mediaSequence` (part `part`) in the rendition's
-        /// playlist.
-        case playlist(rendition: String, mediaSequence: Int, part: Int?)
-        /// The hinted part of a rendition, published.
-        case file(rendition: String, path: String)
-    }
-
-    struct Waiter {
-        var condition: Condition
-        var deadline: Double
-        var continuation: CheckedContinuation<Bool, Never>
     }
 
     /// The paths of a rendition's files.
@@ -75,7 +62,9 @@ final class OriginStore: Sendable {
         var muxedSound: AudioFormatDescription?
     }
 
-    struct State {
+    struct State: HLSRequestContext {
+        /// The directory the files are in, with its trailing slash.
+        let directory: String
         var files: [String: File] = [:]
         /// The renditions, in the order they were first published.
         var renditions: [String: Rendition] = [:]
@@ -86,8 +75,17 @@ final class OriginStore: Sendable {
         /// the wall clock).
         var leaving: [(paths: [String], at: Double)] = []
         var statistics = HLSOrigin.Statistics()
-        var waiters: [Int: Waiter] = [:]
-        var nextWaiter = 0
+        /// Which requests are held, for what, until when.
+        var holding = HLSRequestHolding()
+        /// The held requests' continuations, by their ID in ``holding``.
+        var waiting: [HLSRequestHolding.ID: CheckedContinuation<Bool, Never>] = [:]
+
+        func rendition(mediaPlaylist path: String) -> String? { mediaPaths[path] }
+        func window(_ rendition: String) -> HLSLiveWindow? { renditions[rendition]?.window }
+        func hasFile(_ path: String) -> Bool { files[path] != nil }
+        func rendition(hinting path: String) -> String? {
+            order.first { name in renditions[name]?.window.preloadHint.map { directory + $0 } == path }
+        }
     }
 
     let options: HLSOrigin.Options
@@ -101,7 +99,7 @@ final class OriginStore: Sendable {
         let base = String(options.path.dropLast(".m3u8".count))
         paths = (options.path, base, base + ".mpd")
         directory = String(options.path[...(options.path.lastIndex(of: "/") ?? options.path.startIndex)])
-        state = Locked(State())
+        state = Locked(State(directory: directory))
     }
 
     /// The last path component.
@@ -244,56 +242,37 @@ final class OriginStore: Sendable {
 
     /// The held requests whose condition now holds, taken out.
     private func takeReady(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
-        guard !state.waiters.isEmpty else { return [] }
-        var ready: [CheckedContinuation<Bool, Never>] = []
-        for (id, waiter) in state.waiters where Self.holds(waiter.condition, in: state) {
-            ready.append(waiter.continuation)
-            state.waiters[id] = nil
-        }
-        return ready
-    }
-
-    private static func holds(_ condition: Condition, in state: State) -> Bool {
-        switch condition {
-        case .playlist(let name, let sequence, let part):
-            return state.renditions[name]?.window.contains(mediaSequence: sequence, part: part) ?? true
-        case .file(let name, let path):
-            return state.files[path] != nil || (state.renditions[name]?.window.ended ?? true)
-        }
+        guard !state.waiting.isEmpty else { return [] }
+        return state.holding.release(in: state).compactMap { state.waiting.removeValue(forKey: $0) }
     }
 
     /// Answers the held requests past their deadline (false: given up).
     func expireHeldRequests(now: Double) {
         let expired = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            guard !state.waiters.isEmpty else { return [] }
-            var expired: [CheckedContinuation<Bool, Never>] = []
-            for (id, waiter) in state.waiters where waiter.deadline <= now {
-                expired.append(waiter.continuation)
-                state.waiters[id] = nil
-            }
+            guard !state.waiting.isEmpty else { return [] }
+            let expired = state.holding.expire(now: now).compactMap { state.waiting.removeValue(forKey: $0) }
             state.statistics.heldRequestsTimedOut += expired.count
             return expired
         }
         for continuation in expired { continuation.resume(returning: false) }
     }
 
-    /// Waits until `condition` holds (true) or three target durations pass (false).
-    private func wait(for condition: Condition) async -> Bool {
+    /// Waits until `condition` holds (true) or three target durations pass (false; at once when
+    /// the holding is full).
+    private func wait(for condition: HLSRequestHolding.Condition) async -> Bool {
         await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Bool in
-                if Self.holds(condition, in: state) { return true }
-                let id = state.nextWaiter
-                state.nextWaiter += 1
-                let name: String
-                switch condition {
-                case .playlist(let rendition, _, _), .file(let rendition, _): name = rendition
+            let answer = state.withLock { state -> Bool? in
+                if HLSRequestHolding.holds(condition, in: state) { return true }
+                let target = state.renditions[condition.rendition]?.window.targetDuration ?? options.targetDuration
+                guard let id = state.holding.hold(condition, now: WallClock.seconds, targetDuration: target) else {
+                    state.statistics.heldRequestsRefused += 1
+                    return false
                 }
-                let target = state.renditions[name]?.window.targetDuration ?? options.targetDuration
-                state.waiters[id] = Waiter(condition: condition, deadline: WallClock.seconds + 3 * Double(target), continuation: continuation)
+                state.waiting[id] = continuation
                 state.statistics.requestsHeld += 1
-                return false
+                return nil
             }
-            if ready { continuation.resume(returning: true) }
+            if let answer { continuation.resume(returning: answer) }
         }
     }
 
@@ -425,34 +404,27 @@ final class OriginStore: Sendable {
             return Response(status: .methodNotAllowed, headers: headers)
         }
         let path = request.uri.path
-        state.withLock { $0.statistics.requests += 1 }
-        var directives: HLSDeliveryDirectives?
-        var blocking = false
-        let mediaOf = options.lowLatency == nil ? nil : state.withLock { $0.mediaPaths[path] }
-        if let rendition = mediaOf, let query = request.uri.query, !query.isEmpty {
-            guard let parsed = HLSDeliveryDirectives(query: Substring(query)) else { return badRequest(headers) }
-            directives = parsed
-            if let sequence = parsed.mediaSequence {
-                if state.withLock({ $0.renditions[rendition]?.window.isTooFarAhead(mediaSequence: sequence, part: parsed.part) ?? true }) { return badRequest(headers) }
-                blocking = true
-                guard await wait(for: .playlist(rendition: rendition, mediaSequence: sequence, part: parsed.part)) else {
-                    return Response(status: .serviceUnavailable, headers: headers)
-                }
-            }
-        } else if options.lowLatency != nil, path.hasSuffix(".m4s"), path.contains("-part") {
-            // A rendition's hinted part: held until it is whole.
-            let hinted = state.withLock { state -> String? in
-                guard state.files[path] == nil else { return nil }
-                return state.order.first { name in state.renditions[name]?.window.preloadHint.map { directory + $0 } == path }
-            }
-            if let hinted, await !wait(for: .file(rendition: hinted, path: path)) {
+        let decision = state.withLock { state -> HLSRequestHolding.Decision in
+            state.statistics.requests += 1
+            return HLSRequestHolding.decide(path: path, query: request.uri.query, lowLatency: options.lowLatency != nil, in: state)
+        }
+        let delta: Bool, blocking: Bool
+        switch decision {
+        case .badRequest:
+            return badRequest(headers)
+        case .answer(let isDelta, let isBlocking):
+            (delta, blocking) = (isDelta, isBlocking)
+        case .hold(let condition, let isDelta, let isBlocking):
+            (delta, blocking) = (isDelta, isBlocking)
+            guard await wait(for: condition) else {
+                if case .playlist = condition { return Response(status: .serviceUnavailable, headers: headers) }
                 state.withLock { $0.statistics.notFound += 1 }
                 return Response(status: .notFound, headers: headers)
             }
         }
         let accepting = request.headers[.acceptEncoding].map { $0.lowercased().contains("gzip") } ?? false
         let file = state.withLock { state -> File? in
-            if directives?.skip == true, let rendition = mediaOf { return state.renditions[rendition]?.delta }
+            if delta, let rendition = state.mediaPaths[path] { return state.renditions[rendition]?.delta }
             return state.files[path]
         }
         guard var file else {
