@@ -399,10 +399,9 @@ public struct HLSPackager: Sendable {
         if let main = made.audioRenditions.first {
             // The variant plays the group: its CODECS and bit rates count the sound's (the
             // largest rendition's, RFC 8216bis §4.4.6.2).
-            made.variant.audioGroup = main.alternative.groupID
-            for codecs in made.audioRenditions.map(\.codecs) where !made.variant.codecs.contains(codecs) { made.variant.codecs.append(codecs) }
-            made.variant.bandwidth += made.audioRenditions.map(\.peakBandwidth).max() ?? 0
-            made.variant.averageBandwidth = made.variant.averageBandwidth.map { $0 + (made.audioRenditions.map(\.averageBandwidth).max() ?? 0) }
+            made.variant.plays(.init(id: main.alternative.groupID, codecs: made.audioRenditions.map(\.codecs),
+                                     peakBandwidth: made.audioRenditions.map(\.peakBandwidth).max() ?? 0,
+                                     averageBandwidth: made.audioRenditions.map(\.averageBandwidth).max() ?? 0))
         }
         made.tracksLeftOut = leftOut
         return Packaged(rendition: made, audioRenditions: soundRenditions, tracksLeftOut: leftOut)
@@ -483,9 +482,8 @@ public struct HLSPackager: Sendable {
         let average = Double(reports.reduce(0) { $0 + $1.byteCount } * 8) / max(total, 0.001)
         let iFramePeak = zip(frames, frames.map { Double($0.byteRange?.count ?? 0) * 8 }).map { $1 / max($0.duration, 0.001) }.max() ?? 0
         let size = (width: format.width, height: format.height)
-        let variant = HLSMultivariantPlaylist.Variant(uri: fileName(playlist), bandwidth: Int(peak.rounded(.up)), averageBandwidth: Int(average.rounded(.up)),
-                                                      codecs: [format.codecString] + (audio.map { [$0.codecString] } ?? []), resolution: size,
-                                                      frameRate: frameRate?.framesPerSecond)
+        let variant = HLSMultivariantPlaylist.Variant(picture: format, uri: fileName(playlist), peakBandwidth: Int(peak.rounded(.up)), averageBandwidth: Int(average.rounded(.up)),
+                                                      frameRate: frameRate?.framesPerSecond, muxedSound: audio)
         let iFrameVariant = HLSMultivariantPlaylist.Variant(uri: fileName(iFramePlaylist), bandwidth: Int(iFramePeak.rounded(.up)), codecs: [format.codecString],
                                                             resolution: size)
         var representation: DASHManifest.Representation?

@@ -333,11 +333,12 @@ final class OriginStore: Sendable {
             guard let rendition = state.renditions[name], let format = rendition.format?.video, !rendition.window.entries.isEmpty else { continue }
             let rates = rendition.window.bitRates
             let size = (width: format.width, height: format.height)
-            var variant = HLSMultivariantPlaylist.Variant(uri: Self.name(rendition.paths.media), bandwidth: rates.peak + soundRates.peak,
-                                                          averageBandwidth: rates.average + soundRates.average,
-                                                          codecs: [format.codecString] + (rendition.muxedSound.map { [$0.codecString] } ?? []) + soundCodecs,
-                                                          resolution: size, frameRate: format.sps.frameRate?.framesPerSecond)
-            if !alternatives.isEmpty { variant.audioGroup = alternatives[0].groupID }
+            var variant = HLSMultivariantPlaylist.Variant(picture: format, uri: Self.name(rendition.paths.media), peakBandwidth: rates.peak,
+                                                          averageBandwidth: rates.average, frameRate: format.sps.frameRate?.framesPerSecond,
+                                                          muxedSound: rendition.muxedSound)
+            if let group = alternatives.first {
+                variant.plays(.init(id: group.groupID, codecs: soundCodecs, peakBandwidth: soundRates.peak, averageBandwidth: soundRates.average))
+            }
             variants.append(variant)
             // Low latency: no I-frame variant (its playlist has no parts and no server control,
             // which every media playlist beside low-latency ones must have, RFC 8216bis §6.2.4).
