@@ -140,8 +140,10 @@ struct DisplayServerLoadTests {
         #expect(outcome.afterNonsense == 20, "the noisy page stopped getting samples")
         #expect(outcome.oversizedClosed, "a page past the message limit was not closed with 1009")
         #expect(outcome.neighbour == 60)
+        // (The server reads a page's messages as they come, beside what it sends: the noisy
+        // page's last may be read after the oversized one is closed. CI saw 1 of 8 counted.)
         var statistics = server.statistics
-        for _ in 0..<200 where statistics.pagesClosedForBadInput == 0 {
+        for _ in 0..<500 where statistics.pagesClosedForBadInput == 0 || statistics.badMessages < 6 {
             try await Task.sleep(for: .milliseconds(10))
             statistics = server.statistics
         }

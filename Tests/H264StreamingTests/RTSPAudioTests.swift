@@ -342,10 +342,11 @@ struct RTSPAudioTests {
         try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
         let movie = try Checkout.temporaryFile([], suffix: ".mp4")
         defer { try? FileManager.default.removeItem(atPath: movie) }
-        let port = try freeTCPPort()
-        let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
-        async let report = ingest.record(to: .init(path: movie))
-        try #require(await waitUntilListening(port, seconds: 60))
+        // Any free port, as the ingest binds it (one chosen before could be taken meanwhile).
+        let ingest = RTSPIngest(url: RTSPURL(host: "127.0.0.1", port: 0, path: "/live"), options: .init(idleTimeout: .seconds(5)))
+        let bound = BoundPort()
+        async let report = ingest.record(to: .init(path: movie), onListening: { bound.set($0) })
+        let port = try #require(await bound.value(within: 60), "the ingest never listened")
         let publisher = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", source, "-c", "copy", "-f", "rtsp",
                                                                         "-rtsp_transport", transport, "rtsp://127.0.0.1:\(port)/live"])
         #expect(publisher.status == 0, "\(publisher.stderrText)")
@@ -374,10 +375,11 @@ struct RTSPAudioTests {
         try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
         let movie = try Checkout.temporaryFile([], suffix: codec == "pcmu" ? ".mov" : ".mp4")
         defer { try? FileManager.default.removeItem(atPath: movie) }
-        let port = try freeTCPPort()
-        let ingest = RTSPIngest(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(idleTimeout: .seconds(5)))
-        async let report = ingest.record(to: .init(path: movie))
-        try #require(await waitUntilListening(port, seconds: 60))
+        // Any free port, as the ingest binds it (one chosen before could be taken meanwhile).
+        let ingest = RTSPIngest(url: RTSPURL(host: "127.0.0.1", port: 0, path: "/live"), options: .init(idleTimeout: .seconds(5)))
+        let bound = BoundPort()
+        async let report = ingest.record(to: .init(path: movie), onListening: { bound.set($0) })
+        let port = try #require(await bound.value(within: 60), "the ingest never listened")
         let sound = codec == "pcmu" ? ["-c:a", "pcm_mulaw", "-ar", "8000", "-ac", "1"] : ["-c:a", "copy", "-rtpflags", "latm"]
         let publisher = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-re", "-i", source, "-c:v", "copy"] + sound
                                                             + ["-f", "rtsp", "-rtsp_transport", "tcp", "rtsp://127.0.0.1:\(port)/live"])

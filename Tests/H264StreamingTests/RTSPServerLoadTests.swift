@@ -84,12 +84,13 @@ struct RTSPServerLoadTests {
 
     static func start(_ media: RTSPServer.Media, _ options: RTSPServer.Options = .init()) async throws -> (RTSPServer, Task<Void, any Error>, Int) {
         var options = options
-        options.port = try freeTCPPort()
+        options.port = 0  // (any free port, as the server binds it: see RTSPTests.startServer)
         let server = try RTSPServer(options: options)
         try server.serve(media, at: "/live")
-        let task = Task { try await server.run() }
-        try #require(await waitUntilListening(options.port, seconds: 60))
-        return (server, task, options.port)
+        let bound = BoundPort()
+        let task = Task { try await server.run(onListening: { bound.set($0) }) }
+        let port = try #require(await bound.value(within: 60), "the server never listened")
+        return (server, task, port)
     }
 
     @Test("garbage, a huge header, an HTTP request, a path outside, a silent connection: 4xx or closed, counted; a client plays meanwhile")

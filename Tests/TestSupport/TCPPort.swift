@@ -100,3 +100,31 @@ public func loopbackTCPConnection(port: Int, receiveBuffer: Int32? = nil, receiv
     }
     return descriptor
 }
+
+/// The port a server reports it bound (its `onListening`), for a test that waits for it.
+public final class BoundPort: Sendable {
+    private let port = LockedPort()
+
+    public init() {}
+
+    /// Called from the server's `onListening`.
+    public func set(_ value: Int) { port.set(value) }
+
+    /// The port once the server has bound it, or nil after `seconds`.
+    public func value(within seconds: Double) async -> Int? {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if let value = port.get() { return value }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return port.get()
+    }
+}
+
+private final class LockedPort: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int?
+
+    func set(_ port: Int) { lock.lock(); value = port; lock.unlock() }
+    func get() -> Int? { lock.lock(); defer { lock.unlock() }; return value }
+}
