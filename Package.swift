@@ -11,7 +11,7 @@ let swiftSettings: [SwiftSetting] = [
 
 /// The library modules, bottom layer first; the umbrella `H264Kit` re-exports them.
 let libraries = ["SystemIO", "Bitstream", "H264Bitstream", "MPEG4Audio", "MediaCore", "ISOBMFF", "MPEGTS", "H264Container", "H264Codec", "SampleFlow", "MediaProbe", "MediaIO", "H264Session",
-                 "H264Network", "H264Streaming", "H264Display"]
+                 "H264Network", "H264Packaging", "H264Streaming", "H264Display"]
 let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
 
 var targets: [Target] = [
@@ -51,10 +51,15 @@ var targets: [Target] = [
     // RTP (RFC 6184), RTCP, SDP, RTSP, HLS playlists and the live window, the DASH MPD: pure
     // state machines and values, packets and requests in, packets and answers out.
     .target(name: "H264Network", dependencies: ["H264Bitstream", "MPEG4Audio", "MediaCore"]),
+    // HLS/DASH packaging of files (and of renditions encoded for a ladder): no socket, no
+    // SwiftNIO; the streaming error every streaming module throws.
+    .target(name: "H264Packaging", dependencies: [
+        "H264Network", "SampleFlow", "H264Session", "H264Codec", "H264Bitstream", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
+    ]),
     // The SwiftNIO and Hummingbird shells: RTP sockets, the RTSP server and client, ingest, the
-    // HLS/DASH packager and HTTP origin.
+    // HTTP origin (it re-exports H264Packaging).
     .target(name: "H264Streaming", dependencies: [
-        "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
+        "H264Packaging", "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"), .product(name: "CompressNIO", package: "compress-nio"),
@@ -88,6 +93,7 @@ var targets: [Target] = [
     .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "H264Codec", "H264Bitstream", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264SessionTests", dependencies: ["H264Session", "SampleFlow", "MediaProbe", "ISOBMFF", "MPEGTS", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport"]),
     .testTarget(name: "H264NetworkTests", dependencies: ["H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "MediaCore", "H264Bitstream", "TestSupport"]),
+    .testTarget(name: "H264PackagingTests", dependencies: ["H264Packaging", "H264Network", "SampleFlow", "ISOBMFF", "MPEGTS", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport",
                                                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
     .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "SampleFlow", "H264Session", "MediaCore", "TestSupport"]),

@@ -14,6 +14,7 @@
 @_exported public import MediaIO
 @_exported public import H264Session
 @_exported public import H264Network
+@_exported public import H264Packaging
 @_exported public import H264Streaming
 @_exported public import H264Display
 @_exported public import Logging

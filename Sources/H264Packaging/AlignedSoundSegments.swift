@@ -1,5 +1,5 @@
-import MediaCore
-import SampleFlow
+package import MediaCore
+package import SampleFlow
 
 /// One sound track of a package cut into fragmented MP4 segments of its own, where the
 /// picture's segments end (Apple's authoring specification: an audio rendition's segments
@@ -10,39 +10,39 @@ import SampleFlow
 /// segment reports give them, a segment behind the sound at most. Memory: the sound of about
 /// one segment. Without a picture (a package of sound alone) the first sound ``leads``: it is
 /// cut on the segmenter's own schedule, and the others follow its boundaries.
-struct AlignedSoundSegments {
+package struct AlignedSoundSegments {
     /// The track.
-    let track: TrackDescription
+    package let track: TrackDescription
     /// The rendition's name in the file names.
-    let name: String
+    package let name: String
     /// Its segmenter (fragmented MP4, on the package's timeline).
-    var segmenter: MediaSegmenter
+    package var segmenter: MediaSegmenter
     /// Its segments' reports, in order.
-    var reports: [MediaSegmenter.SegmentReport] = []
+    package var reports: [MediaSegmenter.SegmentReport] = []
     /// Whether its initialization segment is written.
-    var wroteInitialization = false
+    package var wroteInitialization = false
     /// Frames decoded before the package's time origin, left out.
-    var framesBeforeOrigin = 0
+    package var framesBeforeOrigin = 0
     /// Whether it is cut on its own schedule (no picture): its segments' ends are the others'
     /// boundaries.
-    var leads = false
+    package var leads = false
     /// Frames that wait for the picture's next boundary.
-    private(set) var waiting: [SampleBuffer] = []
+    package private(set) var waiting: [SampleBuffer] = []
     private var head = 0
     /// Frames still waiting (``waiting`` keeps some handed on until it is compacted).
-    var waitingCount: Int { waiting.count - head }
+    package var waitingCount: Int { waiting.count - head }
     /// The picture's boundaries this sound has passed.
     private var cuts = 0
     private var started = false
 
-    init(track: TrackDescription, name: String, segmenter: MediaSegmenter) {
+    package init(track: TrackDescription, name: String, segmenter: MediaSegmenter) {
         self.track = track
         self.name = name
         self.segmenter = segmenter
     }
 
     /// Queues a frame.
-    mutating func enqueue(_ frame: SampleBuffer) { waiting.append(frame) }
+    package mutating func enqueue(_ frame: SampleBuffer) { waiting.append(frame) }
 
     /// Hands every frame whose segment is known to the segmenter; `boundaries` are where the
     /// picture's segments end (from the time origin), `final` once the picture has ended (its
@@ -52,7 +52,7 @@ struct AlignedSoundSegments {
     /// the segment being made (a live origin's sound then waits for the picture's decoding
     /// order, not for its segment's end). Returns what the segmenter made, in order, each with
     /// the decoding time of the frame that made it (nil for the end).
-    mutating func drain(boundaries: [MediaTime], origin: MediaTime, final: Bool,
+    package mutating func drain(boundaries: [MediaTime], origin: MediaTime, final: Bool,
                         horizon: MediaTime? = nil) throws(SampleFlowError) -> [(output: MediaSegmenter.Output, decodeTime: MediaTime?)] {
         var made: [(output: MediaSegmenter.Output, decodeTime: MediaTime?)] = []
         let usable = final ? max(0, boundaries.count - 1) : boundaries.count
@@ -89,7 +89,7 @@ struct AlignedSoundSegments {
     }
 
     /// Half a frame's duration (zero when it has none).
-    static func half(_ duration: MediaTime) -> MediaTime {
+    package static func half(_ duration: MediaTime) -> MediaTime {
         guard duration.isNumeric, duration.value > 0 else { return .zero }
         return duration.timescale <= Int32.max / 2 ? MediaTime(value: duration.value, timescale: duration.timescale * 2)
             : MediaTime(value: duration.value / 2, timescale: duration.timescale)

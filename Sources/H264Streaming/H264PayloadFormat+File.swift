@@ -24,13 +24,3 @@ extension H264PayloadFormat {
         self.init(formatDescription: try first.requireVideo(input: "the samples"), payloadType: payloadType, packetizationMode: packetizationMode)
     }
 }
-
-extension SampleBuffer {
-    /// The sample's H.264 description, or the error of a sender of H.264 given something else.
-    func requireVideo(input: String) throws(StreamingError) -> VideoFormatDescription {
-        guard let video = videoFormatDescription else {
-            throw .source(.noSamples(input: input, reason: "a \(formatDescription.codecName) sample where H.264 video was to be sent"))
-        }
-        return video
-    }
-}

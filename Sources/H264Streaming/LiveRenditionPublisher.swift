@@ -5,7 +5,7 @@ import SystemIO
 /// One live rendition's publishing: its picture cut into segments (and parts) as samples
 /// come, and the sound chosen to go with it: in transport stream segments muxed beside the
 /// picture, in fragmented MP4 a rendition of its own (`EXT-X-MEDIA`) whose segments end where
-/// the picture's do (``AlignedSoundSegments``, each frame released once the picture's decoding
+/// the picture's do (`AlignedSoundSegments`, each frame released once the picture's decoding
 /// has passed it: the sound lags the picture by its reordering, not by a segment).
 ///
 /// Fragmented MP4 with sound: picture and sound share one timeline, from the earliest first

@@ -286,7 +286,7 @@ public struct RTPReceiver: Sendable {
 
     /// Receives until the stream ends (see ``Ending``), handing each sample buffer to `handle`
     /// in decode order as it completes. An error `handle` throws ends receiving and is thrown
-    /// as ``StreamingError/handler(_:)``, itself.
+    /// as `StreamingError.handler(_:)`, itself.
     /// `soundRefusal` says why the caller cannot take sound of a format (nil: it can): such
     /// sound is not received, and the report names it.
     public func receive(soundRefusal: (AudioFormatDescription) -> String? = { _ in nil },

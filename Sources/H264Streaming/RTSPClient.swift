@@ -82,7 +82,7 @@ public struct RTSPClient: Sendable {
 
     /// Plays the stream, handing each sample to `handle` in decode order, until it ends (see
     /// the type's discussion). An error `handle` throws ends playing as
-    /// ``StreamingError/handler(_:)``. `soundRefusal` says why the caller cannot take sound of
+    /// `StreamingError.handler(_:)`. `soundRefusal` says why the caller cannot take sound of
     /// a format (nil: it can): such sound is not received, and the report names it.
     public func receive(soundRefusal: (AudioFormatDescription) -> String? = { _ in nil },
                         _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {

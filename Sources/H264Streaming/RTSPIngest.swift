@@ -45,7 +45,7 @@ public struct RTSPIngest: Sendable {
     /// Listens, and hands each sample of the first publisher's stream to `handle`, in decode
     /// order, until the stream ends (see the type's discussion). `onListening` gets the port
     /// once the server listens. An error `handle` throws ends receiving as
-    /// ``StreamingError/handler(_:)``. `soundRefusal` says why the caller cannot take sound of
+    /// `StreamingError.handler(_:)`. `soundRefusal` says why the caller cannot take sound of
     /// a format (nil: it can): such sound is not recorded, and the report names it.
     public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil },
                         _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {

@@ -2,7 +2,7 @@ import Foundation
 import ISOBMFF
 import MPEGTS
 import H264Network
-import H264Streaming
+import H264Packaging
 import MediaCore
 import SampleFlow
 import TestSupport

@@ -21,10 +21,11 @@ struct LayeringTests {
         "MediaProbe": 8, "MediaIO": 8,
         "H264Session": 9,
         "H264Network": 10,
-        "H264Streaming": 11,
-        "H264Display": 12,
-        "H264Kit": 13,
-        "h264kit": 14,
+        "H264Packaging": 11,
+        "H264Streaming": 12,
+        "H264Display": 13,
+        "H264Kit": 14,
+        "h264kit": 15,
     ]
 
     static let sources = Checkout.root.appendingPathComponent("Sources")
