@@ -135,7 +135,7 @@ public final class HLSOrigin: Sendable {
         /// Held requests given up after three target durations (`503`, or `404` for a part).
         public var heldRequestsTimedOut = 0
         /// Requests given up at once because as many as the origin holds were held already
-        /// (``HLSRequestHolding/limit``).
+        /// (H264Network's `HLSRequestHolding.limit`).
         public var heldRequestsRefused = 0
         /// Answered 400: a malformed `_HLS_` query, or a segment more than two ahead.
         public var badRequests = 0

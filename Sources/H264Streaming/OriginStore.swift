@@ -11,7 +11,7 @@ import SystemIO
 
 /// The origin's files and playlists, shared by the publishers and every request: one lock,
 /// updated once per part or segment; a request copies out a reference to the bytes, never the
-/// bytes. Which request is held, for what and until when is ``HLSRequestHolding``'s decision
+/// bytes. Which request is held, for what and until when is `HLSRequestHolding`'s decision
 /// (the request logic as a pure state machine); this is its shell: held requests wait on
 /// continuations, resumed by the publish that brings what they wait for or by the sweep that
 /// gives up on them.
