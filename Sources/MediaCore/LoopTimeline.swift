@@ -11,6 +11,11 @@
 /// takes it (a timescale under 10000 doubled until it is not, as FFmpeg and `TrackTimeline`
 /// choose a picture's): rounded up to one over their greatest common divisor (1/3200 s for
 /// 12800 and 48000; at most 10 samples of 48 kHz sound), so that every shifted time is whole.
+///
+/// A sound's frame ends where its whole frame does (1,024 samples of AAC), also the last one an
+/// edit list cuts short: a frame cannot be cut, and the passes have no edit list of their own,
+/// so the next pass starts after all of it (FFmpeg's file with `-shortest` ends its sound 256
+/// samples into its last frame: followed from there, every seam overlapped the frame before).
 public struct LoopTimeline: Sendable, Hashable {
     /// How far the samples of the current pass are shifted.
     public private(set) var offset = MediaTime.zero
@@ -70,7 +75,11 @@ public struct LoopTimeline: Sendable, Hashable {
             while scale > 0 && scale < 10_000 { scale *= 2 }
             commonTimescale = commonTimescale.map { Self.gcd($0, scale) } ?? scale
         }
-        let sampleEnd = sample.decodeTime + sample.duration
+        var sampleEnd = sample.decodeTime + sample.duration
+        if let sound = sample.audioFormatDescription, sound.framesPerPacket > 1, sound.sampleRate > 0 {
+            let whole = sample.decodeTime + sound.packetDuration
+            if whole > sampleEnd { sampleEnd = whole }
+        }
         if end.map({ sampleEnd > $0 }) ?? true { end = sampleEnd }
         if let known = tracks[sample.trackID] {
             if sampleEnd > known.end { tracks[sample.trackID]!.end = sampleEnd }

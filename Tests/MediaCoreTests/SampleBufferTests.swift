@@ -379,6 +379,37 @@ struct CorpusSampleTests {
         #expect(timeline.offset == MediaTime(value: 683 * 2, timescale: 3200), "each pass moves by the sound's length: \(timeline.offset.seconds)")
     }
 
+    @Test("a sound whose last frame an edit list cuts short (FFmpeg's -shortest): the next pass starts after the whole frame, never inside it")
+    func aCutLastFrameIsFollowedWhole() throws {
+        // A sound of 10 AAC frames at 48 kHz, the last cut to 768 samples, beside a picture of
+        // 5 frames of 1/25 s (0.2 s: shorter than the sound's 0.2133 s, longer than its cut 0.208 s).
+        let frame = MediaTime(value: 1, timescale: 25), sound = MediaTime(value: 1024, timescale: 48_000)
+        let format = FormatDescription.audio(AudioFormatDescription(codec: "mp4a", sampleRate: 48_000, channelCount: 2, framesPerPacket: 1024))
+        var timeline = LoopTimeline()
+        var sounds: [MediaTime] = []
+        for passNumber in 0..<3 {
+            if passNumber > 0 { timeline.beginPass() }
+            var items: [(time: MediaTime, isSound: Bool)] = (0..<5).map { (frame * Int64($0), false) } + (0..<10).map { (sound * Int64($0), true) }
+            items.sort { $0.time < $1.time }
+            for item in items {
+                var sample: SampleBuffer
+                if item.isSound {
+                    let duration = item.time == sound * 9 ? MediaTime(value: 768, timescale: 48_000) : sound
+                    sample = SampleBuffer(data: BlockBuffer([0x21, 0x10]), formatDescription: format,
+                                          timing: SampleTiming(presentationTime: item.time, decodeTime: item.time, duration: duration), attachments: SampleAttachments(isSync: true), trackID: TrackID(rawValue: 2))
+                } else {
+                    sample = try SampleBufferErrorTests.sample([0, 0, 0, 1, 0x65])
+                    sample.trackID = TrackID(rawValue: 1)
+                    sample.timing = SampleTiming(presentationTime: item.time, decodeTime: item.time, duration: frame)
+                }
+                timeline.place(&sample)
+                if item.isSound { sounds.append(sample.decodeTime) }
+            }
+        }
+        let steps = zip(sounds, sounds.dropFirst()).map { ($1 - $0 - sound).seconds }
+        #expect(steps.allSatisfy { $0 >= 0 && $0 < 1.0 / 3200 }, "every frame after the whole frame before, at most 1/3200 s apart: \(steps)")
+    }
+
     @Test("a first pass that began after the file's start (a seek): the second follows all of it, and the later ones run the longest track on")
     func aPartialFirstPass() throws {
         let frame = MediaTime(value: 1, timescale: 25)
