@@ -39,14 +39,24 @@ struct PacketizedUnit: Sendable {
 /// §12.33 asks, also for a medium that starts later (sound 3 s after the picture) or a client
 /// that joins a live stream (the sound first, the picture at the next sync sample).
 ///
-/// It holds the session's one mapping of media time onto the wall clock too, fed by the units of
-/// every stream, from which each stream's sender report takes the RTP time of the same instant
-/// (two mappings, each dated by its own stream's first units, would disagree by those units'
-/// delays, and a receiver lining the media up by the reports would shift one), and the CNAME
-/// every report of the session carries (RFC 3550 §6.5.1: what ties its streams together).
+/// It holds the session's one mapping of media time onto the wall clock too, from which each
+/// stream's sender report takes the RTP time of the same instant (two mappings, each dated by
+/// its own stream's first units, would disagree by those units' delays, and a receiver lining
+/// the media up by the reports would shift one), and the CNAME every report of the session
+/// carries (RFC 3550 §6.5.1: what ties its streams together).
+///
+/// The mapping is fixed by the first unit sent and then stays: the streams' reports go out at
+/// different moments (each with its own first unit, then every few seconds), and a mapping that
+/// moved between them, as one converging on the least-delayed unit does, would shift one
+/// medium against the other by the move at a receiver that lines them up by each stream's
+/// first report (ffmpeg; seen under load: a relay's sound 42 ms off). Only a unit that departs
+/// from it by more than ``WallClockMapping/resynchronizeAfter`` (a jump in the source's
+/// timestamps, a pause, a stall) sets it again. It need not be exact, only one for every stream:
+/// the RTP timestamps themselves come from the samples.
 final class SessionAnchor: Sendable {
     private let time = Locked<Double?>(nil)
-    private let clock = Locked(WallClockMapping())
+    /// The wall-clock time (seconds since 1970) of media time zero.
+    private let origin = Locked<Double?>(nil)
     /// The canonical name of the session's streams.
     let canonicalName: String
 
@@ -64,12 +74,17 @@ final class SessionAnchor: Sendable {
 
     /// Notes a unit of media time `mediaTime` (seconds) going out at `date`.
     func sent(mediaTime: Double, at date: Double) {
-        clock.withLock { _ = $0.date(ofMediaTime: mediaTime, arrival: date) }
+        let offset = date - mediaTime
+        guard offset.isFinite else { return }
+        origin.withLock { origin in
+            if let known = origin, abs(offset - known) <= WallClockMapping.resynchronizeAfter { return }
+            origin = offset
+        }
     }
 
     /// The media time the session's clock puts at `date`; nil before any unit.
     func mediaTime(atDate date: Double) -> Double? {
-        clock.withLock { $0.mediaTime(atDate: date) }
+        origin.withLock { $0.map { date - $0 } }
     }
 }
 

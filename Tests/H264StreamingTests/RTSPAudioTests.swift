@@ -231,13 +231,14 @@ struct RTSPAudioTests {
         try #require(FileManager.default.fileExists(atPath: source), "ffmpeg made the source")
         let (_, task, port) = try await RTSPTests.startServer(.file(path: source))
         defer { task.cancel() }
-        let relayPort = try freeTCPPort()
-        let relay = try RTSPServer(options: .init(port: relayPort))
+        let relay = try RTSPServer(options: .init(port: 0))
+        let bound = BoundPort()
         let relaying = Task {
-            try await relay.run(relaying: try LiveSource(parsing: "rtsp://127.0.0.1:\(port)/live", transport: .tcp, audio: true), at: "/relay")
+            try await relay.run(relaying: try LiveSource(parsing: "rtsp://127.0.0.1:\(port)/live", transport: .tcp, audio: true), at: "/relay",
+                                onListening: { bound.set($0) })
         }
         defer { relaying.cancel() }
-        try #require(await waitUntilListening(relayPort, seconds: 30), "the relay never listened")
+        let relayPort = try #require(await bound.value(within: 60), "the relay never listened")
         try await Self.ffmpegJoins("rtsp://127.0.0.1:\(relayPort)/relay", source: source)
         let report = try await relaying.value
         #expect(report.sound?.lipSync == .senderReports && report.mediaNotReceived.isEmpty, "\(report)")
