@@ -127,7 +127,7 @@ struct HLSOriginSoundTests {
         }
     }
 
-    @Test("looped, FFmpeg pulls 20 s of the live stream (low latency) with every AAC frame 1024 samples after the last across the loop's seams, round and round the source's frames")
+    @Test("looped, FFmpeg pulls 20 s of the live stream (low latency) with every AAC frame exactly 1024 samples after the last across the loop's seams, round and round the source's frames")
     func ffmpegPullsTwentySecondsOfALoop() async throws {
         let (origin, url, tasks) = try await Self.start(.lowLatency, loops: true)
         defer { for task in tasks { task.cancel() } }
@@ -140,7 +140,7 @@ struct HLSOriginSoundTests {
         #expect(sound.count >= 900, "\(sound.count) AAC frames in 20 s: \(pulled.stderrText)")
         #expect(HLSOriginTests.isContiguous(sound.map(\.hash), in: source), "the source's frames round and round")
         let steps = zip(sound, sound.dropFirst()).map { $1.time - $0.time }
-        #expect(steps.allSatisfy { abs($0 - 1024.0 / 48000) < 0.0005 }, "AAC frame steps \(Set(steps.map { ($0 * 1e4).rounded() / 10 })) ms")
+        #expect(steps.allSatisfy { abs($0 - 1024.0 / 48000) < 1e-6 }, "AAC frame steps \(Set(steps.map { ($0 * 1e4).rounded() / 10 })) ms")
     }
 
     @Test("Chromium's own player plays the live stream with its sound decoded (fMP4 low latency, TS)", .requires(.chromium), arguments: [Mode.lowLatency, .transportStream])

@@ -352,14 +352,14 @@ struct CorpusSampleTests {
         #expect(shown == (1...12).map { tick * Int64($0) }, "every frame shown once, a tick apart")
     }
 
-    @Test("with sound beside the picture, every track of a pass moves by one shift: the longest track (here the sound, a priming frame ahead) runs on without a gap, the picture waits the difference")
+    @Test("with sound beside the picture, every track of a pass moves by one shift: the longest track (here the sound, a priming frame ahead) runs on exactly, frame after frame, the picture waits the difference, shifted within one of its ticks of the sound")
     func theLongestTrackRunsOn() throws {
         // A picture of 4 frames (1/25 s) from 0, and a sound of 1024-sample frames at 48 kHz from
         // -1024 (priming) to 9 frames: 0.2133 s against the picture's 0.16 s.
         let frame = MediaTime(value: 1, timescale: 25), sound = MediaTime(value: 1024, timescale: 48_000)
         var timeline = LoopTimeline()
         var pictures: [MediaTime] = [], sounds: [MediaTime] = []
-        for passNumber in 0..<3 {
+        for passNumber in 0..<50 {
             if passNumber > 0 { timeline.beginPass() }
             var items: [(time: MediaTime, isSound: Bool)] = (0..<4).map { (frame * Int64($0), false) } + (-1..<9).map { (sound * Int64($0), true) }
             items.sort { $0.time < $1.time }
@@ -371,12 +371,17 @@ struct CorpusSampleTests {
                 if item.isSound { sounds.append(sample.decodeTime) } else { pictures.append(sample.decodeTime) }
             }
         }
-        // (The shift is whole in both timescales as a writer takes them, 12800 and 48000, so in
-        // 1/3200 s: the sound's 10 frames, 0.21333 s, rounded up to 683/3200 s a pass.)
-        let steps = zip(sounds, sounds.dropFirst()).map { ($1 - $0 - sound).seconds }
-        #expect(steps.allSatisfy { $0 >= 0 && $0 < 1.0 / 3200 }, "the sound runs on, at most 1/3200 s apart at a seam: \(steps)")
+        // (The sound's 10 frames, 10240/48000 s a pass: the sound moves by it exactly, the
+        // picture by it rounded up to a tick of 12800, the timescale a writer takes for 25.)
+        let steps = zip(sounds, sounds.dropFirst()).map { $1 - $0 }
+        #expect(steps.allSatisfy { $0 == sound }, "the sound runs on, each frame exactly a frame after the one before: \(steps.map(\.seconds))")
         #expect(zip(pictures, pictures.dropFirst()).allSatisfy { $1 - $0 >= frame }, "the pictures rise, never closer than a frame")
-        #expect(timeline.offset == MediaTime(value: 683 * 2, timescale: 3200), "each pass moves by the sound's length: \(timeline.offset.seconds)")
+        #expect(timeline.offset == MediaTime(value: 49 * 10240, timescale: 48_000), "each pass moves by the sound's length: \(timeline.offset.seconds)")
+        // 49 x 10240/48000 s = 133802.67/12800 s: 133803 ticks (rounding each pass's own would
+        // have gathered 49 x 2731 = 133819).
+        let pictureShift = timeline.offset(of: TrackID(rawValue: 1))
+        #expect(pictureShift == MediaTime(value: 133_803, timescale: 12800), "the picture's shift, whole in 12800, not accumulating: \(pictureShift)")
+        #expect(pictures[49 * 4] == pictureShift, "the last pass's first picture")
     }
 
     @Test("a sound whose last frame an edit list cuts short (FFmpeg's -shortest): the next pass starts after the whole frame, never inside it")
@@ -406,8 +411,8 @@ struct CorpusSampleTests {
                 if item.isSound { sounds.append(sample.decodeTime) }
             }
         }
-        let steps = zip(sounds, sounds.dropFirst()).map { ($1 - $0 - sound).seconds }
-        #expect(steps.allSatisfy { $0 >= 0 && $0 < 1.0 / 3200 }, "every frame after the whole frame before, at most 1/3200 s apart: \(steps)")
+        let steps = zip(sounds, sounds.dropFirst()).map { $1 - $0 }
+        #expect(steps.allSatisfy { $0 == sound }, "every frame exactly after the whole frame before: \(steps.map(\.seconds))")
     }
 
     @Test("a first pass that began after the file's start (a seek): the second follows all of it, and the later ones run the longest track on")
