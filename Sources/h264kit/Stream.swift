@@ -18,6 +18,8 @@ struct Stream: AsyncParsableCommand {
             video (RFC 3640; --no-audio: the video alone). --user USER:PASS makes clients authenticate.
             A .y4m (or raw .yuv) INPUT is encoded live with x264 (tune zerolatency unless --tune says otherwise), \
             and a receiver's RTCP picture loss indication makes the next picture an IDR picture.
+            With --transcode (http://), a file's picture is decoded and encoded again live with x264 (the encoder \
+            options, tune zerolatency, an IDR picture at each segment's start) and its sound goes as it is.
             http://HOST:PORT/PATH.m3u8 is a live HLS origin: INPUT (a file, paced, with --loop for ever; pictures \
             encoded live; or a live source as `receive` takes it: rtsp://, rtp://, .sdp) cut into segments of \
             --segment-duration (2 s) at keyframes, fMP4 (CMAF) or TS, a window of --window segments (6) in the \
@@ -76,6 +78,9 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Send the video alone, leaving out the input's AAC track.")
     var noAudio = false
 
+    @Flag(help: "HTTP: decode INPUT's picture and encode it again live with x264 (the encoder options; tune zerolatency, an IDR picture at each segment's start), its sound passed through as it is (ffmpeg -c:v libx264 -c:a copy).")
+    var transcode = false
+
     @Option(help: "Pace at this many times real time (ffmpeg's -readrate).")
     var rate: Double = 1
 
@@ -132,6 +137,10 @@ struct Stream: AsyncParsableCommand {
             do { _ = try HLSOrigin.Options(url: destination) } catch { throw ValidationError("\(error)") }
         } else if LiveSource.isLive(input), !isRTSP {
             throw ValidationError("\(input): a live source is relayed to an http:// origin or an rtsp:// server; receive records it")
+        }
+        if transcode {
+            guard isHTTP else { throw ValidationError("--transcode is for http:// (a live origin); rtp:// and rtsp:// send INPUT's picture as it is") }
+            guard !isLive, !LiveSource.isLive(input), input != "-" else { throw ValidationError("--transcode takes a file (MP4, MOV, TS, Annex-B); pictures to encode are encoded anyway") }
         }
         if frames != nil, isRTSP, !isLive { throw ValidationError("--frames with rtsp:// limits pictures encoded live; a served file goes to each client whole") }
         if isLive {
@@ -259,6 +268,10 @@ struct Stream: AsyncParsableCommand {
         options.lowLatency = lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil
         let origin = try HLSOrigin(options: options)
         let (input, loop, paced, verbose, media, carriesSound) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource), !noAudio)
+        // (--transcode: the stream's size, format and rate replace these.)
+        let transcoding = transcode ? TranscodedSamples<MediaFileSamples>.Options(
+            encoder: encoder.settings(width: 16, height: 16, format: .yuv420p, frameRate: FrameRate(25, 1)),
+            keyframeInterval: options.segmenter.segmentDuration, limits: limits.pictures) : nil
         let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
         @Sendable func publish(_ input: String, as rendition: String, tracks: StreamedTracks?) async throws {
@@ -268,8 +281,12 @@ struct Stream: AsyncParsableCommand {
                 for medium in report.mediaNotReceived { printError("warning: \(input): \(medium) not relayed") }
             } else {
                 let options = tracks?.sourceOptions(media) ?? media
-                try await origin.publish(MediaFileSamples(path: input, options: options, loops: loop, onWarnings: Self.printWarnings(of: input)), paced: paced,
-                                         rendition: rendition, sound: tracks?.audio)
+                let samples = MediaFileSamples(path: input, options: options, loops: loop, onWarnings: Self.printWarnings(of: input))
+                if let transcoding, rendition == "video" {
+                    try await origin.publish(TranscodedSamples(samples, options: transcoding), paced: paced, rendition: rendition, sound: tracks?.audio)
+                } else {
+                    try await origin.publish(samples, paced: paced, rendition: rendition, sound: tracks?.audio)
+                }
             }
         }
         let others = renditions

@@ -1,5 +1,8 @@
 import Foundation
+import H264Bitstream
+import H264Codec
 import H264Network
+import H264Session
 import H264Streaming
 import MediaCore
 import SampleFlow
@@ -27,7 +30,7 @@ struct HLSOriginSoundTests {
     }
 
     /// An origin publishing `source` (paced; looped when asked) with its sound, on a port of its own.
-    static func start(_ mode: Mode, loops: Bool) async throws -> (HLSOrigin, String, [Task<Void, any Error>]) {
+    static func start(_ mode: Mode, loops: Bool, transcodes: Bool = false) async throws -> (HLSOrigin, String, [Task<Void, any Error>]) {
         let port = try freeTCPPort()
         let segment = MediaTime(seconds: mode == .lowLatency ? 2 : 1, preferredTimescale: 90_000)
         let origin = try HLSOrigin(options: .init(port: port, segmenter: .init(format: mode.format, segmentDuration: segment), windowSize: 6,
@@ -36,9 +39,17 @@ struct HLSOriginSoundTests {
         let tracks = try StreamedTracks(path: source)
         let sound = try #require(tracks.audio)
         let samples = MediaFileSamples(path: source, options: tracks.sourceOptions(.init()), loops: loops)
+        var settings = EncoderSettings(width: 16, height: 16, frameRate: FrameRate(25, 1), preset: "ultrafast", rateControl: .constantQuality(30))
+        settings.threads = 1
         let tasks = [
             Task { try await origin.run() },
-            Task { try await origin.publish(samples, paced: true, sound: sound) },
+            Task {
+                if transcodes {
+                    try await origin.publish(TranscodedSamples(samples, options: .init(encoder: settings, keyframeInterval: segment)), paced: true, sound: sound)
+                } else {
+                    try await origin.publish(samples, paced: true, sound: sound)
+                }
+            },
         ]
         guard await waitUntilListening(port) else { throw TestFailure("the origin did not listen on \(port)") }
         return (origin, origin.url(port: port), tasks)
@@ -125,6 +136,40 @@ struct HLSOriginSoundTests {
             // (Read after the end: the report stays.)
             #expect(videoText.contains("#EXT-X-RENDITION-REPORT:URI=\"index-audio.m3u8\""), "\(videoText)")
         }
+    }
+
+    @Test("a file encoded again live (TranscodedSamples, `stream --transcode`), its sound passed through: FFmpeg pulls the whole stream: the source's AAC frames byte for byte, every picture (x264's, at the source's times), the A/V offset within 1 ms",
+          arguments: [Mode.fragmentedMP4, .transportStream])
+    func ffmpegPullsATranscodedStream(mode: Mode) async throws {
+        let (_, url, tasks) = try await Self.start(mode, loops: false, transcodes: true)
+        defer { for task in tasks { task.cancel() } }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while await HLSOriginTests.get(url).status != 200, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-origin-transcoded-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // The packets as they are, and the pictures decoded, in one pull (the live window moves on).
+        let pulled = try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url,
+                                                                             "-map", "0:v:0", "-map", "0:a:0", "-c", "copy"]
+                                                                             + (mode == .transportStream ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", work + "/copy.md5",
+                                                                             "-map", "0:v:0", "-f", "framemd5", work + "/decoded.md5"])
+        #expect(pulled.status == 0, "\(pulled.stderrText)")
+        let copied = Self.frames(try String(contentsOfFile: work + "/copy.md5", encoding: .utf8))
+        let sound = copied.filter { $0.stream == 1 }, pictures = copied.filter { $0.stream == 0 }
+        let sourceCopied = Self.frames(try run("ffmpeg", ["-v", "error", "-i", Self.source, "-map", "0:v:0", "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+        let sourceSound = sourceCopied.filter { $0.stream == 1 }, sourcePictures = sourceCopied.filter { $0.stream == 0 }
+        #expect(sound.map(\.hash) == sourceSound.map(\.hash), "\(sound.count) AAC frames pulled of \(sourceSound.count)")
+        #expect(pictures.count == sourcePictures.count, "\(pictures.count) pictures of \(sourcePictures.count)")
+        #expect(Set(pictures.map(\.hash)).isDisjoint(with: sourcePictures.map(\.hash)), "the pictures are encoded again")
+        let times = pictures.map(\.time).sorted(), sourceTimes = sourcePictures.map(\.time).sorted()
+        let pictureShift = (times.first ?? 0) - (sourceTimes.first ?? 0)
+        #expect(zip(times, sourceTimes).allSatisfy { abs($0 - $1 - pictureShift) < 0.001 }, "the source's presentation times")
+        if let firstSound = sound.map(\.time).min(), let firstPicture = times.first, let sourceSoundStart = sourceSound.map(\.time).min(), let sourceStart = sourceTimes.first {
+            let offset = firstSound - firstPicture, sourceOffset = sourceSoundStart - sourceStart
+            #expect(abs(offset - sourceOffset) < 0.001, "sound \(offset * 1000) ms after the picture; the source's \(sourceOffset * 1000) ms")
+        }
+        let decoded = Self.frames(try String(contentsOfFile: work + "/decoded.md5", encoding: .utf8))
+        #expect(decoded.count == sourcePictures.count, "every picture decodes: \(decoded.count)")
     }
 
     @Test("looped, FFmpeg pulls 20 s of the live stream (low latency) with every AAC frame exactly 1024 samples after the last across the loop's seams, round and round the source's frames")
