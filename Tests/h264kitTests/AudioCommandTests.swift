@@ -170,4 +170,32 @@ struct AudioCommandTests {
             }
         }
     }
+
+    @Test("stream http:// --transcode: the picture encoded again live, the first AAC track passed through: FFmpeg pulls every picture (decoded) and the source's AAC frames byte for byte; --transcode with rtp:// is refused")
+    func streamTranscodesWithTheSound() async throws {
+        let port = try freeTCPPort()
+        let url = "http://127.0.0.1:\(port)/live/index.m3u8"
+        let origin = try ChildProcess(try h264kitURL(), ["stream", Self.path("langs.mp4"), url, "--segment-duration", "1", "--transcode", "--preset", "ultrafast"])
+        defer { kill(origin.pid, SIGINT); _ = origin.wait(seconds: 20) }
+        for _ in 0..<300 {
+            if let (_, response) = try? await URLSession.shared.data(from: URL(string: url)!), (response as? HTTPURLResponse)?.statusCode == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let pulled = try await offThePool { try run("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]) }
+        let sourceSound = try run("ffmpeg", ["-v", "error", "-i", Self.path("langs.mp4"), "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"])
+        // (The data's hash, the sixth field: side data, as the source's priming, follows it.)
+        func hashes(_ text: String) -> [String] {
+            text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+                let fields = line.split(separator: ",")
+                return fields.count >= 6 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
+            }
+        }
+        #expect(!hashes(sourceSound.stdoutText).isEmpty && hashes(pulled.stdoutText) == hashes(sourceSound.stdoutText), "\(pulled.stderrText)")
+        let pictures = try await offThePool { try run("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url, "-map", "0:v:0", "-f", "framemd5", "-"]) }
+        let sourcePictures = try run("ffmpeg", ["-v", "error", "-i", Self.path("langs.mp4"), "-map", "0:v:0", "-f", "framemd5", "-"])
+        #expect(hashes(pictures.stdoutText).count == hashes(sourcePictures.stdoutText).count, "every picture decodes: \(pictures.stderrText)")
+        #expect(hashes(pictures.stdoutText) != hashes(sourcePictures.stdoutText), "encoded again")
+        let refused = try h264kit(["stream", Self.path("langs.mp4"), "rtp://127.0.0.1:9", "--transcode"])
+        #expect(refused.status != 0 && refused.stderr.contains("--transcode is for http://"), "\(refused.stderr)")
+    }
 }
