@@ -15,7 +15,7 @@ extension HLSOrigin {
     public func publish(_ source: LiveSource, rendition: String = "video") async throws(StreamingError) -> RTPReceiver.Report {
         let sound: (id: TrackID, language: String?)? = source.receivesAudio ? (LiveSource.soundTrackID, nil) : nil
         return try await source.relay(soundRefusal: { $0.isAAC ? nil : "HLS and DASH carry AAC sound" }) { samples in
-            try await self.publish(samples, paced: false, rendition: rendition, sound: sound)
+            try await self.publish(samples, paced: false, rendition: rendition, sounds: sound.map { [$0] } ?? [])
         }
     }
 }

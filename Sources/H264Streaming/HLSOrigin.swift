@@ -212,28 +212,40 @@ public final class HLSOrigin: Sendable {
     /// its codec in CODECS and its bit rate in BANDWIDTH), and in the MPD as an audio
     /// adaptation set. Its segments end within half a frame of the picture's; the multivariant
     /// playlist appears once both have a segment. Samples of other tracks are counted in
-    /// ``Statistics/samplesLeftOut``.
+    /// ``Statistics/samplesLeftOut``. (``publish(_:paced:rendition:sounds:)`` takes several.)
     public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video", sound: TrackDescription? = nil) async throws(StreamingError)
     where Samples.Element == SampleBuffer {
-        if let sound, sound.format.audio?.isAAC != true {
-            throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): the sound beside a rendition is AAC")
-        }
-        try await publish(samples, paced: paced, rendition: rendition, sound: sound.map { ($0.id, $0.language) })
+        try await publish(samples, paced: paced, rendition: rendition, sounds: sound.map { [$0] } ?? [])
     }
 
-    /// ``publish(_:paced:rendition:sound:)`` with the sound named by its track (and language):
-    /// its format comes with its first frame (a live source's).
-    func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String, sound: (id: TrackID, language: String?)?) async throws(StreamingError)
+    /// ``publish(_:paced:rendition:sound:)`` with several AAC tracks beside the picture (a
+    /// file's languages): in fragmented MP4 each is a rendition of sound of its own
+    /// (``soundRendition(of:index:)``: `audio`, `audio2`, …), all in the group `audio` (the
+    /// first the default), as the packager lists them; transport stream segments carry one
+    /// audio track (the authoring specification forbids two in a segment): the first, the
+    /// others counted in ``Statistics/samplesLeftOut`` (say so to the user, as
+    /// ``StreamedTracks`` does).
+    public func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String = "video", sounds: [TrackDescription]) async throws(StreamingError)
+    where Samples.Element == SampleBuffer {
+        for sound in sounds where sound.format.audio?.isAAC != true {
+            throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): the sound beside a rendition is AAC")
+        }
+        guard sounds.count <= 16 else { throw .invalidOption("\(sounds.count) tracks of sound beside a rendition: at most 16") }
+        try await publish(samples, paced: paced, rendition: rendition, sounds: sounds.map { ($0.id, $0.language) })
+    }
+
+    /// ``publish(_:paced:rendition:sounds:)`` with the sound named by its tracks (and
+    /// languages): their formats come with their first frames (a live source's).
+    func publish<Samples: AsyncSequence>(_ samples: Samples, paced: Bool, rendition: String, sounds: [(id: TrackID, language: String?)]) async throws(StreamingError)
     where Samples.Element == SampleBuffer {
         try Self.checkName(rendition)
-        let soundName = sound != nil && options.segmenter.format == .fragmentedMP4 ? Self.soundRendition(of: rendition) : nil
         guard store.beginPublishing(rendition) else { throw .invalidOption("rendition \(rendition) is being published, or has ended") }
         defer { store.endPublishing(rendition) }
-        // (The sound's rendition is listed once its first frame comes: a camera that announces
+        // (A sound's rendition is listed once its first frame comes: a camera that announces
         // no sound, or a track without frames, leaves the variant the picture's alone.)
-        var publisher = try LiveRenditionPublisher(rendition: rendition, options: options.segmenter, lowLatency: options.lowLatency != nil, sound: sound?.id,
-                                                   soundRendition: soundName, soundLanguage: sound?.language)
-        defer { if let soundName, publisher.soundListed { store.endPublishing(soundName) } }
+        var publisher = try LiveRenditionPublisher(rendition: rendition, options: options.segmenter, lowLatency: options.lowLatency != nil,
+                                                   sounds: sounds.enumerated().map { ($1.id, Self.soundRendition(of: rendition, index: $0), $1.language) })
+        defer { for name in publisher.listedSoundRenditions { store.endPublishing(name) } }
         var start: (wall: Double, decode: MediaTime)?
         do {
             for try await sample in samples {
@@ -259,7 +271,7 @@ public final class HLSOrigin: Sendable {
         store.countLeftOut(publisher.samplesLeftOut)
         if !Task.isCancelled {
             store.end(rendition)
-            if let soundName, publisher.soundListed { store.end(soundName) }
+            for name in publisher.listedSoundRenditions { store.end(name) }
         }
     }
 
@@ -267,6 +279,13 @@ public final class HLSOrigin: Sendable {
     /// `audio` beside `video`, else the rendition's name and `audio` (`video2audio`).
     public static func soundRendition(of rendition: String) -> String {
         rendition == "video" ? "audio" : rendition + "audio"
+    }
+
+    /// The name of the sound rendition of the `index`th sound track (from 0) published beside
+    /// `rendition`: ``soundRendition(of:)`` for the first, then with its number (`audio2`,
+    /// `video2audio3`).
+    public static func soundRendition(of rendition: String, index: Int) -> String {
+        index == 0 ? soundRendition(of: rendition) : soundRendition(of: rendition) + String(index + 1)
     }
 
     /// A rendition's name: 1 to 32 of `a-z` and `0-9` (it goes in file names).

@@ -3,9 +3,9 @@ import SampleFlow
 import SystemIO
 
 /// One live rendition's publishing: its picture cut into segments (and parts) as samples
-/// come, and the sound chosen to go with it: in transport stream segments muxed beside the
-/// picture, in fragmented MP4 a rendition of its own (`EXT-X-MEDIA`) whose segments end where
-/// the picture's do (`AlignedSoundSegments`, each frame released once the picture's decoding
+/// come, and the sound chosen to go with it: in transport stream segments one AAC track muxed
+/// beside the picture, in fragmented MP4 each AAC track a rendition of its own (`EXT-X-MEDIA`,
+/// one per language) whose segments end where the picture's do (`AlignedSoundSegments`, each frame released once the picture's decoding
 /// has passed it: the sound lags the picture by its reordering, not by a segment).
 ///
 /// Fragmented MP4 with sound: picture and sound share one timeline, from the earliest first
@@ -20,15 +20,14 @@ struct LiveRenditionPublisher {
     static let heldSpan = MediaTime(value: 2, timescale: 1)
 
     let rendition: String
-    /// The sound's rendition (fragmented MP4 with sound).
-    let soundRendition: String?
-    /// The track of the sound published with the picture (its AAC frames; others are left out).
-    let sound: TrackID?
+    /// The tracks of the sound published with the picture (their AAC frames; others are left
+    /// out): in transport stream segments the first alone.
+    let sounds: [TrackID]
     private let options: MediaSegmenter.Options
     private var segmenter: MediaSegmenter
     private var gathering: SegmentGathering
-    private var soundSegments: AlignedSoundSegments?
-    private var soundGathering: SegmentGathering?
+    /// Fragmented MP4: each sound track's rendition, in the order of `sounds`.
+    private var soundRenditions: [SoundRendition] = []
     /// Samples held until the start (see the type's discussion).
     private var held: [SampleBuffer] = []
     private var started: Bool
@@ -47,44 +46,58 @@ struct LiveRenditionPublisher {
 
     /// Whether the sound's format is known (its first frame routed).
     private var soundFormatNoted = false
-    /// The sound's language (ISO 639-2), for its rendition's NAME and LANGUAGE.
-    private let soundLanguage: String?
-    /// Whether the sound's rendition is listed in the store (fragmented MP4: at its first frame).
-    private(set) var soundListed = false
+
+    /// A sound track's rendition (fragmented MP4): its segments, aligned with the picture's,
+    /// and their publishing.
+    private struct SoundRendition {
+        let track: TrackID
+        let name: String
+        /// Its language (ISO 639-2), for the rendition's NAME and LANGUAGE.
+        let language: String?
+        var segments: AlignedSoundSegments
+        var gathering: SegmentGathering
+        /// Whether it is listed in the store (at its first frame).
+        var listed = false
+    }
+
+    /// The sound renditions listed in the store (to be ended with the picture's).
+    var listedSoundRenditions: [String] { soundRenditions.filter(\.listed).map(\.name) }
     /// The most sound frames that wait for the picture's decoding to pass them (a picture that
     /// stalls while its sound goes on): past it they go to the segment being made.
     static let waitingSoundLimit = 1024
 
-    /// A publisher of `rendition` cut with `options`, with the AAC frames of track `sound`
-    /// (for fragmented MP4 published as `soundRendition`).
-    init(rendition: String, options: MediaSegmenter.Options, lowLatency: Bool, sound: TrackID?, soundRendition: String?,
-         soundLanguage: String? = nil) throws(StreamingError) {
+    /// A publisher of `rendition` cut with `options`, with the AAC frames of the tracks
+    /// `sounds` (for fragmented MP4 each published as the rendition named beside it, with its
+    /// language; in transport stream segments the first alone, muxed).
+    init(rendition: String, options: MediaSegmenter.Options, lowLatency: Bool, sounds: [(track: TrackID, rendition: String, language: String?)]) throws(StreamingError) {
         self.rendition = rendition
-        self.soundLanguage = soundLanguage
-        self.sound = sound
         self.options = options
         let isFMP4 = options.format == .fragmentedMP4
-        self.soundRendition = isFMP4 && sound != nil ? soundRendition : nil
+        let carried = isFMP4 ? sounds : Array(sounds.prefix(1))
+        self.sounds = carried.map(\.track)
         do { segmenter = try MediaSegmenter(options: options) } catch { throw .output(error) }
         gathering = SegmentGathering(lowLatency: lowLatency, rendition: rendition)
-        if isFMP4, let sound, let soundRendition {
-            soundGathering = SegmentGathering(lowLatency: lowLatency, rendition: soundRendition)
-            var soundOptions = MediaSegmenter.Options(format: .fragmentedMP4, segmentDuration: options.segmentDuration, partDuration: options.partDuration)
-            soundOptions.cutsOnlyAtCleanSyncSamples = false
-            // (The track's description: its format comes with its first frame.)
-            let track = TrackDescription(id: sound, format: .opaque(OpaqueFormatDescription(mediaType: .audio, codec: "mp4a", name: "AAC")))
-            do { soundSegments = AlignedSoundSegments(track: track, name: soundRendition, segmenter: try MediaSegmenter(options: soundOptions)) } catch {
-                throw .output(error)
+        if isFMP4 {
+            for sound in carried {
+                var soundOptions = MediaSegmenter.Options(format: .fragmentedMP4, segmentDuration: options.segmentDuration, partDuration: options.partDuration)
+                soundOptions.cutsOnlyAtCleanSyncSamples = false
+                // (The track's description: its format comes with its first frame.)
+                let track = TrackDescription(id: sound.track, format: .opaque(OpaqueFormatDescription(mediaType: .audio, codec: "mp4a", name: "AAC")))
+                do {
+                    soundRenditions.append(SoundRendition(track: sound.track, name: sound.rendition, language: sound.language,
+                                                          segments: AlignedSoundSegments(track: track, name: sound.rendition, segmenter: try MediaSegmenter(options: soundOptions)),
+                                                          gathering: SegmentGathering(lowLatency: lowLatency, rendition: sound.rendition)))
+                } catch { throw .output(error) }
             }
         }
-        started = sound == nil
+        started = carried.isEmpty
     }
 
     /// Takes the next sample (entered at `entered`, seconds since 1970) and publishes what it
     /// completes into `store`.
     mutating func append(_ sample: SampleBuffer, entered: Double, store: OriginStore) throws(StreamingError) {
         let isPicture = sample.formatDescription.video != nil
-        let isSound = !isPicture && sound == sample.trackID && sample.audioFormatDescription?.isAAC == true
+        let isSound = !isPicture && sounds.contains(sample.trackID) && sample.audioFormatDescription?.isAAC == true
         guard isPicture || isSound else {
             samplesLeftOut += 1
             return
@@ -99,9 +112,12 @@ struct LiveRenditionPublisher {
                 }
                 return
             }
-            let kinds = Set(held.map { $0.formatDescription.video != nil })
+            // (Once the picture and every sound have begun.)
+            let begun = Set(held.map { $0.formatDescription.video != nil ? nil : $0.trackID })
             let span = held.last!.decodeTime - held.first!.decodeTime
-            if kinds.count == 2 || held.count >= Self.heldLimit || (span.isNumeric && span >= Self.heldSpan) { try start(entered: entered, store: store) }
+            if begun.count == sounds.count + 1 || held.count >= Self.heldLimit || (span.isNumeric && span >= Self.heldSpan) {
+                try start(entered: entered, store: store)
+            }
             return
         }
         try route(sample, entered: entered, store: store)
@@ -122,7 +138,7 @@ struct LiveRenditionPublisher {
         started = true
         if options.format == .transportStream {
             // The tables list the picture first, then the sound (added when it comes, if later).
-            if sound != nil, let picture = held.first(where: { $0.formatDescription.video != nil }) {
+            if !sounds.isEmpty, let picture = held.first(where: { $0.formatDescription.video != nil }) {
                 do {
                     try segmenter.declare(TrackDescription(id: picture.trackID, format: picture.formatDescription))
                     if let frame = held.first(where: { $0.formatDescription.video == nil }) {
@@ -130,14 +146,16 @@ struct LiveRenditionPublisher {
                     }
                 } catch { throw .output(error) }
             }
-        } else if soundSegments != nil {
+        } else if !soundRenditions.isEmpty {
             origin = held.filter(\.decodeTime.isNumeric).map(\.decodeTime).min(by: <)
             var withOrigin = options
             withOrigin.timeOrigin = origin
             do { segmenter = try MediaSegmenter(options: withOrigin) } catch { throw .output(error) }
             var soundOptions = MediaSegmenter.Options(format: .fragmentedMP4, segmentDuration: options.segmentDuration, partDuration: options.partDuration)
             soundOptions.timeOrigin = origin
-            do { soundSegments!.segmenter = try MediaSegmenter(options: soundOptions) } catch { throw .output(error) }
+            for index in soundRenditions.indices {
+                do { soundRenditions[index].segments.segmenter = try MediaSegmenter(options: soundOptions) } catch { throw .output(error) }
+            }
         }
         let handed = held
         held = []
@@ -149,14 +167,15 @@ struct LiveRenditionPublisher {
             soundFormatNoted = true
             store.noteMuxedSound(rendition, format: format)
         }
-        if soundSegments != nil, sample.formatDescription.video == nil {
-            if !soundListed, let soundRendition, let sound {
-                guard store.beginPublishing(soundRendition, sound: (sound, soundLanguage)) else {
-                    throw .invalidOption("rendition \(soundRendition) (the sound of \(rendition)) is being published, or has ended")
+        if sample.formatDescription.video == nil, let index = soundRenditions.firstIndex(where: { $0.track == sample.trackID }) {
+            if !soundRenditions[index].listed {
+                let sound = soundRenditions[index]
+                guard store.beginPublishing(sound.name, sound: (sound.track, sound.language)) else {
+                    throw .invalidOption("rendition \(sound.name) (the sound of \(rendition)) is being published, or has ended")
                 }
-                soundListed = true
+                soundRenditions[index].listed = true
             }
-            soundSegments!.enqueue(sample)
+            soundRenditions[index].segments.enqueue(sample)
             try drainSound(final: false, entered: entered, store: store)
             return
         }
@@ -166,7 +185,7 @@ struct LiveRenditionPublisher {
             pictureDelay = sample.presentationTime - sample.decodeTime
         }
         takePicture(made, entered: entered, decodeTime: sample.decodeTime, store: store)
-        if soundSegments != nil, sample.formatDescription.video != nil, let origin, sample.decodeTime.isNumeric {
+        if !soundRenditions.isEmpty, sample.formatDescription.video != nil, let origin, sample.decodeTime.isNumeric {
             pictureDecoded = sample.decodeTime - origin
             try drainSound(final: false, entered: entered, store: store)
         }
@@ -179,21 +198,24 @@ struct LiveRenditionPublisher {
 
     /// The sound frames whose segment is known, published (dated on the picture's mapping).
     private mutating func drainSound(final: Bool, entered: Double, store: OriginStore) throws(StreamingError) {
-        guard soundSegments != nil, let origin else { return }
-        let made: [(output: MediaSegmenter.Output, decodeTime: MediaTime?)]
-        // A picture that stalls while its sound goes on: the waiting frames go into the segment
-        // being made (memory: at most waitingSoundLimit frames).
-        var horizon = pictureDecoded
-        if soundSegments!.waitingCount > Self.waitingSoundLimit, let last = soundSegments!.waiting.last {
-            horizon = last.presentationTime - origin + MediaTime(value: 1, timescale: 1)
+        guard let origin else { return }
+        for index in soundRenditions.indices {
+            let made: [(output: MediaSegmenter.Output, decodeTime: MediaTime?)]
+            // A picture that stalls while its sound goes on: the waiting frames go into the
+            // segment being made (memory: at most waitingSoundLimit frames a sound).
+            var horizon = pictureDecoded
+            if soundRenditions[index].segments.waitingCount > Self.waitingSoundLimit, let last = soundRenditions[index].segments.waiting.last {
+                horizon = last.presentationTime - origin + MediaTime(value: 1, timescale: 1)
+            }
+            do { made = try soundRenditions[index].segments.drain(boundaries: boundaries, origin: origin, final: final, horizon: horizon) } catch { throw .output(error) }
+            for piece in made {
+                let date = piece.decodeTime.flatMap { $0.isNumeric ? gathering.date(ofMediaTime: ($0 - (pictureDelay ?? .zero)).seconds) : nil }
+                soundRenditions[index].gathering.take(piece.output, from: soundRenditions[index].segments.segmenter, sampleEntered: entered,
+                                                      decodeTime: piece.decodeTime, date: date, into: store)
+            }
+            samplesLeftOut += soundRenditions[index].segments.framesBeforeOrigin
+            soundRenditions[index].segments.framesBeforeOrigin = 0
         }
-        do { made = try soundSegments!.drain(boundaries: boundaries, origin: origin, final: final, horizon: horizon) } catch { throw .output(error) }
-        for piece in made {
-            let date = piece.decodeTime.flatMap { $0.isNumeric ? gathering.date(ofMediaTime: ($0 - (pictureDelay ?? .zero)).seconds) : nil }
-            soundGathering!.take(piece.output, from: soundSegments!.segmenter, sampleEntered: entered, decodeTime: piece.decodeTime, date: date, into: store)
-        }
-        samplesLeftOut += soundSegments!.framesBeforeOrigin
-        soundSegments!.framesBeforeOrigin = 0
         // (Memory: the picture's boundaries the sound has passed are kept, 16 bytes a segment.)
     }
 }

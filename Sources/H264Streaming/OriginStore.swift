@@ -318,7 +318,8 @@ final class OriginStore: Sendable {
         var alternatives: [HLSMultivariantPlaylist.AlternativeRendition] = []
         var soundCodecs: [String] = []
         var soundRates = (peak: 0, average: 0)
-        for name in state.order {
+        // (In the order of their tracks, whichever frame came first: the first the default.)
+        for name in Self.inTrackOrder(state.order.filter { state.renditions[$0]?.sound != nil }) {
             guard let rendition = state.renditions[name], let track = rendition.sound else { continue }
             guard let format = rendition.format?.audio, !rendition.window.entries.isEmpty else { return }
             alternatives.append(.init(soundOf: track.id, language: track.language, format: format, uri: Self.name(rendition.paths.media), isDefault: alternatives.isEmpty))
@@ -354,7 +355,7 @@ final class OriginStore: Sendable {
             state.files[paths.multivariant] = Self.playlistFile(text, cacheControl: playlist)
         }
         // The MPD: the first picture's rendition (the others' segments need not align with it)
-        // and the first sound's.
+        // and its sounds' (an adaptation set each, the first the main one).
         guard options.servesDASH, let first = state.order.first(where: { state.renditions[$0]?.sound == nil }), let rendition = state.renditions[first],
               let format = rendition.format?.video, let timescale = rendition.timescale, let start = rendition.streamStart, !rendition.window.entries.isEmpty else { return }
         let rate = format.sps.frameRate
@@ -364,8 +365,13 @@ final class OriginStore: Sendable {
             media: Self.name(rendition.paths.prefix) + "-$Number%05d$." + options.segmenter.format.fileExtension,
             startNumber: rendition.window.mediaSequence, segments: rendition.window.entries.compactMap(\.timeline))
         var sounds: [DASHManifest.AudioRepresentation] = []
-        if let name = state.order.first(where: { state.renditions[$0]?.sound != nil }), let sound = state.renditions[name], let track = sound.sound,
-           let audio = sound.format?.audio, let soundScale = sound.timescale {
+        let soundPrefix = HLSOrigin.soundRendition(of: first)
+        let soundNames = Self.inTrackOrder(state.order.filter { name in
+            state.renditions[name]?.sound != nil && name.hasPrefix(soundPrefix) && name.dropFirst(soundPrefix.count).allSatisfy(\.isNumber)
+        })
+        for name in soundNames {
+            guard let sound = state.renditions[name], let track = sound.sound, let audio = sound.format?.audio, let soundScale = sound.timescale,
+                  !sound.window.entries.isEmpty else { continue }
             sounds.append(DASHManifest.AudioRepresentation(
                 id: name, codecs: audio.codecString, language: LanguageTag(track.language)?.tag, sampleRate: audio.sampleRate, channelCount: audio.channelCount,
                 bandwidth: sound.window.bitRates.peak, timescale: Int(soundScale), initialization: Self.name(sound.paths.initialization),
@@ -379,6 +385,18 @@ final class OriginStore: Sendable {
         state.files[paths.dash] = Self.playlistFile(DASHManifest(kind: kind, minimumBufferTime: segmentSeconds, representations: [representation],
                                                                  audioRepresentations: sounds).rendered,
                                                     contentType: "application/dash+xml", cacheControl: playlist)
+    }
+
+    /// Sound renditions' names in the order of their tracks (`audio`, `audio2`, …; by the name
+    /// without its number, then the number: see `HLSOrigin.soundRendition(of:index:)`).
+    static func inTrackOrder(_ names: [String]) -> [String] {
+        func key(_ name: String) -> (String, Int) {
+            let digits = name.reversed().prefix { $0.isASCII && $0.isNumber }
+            let base = String(name.dropLast(digits.count))
+            guard !digits.isEmpty, base.hasSuffix("audio"), let number = Int(String(digits.reversed())) else { return (name, 1) }
+            return (base, number)
+        }
+        return names.sorted { key($0) < key($1) }
     }
 
     // MARK: HTTP

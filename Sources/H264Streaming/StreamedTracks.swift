@@ -10,6 +10,9 @@ public import SampleFlow
 public struct StreamedTracks: Sendable, Hashable {
     /// The AAC track sent as the audio medium, if any.
     public var audio: TrackDescription?
+    /// Every AAC track sent (``audio`` first): that one alone, or with `everyAACTrack` each of
+    /// the file's AAC tracks (a live origin's fMP4 renditions of sound, one per language).
+    public var audioTracks: [TrackDescription]
     /// The tracks besides the video that are not sent, and why.
     public var leftOut: [StreamMuxer.LeftOutTrack]
 
@@ -19,18 +22,25 @@ public struct StreamedTracks: Sendable, Hashable {
     public static let oneAACTrack = "RTP carries the video and one AAC track"
     /// The same for a live HLS/DASH rendition.
     public static let oneAACTrackOverHTTP = "a live rendition carries the video and one AAC track"
+    /// The same for a live origin's transport stream segments (one audio track in a segment).
+    public static let oneAACTrackInTransportStream = "a transport stream segment carries the video and one AAC track"
+    /// The reason of a track left out of a live origin that carries every AAC track: it is not AAC.
+    public static let notAACOverHTTP = "a live origin carries H.264 and AAC tracks"
 
     /// The choice for the file at `path` (read with `options`; standard input has no tracks
     /// to choose from): with `carriesAudio`, its first AAC track; `reason`, when given, is why
     /// every track is left out instead (a destination that carries the video alone);
-    /// `othersReason`, why the tracks besides the first AAC one are.
+    /// `othersReason`, why the tracks besides the first AAC one are; with `everyAACTrack`,
+    /// every AAC track goes (``audioTracks``) and `othersReason` is why the others do not.
     public init(path: String, options: MediaSource.Options = .decoding, carriesAudio: Bool = true, reason: String? = nil,
-                othersReason: String = oneAACTrack) throws(StreamingError) {
+                othersReason: String = oneAACTrack, everyAACTrack: Bool = false) throws(StreamingError) {
         let others: [TrackDescription]
         do { others = try MediaSource.otherTracks(path: path, options: options) } catch { throw .source(error) }
-        let audio = carriesAudio && reason == nil ? others.first { $0.format.audio?.isAAC == true } : nil
-        self.audio = audio
-        leftOut = others.filter { $0.id != audio?.id }.map { track in
+        let aac = carriesAudio && reason == nil ? others.filter { $0.format.audio?.isAAC == true } : []
+        audioTracks = everyAACTrack ? aac : Array(aac.prefix(1))
+        audio = audioTracks.first
+        let carried = Set(audioTracks.map(\.id))
+        leftOut = others.filter { !carried.contains($0.id) }.map { track in
             let why = reason ?? (!carriesAudio && track.mediaType == .audio ? Self.audioNotAsked : othersReason)
             return StreamMuxer.LeftOutTrack(track: track, reason: why)
         }

@@ -26,7 +26,8 @@ struct Stream: AsyncParsableCommand {
             playlist with EXT-X-PROGRAM-DATE-TIME, the multivariant playlist at PATH.m3u8, a DASH MPD at PATH.mpd \
             (fMP4); segments in memory, dropped two target durations after they leave the window. Until SIGINT \
             (or the input's end: the playlist then gets EXT-X-ENDLIST). A file's first AAC track (a live source's \
-            AAC sound, placed by its sender reports) goes with its picture: muxed in TS segments, in fMP4 an audio rendition (PATH-audio.m3u8, EXT-X-MEDIA TYPE=AUDIO, its \
+            AAC sound, placed by its sender reports) goes with its picture: muxed in TS segments; in fMP4 every AAC track as an audio rendition \
+            (PATH-audio.m3u8, PATH-audio2.m3u8, …: EXT-X-MEDIA TYPE=AUDIO with NAME and LANGUAGE, the first the default, their \
             segments ending with the picture's; in the MPD an audio adaptation set); --no-audio: the video alone. \
             A live source (rtsp://, rtp://, .sdp) is relayed to rtsp://HOST:PORT/PATH as one stream, its AAC sound \
             beside the picture, until it ends. --rendition SOURCE adds a rendition (a \
@@ -155,7 +156,7 @@ struct Stream: AsyncParsableCommand {
             let live = try isLive ? liveSamples() : nil
             // The picture goes, and over RTP and RTSP the first AAC track; say what does not.
             let tracks = live != nil || input == "-" || LiveSource.isLive(input) ? nil
-                : try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: isHTTP ? StreamedTracks.oneAACTrackOverHTTP : StreamedTracks.oneAACTrack)
+                : try streamedTracks()
             for track in tracks?.leftOut ?? [] { printError("\(input): warning: \(track)") }
             if isHTTP {
                 try await serveHLS(live: live, tracks: tracks)
@@ -167,6 +168,15 @@ struct Stream: AsyncParsableCommand {
         } catch let error as ToolError { throw error } catch let error as NetworkError where error.code == .source {
             throw ToolError("\(input): \(error)")  // (a source's error does not name it)
         } catch { throw ToolError("\(error)") }
+    }
+
+    /// The tracks of INPUT that go beside its picture: over HTTP in fMP4 every AAC track (a
+    /// rendition each), in TS segments and over RTP/RTSP the first.
+    func streamedTracks() throws -> StreamedTracks {
+        if isHTTP, segmentFormat == "fmp4" {
+            return try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: StreamedTracks.notAACOverHTTP, everyAACTrack: true)
+        }
+        return try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: isHTTP ? StreamedTracks.oneAACTrackInTransportStream : StreamedTracks.oneAACTrack)
     }
 
     /// Pictures encoded as they come, keyframes on request.
@@ -283,9 +293,9 @@ struct Stream: AsyncParsableCommand {
                 let options = tracks?.sourceOptions(media) ?? media
                 let samples = MediaFileSamples(path: input, options: options, loops: loop, onWarnings: Self.printWarnings(of: input))
                 if let transcoding, rendition == "video" {
-                    try await origin.publish(TranscodedSamples(samples, options: transcoding), paced: paced, rendition: rendition, sound: tracks?.audio)
+                    try await origin.publish(TranscodedSamples(samples, options: transcoding), paced: paced, rendition: rendition, sounds: tracks?.audioTracks ?? [])
                 } else {
-                    try await origin.publish(samples, paced: paced, rendition: rendition, sound: tracks?.audio)
+                    try await origin.publish(samples, paced: paced, rendition: rendition, sounds: tracks?.audioTracks ?? [])
                 }
             }
         }

@@ -172,6 +172,44 @@ struct HLSOriginSoundTests {
         #expect(decoded.count == sourcePictures.count, "every picture decodes: \(decoded.count)")
     }
 
+    @Test("two languages (48 kHz stereo English, 44.1 kHz mono French): each an audio rendition of its own (fMP4, and low latency), English the default; FFmpeg pulls both tracks' AAC frames byte for byte through the multivariant playlist; the MPD has an adaptation set each",
+          arguments: [Mode.fragmentedMP4, .lowLatency])
+    func twoLanguages(mode: Mode) async throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-origin-langs-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = work + "/langs.mp4"
+        _ = try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=sample_rate=48000", "-f", "lavfi",
+                               "-i", "sine=frequency=880:sample_rate=44100", "-t", "4", "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "veryfast",
+                               "-g", "25", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac:a:0", "2", "-ac:a:1", "1", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", source])
+        let port = try freeTCPPort()
+        let origin = try HLSOrigin(options: .init(port: port, segmenter: .init(format: .fragmentedMP4, segmentDuration: MediaTime(value: 1, timescale: 1)), windowSize: 10,
+                                                  servesDASH: true, lowLatency: mode == .lowLatency ? .init(partDuration: MediaTime(value: 1, timescale: 2)) : nil))
+        let tracks = try StreamedTracks(path: source, othersReason: StreamedTracks.notAACOverHTTP, everyAACTrack: true)
+        #expect(tracks.audioTracks.count == 2 && tracks.leftOut.isEmpty)
+        let samples = MediaFileSamples(path: source, options: tracks.sourceOptions(.init()))
+        let tasks = [Task { try await origin.run() }, Task { try await origin.publish(samples, paced: true, sounds: tracks.audioTracks) }]
+        defer { for task in tasks { task.cancel() } }
+        guard await waitUntilListening(port) else { throw TestFailure("the origin did not listen on \(port)") }
+        let url = origin.url(port: port)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while await HLSOriginTests.get(url).status != 200, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let multivariant = String(decoding: await HLSOriginTests.get(url).body, as: UTF8.self)
+        #expect(HLSChecker.multivariant(multivariant).problems.isEmpty)
+        #expect(multivariant.contains("NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES") && multivariant.contains("NAME=\"French\",LANGUAGE=\"fr\",DEFAULT=NO")
+                && multivariant.contains("URI=\"index-audio2.m3u8\""), "\(multivariant)")
+        let pulled = try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url,
+                                                                             "-map", "0:a", "-c", "copy", "-f", "framemd5", "-"])
+        #expect(pulled.status == 0, "\(pulled.stderrText)")
+        let frames = Self.frames(pulled.stdoutText)
+        let sourceFrames = Self.frames(try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:a", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
+        let sourceTracks = [0, 1].map { index in sourceFrames.filter { $0.stream == index }.map(\.hash) }
+        let pulledTracks = Set(frames.map(\.stream)).sorted().map { index in frames.filter { $0.stream == index }.map(\.hash) }
+        #expect(pulledTracks.count == 2 && Set(pulledTracks) == Set(sourceTracks), "\(pulledTracks.map(\.count)) frames pulled; the source's \(sourceTracks.map(\.count))")
+        let mpd = String(decoding: await HLSOriginTests.get(url.replacingOccurrences(of: ".m3u8", with: ".mpd")).body, as: UTF8.self)
+        #expect(mpd.components(separatedBy: "contentType=\"audio\"").count == 3 && mpd.contains("lang=\"en\"") && mpd.contains("lang=\"fr\""), "\(mpd)")
+    }
+
     @Test("looped, FFmpeg pulls 20 s of the live stream (low latency) with every AAC frame exactly 1024 samples after the last across the loop's seams, round and round the source's frames")
     func ffmpegPullsTwentySecondsOfALoop() async throws {
         let (origin, url, tasks) = try await Self.start(.lowLatency, loops: true)
