@@ -194,6 +194,8 @@ public struct MediaSegmenter {
         var syncSamples: [SyncSampleReport] = []
         /// For a transport stream: the open sync sample's byte start and time.
         var openSync: (start: Int, time: MediaTime)?
+        /// Where the last sample's decoding ends (its decoding time plus its duration).
+        var decodeEnd: MediaTime = .invalid
     }
 
     /// A segmenter with `options`; throws when the transport stream options are refused.
@@ -281,6 +283,11 @@ public struct MediaSegmenter {
         let clean = !sample.attachments.earlierDisplayTimesAllowed
         let cuts = current != nil && (cut ?? (sample.isSync && time >= nextBoundary && (clean || !options.cutsOnlyAtCleanSyncSamples)))
         if cuts {
+            // A gap in the decoding times before this sample (a loop's seam, where the picture
+            // waits for its longer sound) lengthens the closing segment's last picture (as the
+            // writer's sample durations do), not a hole between the segments' durations.
+            let gap = sample.decodeTime - current!.decodeEnd
+            if gap.isNumeric, gap > .zero { current!.latestEnd = current!.latestEnd + gap }
             if options.format == .fragmentedMP4 {
                 // The fragment this sample ends is the closing segment's last.
                 if let fragment = try appendToCMAF(sample, startsFragment: true) { add(fragment) }
@@ -356,6 +363,7 @@ public struct MediaSegmenter {
         let end = time + (sample.duration.isNumeric ? sample.duration : .zero)
         current = Building(earliest: time, latestEnd: end, startsWithIDR: Self.startsWithIDR(sample), firstPresentation: time)
         current!.samples = 1
+        current!.decodeEnd = sample.decodeTime + (sample.duration.isNumeric ? sample.duration : .zero)
         if options.format == .fragmentedMP4 {
             emit(BlockBuffer(CMAFWriter.segmentTypeBox))
             lastFragmentStart = sample.decodeTime
@@ -369,6 +377,7 @@ public struct MediaSegmenter {
         if time < current!.earliest { current!.earliest = time }
         if end > current!.latestEnd { current!.latestEnd = end }
         current!.samples += 1
+        current!.decodeEnd = sample.decodeTime + (sample.duration.isNumeric ? sample.duration : .zero)
     }
 
     private mutating func appendToCMAF(_ sample: SampleBuffer, startsFragment: Bool) throws(SampleFlowError) -> CMAFWriter.Fragment? {

@@ -45,4 +45,26 @@ struct MediaSegmenterPartTests {
             #expect(total == report.duration || report.index == reports.count - 1, "segment \(report.index): its parts add up to it")
         }
     }
+
+    @Test("a gap in the decoding times at a cut (a loop's seam: the picture waits for its longer sound) lengthens the closing segment, as the writer lengthens its last picture: the segments' durations add up to the stream's span, fMP4 and TS", arguments: [MediaSegmenter.Format.fragmentedMP4, .transportStream])
+    func aGapAtACutLengthensTheSegment(_ format: MediaSegmenter.Format) throws {
+        let samples = try MediaSource(path: SampleFlowTests.stream).readAll()
+        // The stream twice, the second pass 1/30 s after the first's end.
+        let first = try #require(samples.first), last = try #require(samples.last)
+        let gap = MediaTime(value: 1, timescale: 30)
+        let shift = last.decodeTime + last.duration - first.decodeTime + gap
+        let twice = samples + samples.map { sample in
+            var moved = sample
+            moved.timing.presentationTime = sample.presentationTime + shift
+            moved.timing.decodeTime = sample.decodeTime + shift
+            return moved
+        }
+        var segmenter = try MediaSegmenter(options: .init(format: format, segmentDuration: MediaTime(value: 1, timescale: 1)))
+        var reports: [MediaSegmenter.SegmentReport] = []
+        for sample in twice { reports += try segmenter.append(sample).completed }
+        reports += try segmenter.finish().completed
+        let total = reports.map(\.duration).reduce(MediaTime.zero, +)
+        let span = shift * 2 - gap
+        #expect(abs((total - span).seconds) < 1e-6, "the segments add up to \(total.seconds) s; the stream spans \(span.seconds) s")
+    }
 }
