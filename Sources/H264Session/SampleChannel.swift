@@ -64,8 +64,17 @@ final class SampleChannel: Sendable {
         }
     }
 
-    /// The next sample; nil after the end; the producers' error after what waited.
+    /// The next sample; nil after the end (or when the consumer's task is cancelled: the
+    /// channel closes); the producers' error after what waited. One consumer at a time.
     func next() async throws -> SampleBuffer? {
+        try await withTaskCancellationHandler {
+            try await take()
+        } onCancel: {
+            close()
+        }
+    }
+
+    private func take() async throws -> SampleBuffer? {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SampleBuffer?, any Error>) in
             let (result, woken): (Result<SampleBuffer?, any Error>?, [CheckedContinuation<Void, any Error>]) = state.withLock { state in
                 if state.count > 0 {
@@ -78,6 +87,10 @@ final class SampleChannel: Sendable {
                 if let end = state.end {
                     state.closed = true  // (the end is told once)
                     return (end.map { .failure($0) } ?? .success(nil), [])
+                }
+                if let other = state.consumer {
+                    // (Two consumers at once, a misuse: the first is ended rather than left waiting.)
+                    other.resume(returning: nil)
                 }
                 state.consumer = continuation
                 return (nil, [])

@@ -153,7 +153,11 @@ public struct TranscodedSamples<Base: AsyncSequence & Sendable>: AsyncSequence, 
                     }
                     decoder = (session, stage)
                 }
-                try await decoder!.session.decode(sample)
+                do { try await decoder!.session.decode(sample) } catch {
+                    // (A stage that failed ended the decoder: its error, not the decoder's end.)
+                    if let current = decoder { try await current.stage.value }
+                    throw error
+                }
             }
             if let current = decoder {
                 await current.session.finish()
@@ -173,7 +177,16 @@ public struct TranscodedSamples<Base: AsyncSequence & Sendable>: AsyncSequence, 
             var forwarding: Task<Void, any Error>?
             var first: MediaTime?
             var lastKeyframeInterval: Int64 = -1
+            /// The last picture's presentation time given to the encoder.
+            var last: MediaTime?
+            var stopped = false
         }
+        /// Pictures left out: without a time, or not after the one before (a damaged stream's).
+        private let skipped = Locked(0)
+
+        /// The decoded pictures left out because their time was missing or not after the one
+        /// before (damage), so far.
+        var picturesSkipped: Int { skipped.withLock { $0 } }
         private let state = Locked(State())
 
         init(options: Options, channel: SampleChannel) {
@@ -185,7 +198,12 @@ public struct TranscodedSamples<Base: AsyncSequence & Sendable>: AsyncSequence, 
             // (A picture the decoder could not make is left out; a concealed one is encoded.)
             guard let picture = frame.pixelBuffer, !frame.isDropped, !frame.flags.contains(.notDisplayed) else { return }
             let time = frame.presentationTime
-            let (session, keyframe) = try state.withLock { (state) throws(SessionError) -> (CompressionSession, Bool) in
+            let taken = try state.withLock { (state) throws(SessionError) -> (CompressionSession, Bool)? in
+                if state.stopped { throw .cancelled }
+                // (A damaged stream's picture without a time, or shown at or before the last:
+                // left out, counted, the stream goes on; the encoder takes rising times only.)
+                guard time.isNumeric, state.last.map({ time > $0 }) ?? true else { return nil }
+                state.last = time
                 if state.session == nil {
                     let session = try CompressionSession(configuration: .init(settings: settings(for: picture, frame: frame, description: description),
                                                                               isAsynchronous: true, maximumFramesInFlight: 4, convertsPictures: true))
@@ -212,6 +230,10 @@ public struct TranscodedSamples<Base: AsyncSequence & Sendable>: AsyncSequence, 
                 }
                 return (state.session!, keyframe)
             }
+            guard let (session, keyframe) = taken else {
+                skipped.withLock { $0 += 1 }
+                return
+            }
             try await session.encode(picture, presentationTime: time, duration: frame.duration.isNumeric && frame.duration > .zero ? frame.duration : nil,
                                      forceKeyframe: keyframe)
         }
@@ -224,7 +246,10 @@ public struct TranscodedSamples<Base: AsyncSequence & Sendable>: AsyncSequence, 
         }
 
         func stop() {
-            let (session, forwarding) = state.withLock { ($0.session, $0.forwarding) }
+            let (session, forwarding) = state.withLock { state in
+                state.stopped = true
+                return (state.session, state.forwarding)
+            }
             session?.invalidate()
             forwarding?.cancel()
         }

@@ -49,14 +49,16 @@ struct PacketizedUnit: Sendable {
 /// different moments (each with its own first unit, then every few seconds), and a mapping that
 /// moved between them, as one converging on the least-delayed unit does, would shift one
 /// medium against the other by the move at a receiver that lines them up by each stream's
-/// first report (ffmpeg; seen under load: a relay's sound 42 ms off). Only a unit that departs
+/// first report (ffmpeg; seen under load: a relay's sound 42 ms off). Only units that depart
 /// from it by more than ``WallClockMapping/resynchronizeAfter`` (a jump in the source's
-/// timestamps, a pause, a stall) sets it again. It need not be exact, only one for every stream:
-/// the RTP timestamps themselves come from the samples.
+/// timestamps, a pause, a stall), two in a row, set it again: one medium that keeps departing
+/// from it while the other does not (two media a second apart) leaves it where it is. It need
+/// not be exact, only one for every stream: the RTP timestamps themselves come from the samples.
 final class SessionAnchor: Sendable {
     private let time = Locked<Double?>(nil)
-    /// The wall-clock time (seconds since 1970) of media time zero.
-    private let origin = Locked<Double?>(nil)
+    /// The wall-clock time (seconds since 1970) of media time zero, and the offset of the last
+    /// unit when it departed from it (a reset waiting for a second unit to agree).
+    private let origin = Locked<(offset: Double?, departed: Double?)>((nil, nil))
     /// The canonical name of the session's streams.
     let canonicalName: String
 
@@ -77,14 +79,23 @@ final class SessionAnchor: Sendable {
         let offset = date - mediaTime
         guard offset.isFinite else { return }
         origin.withLock { origin in
-            if let known = origin, abs(offset - known) <= WallClockMapping.resynchronizeAfter { return }
-            origin = offset
+            guard let known = origin.offset else {
+                origin.offset = offset
+                return
+            }
+            if abs(offset - known) <= WallClockMapping.resynchronizeAfter {
+                origin.departed = nil
+            } else if let departed = origin.departed, abs(offset - departed) <= WallClockMapping.resynchronizeAfter {
+                origin = (offset, nil)
+            } else {
+                origin.departed = offset
+            }
         }
     }
 
     /// The media time the session's clock puts at `date`; nil before any unit.
     func mediaTime(atDate date: Double) -> Double? {
-        origin.withLock { $0.map { date - $0 } }
+        origin.withLock { $0.offset.map { date - $0 } }
     }
 }
 

@@ -108,6 +108,36 @@ struct TranscodedSamplesTests {
         #expect(taken > 0)
     }
 
+    @Test("a picture decoded twice (a sample repeated, as damage or a bad splice brings): the second is left out, the stream goes on to its end with every picture")
+    func aRepeatedPictureIsLeftOut() async throws {
+        let work = try TranscodeTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let source = try Self.source(work)
+        var input = try await Self.read(source)
+        let index = try #require(input.lastIndex { $0.videoFormatDescription != nil })
+        input.insert(input[index], at: index + 1)
+        var pictures = 0
+        for try await sample in TranscodedSamples(ArraySamples(samples: input), options: .init(encoder: Self.settings)) where sample.videoFormatDescription != nil {
+            pictures += 1
+        }
+        #expect(pictures == 100)
+    }
+
+    /// Samples from an array, as a source.
+    struct ArraySamples: AsyncSequence, Sendable {
+        let samples: [SampleBuffer]
+        func makeAsyncIterator() -> Iterator { Iterator(samples: samples) }
+        struct Iterator: AsyncIteratorProtocol {
+            let samples: [SampleBuffer]
+            var index = 0
+            mutating func next() async throws -> SampleBuffer? {
+                guard index < samples.count else { return nil }
+                defer { index += 1 }
+                return samples[index]
+            }
+        }
+    }
+
     struct SourceFailure: Error {}
 
     final class Counter: @unchecked Sendable {

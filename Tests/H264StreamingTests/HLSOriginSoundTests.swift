@@ -74,6 +74,17 @@ struct HLSOriginSoundTests {
         return result
     }
 
+    /// FFmpeg pulls the live stream at `url` from its first segment, once: the packets as they
+    /// are (their times and bytes) to `work`/copy.md5, the pictures decoded to `work`/decoded.md5
+    /// (one pull: the live window moves on).
+    static func pull(_ url: String, mode: Mode, into work: String) async throws -> ProcessResult {
+        try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url,
+                                                                "-map", "0:v:0", "-map", "0:a:0", "-c", "copy"]
+                                                                // (A transport stream's AAC frames come with their ADTS headers.)
+                                                                + (mode == .transportStream ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", work + "/copy.md5",
+                                                                "-map", "0:v:0", "-f", "framemd5", work + "/decoded.md5"])
+    }
+
     @Test("FFmpeg pulls the whole live stream: the source's AAC frames byte for byte, one after another (no gap, no overlap), its pictures, and its A/V offset within 1 ms; the playlists name the sound",
           arguments: Mode.allCases)
     func ffmpegPullsTheSoundFrameForFrame(mode: Mode) async throws {
@@ -87,12 +98,7 @@ struct HLSOriginSoundTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-origin-sound-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        // The packets as they are (their times and bytes) and the pictures decoded.
-        let pulled = try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url,
-                                                                             "-map", "0:v:0", "-map", "0:a:0", "-c", "copy"]
-                                                                             // (A transport stream's AAC frames come with their ADTS headers.)
-                                                                             + (mode == .transportStream ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", work + "/copy.md5",
-                                                                             "-map", "0:v:0", "-f", "framemd5", work + "/decoded.md5"])
+        let pulled = try await Self.pull(url, mode: mode, into: work)
         #expect(pulled.status == 0, "\(pulled.stderrText)")
         let copied = Self.frames(try String(contentsOfFile: work + "/copy.md5", encoding: .utf8))
         let sound = copied.filter { $0.stream == 1 }, packets = copied.filter { $0.stream == 0 }
@@ -148,11 +154,7 @@ struct HLSOriginSoundTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-origin-transcoded-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        // The packets as they are, and the pictures decoded, in one pull (the live window moves on).
-        let pulled = try await RTPStreamingTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-live_start_index", "0", "-i", url,
-                                                                             "-map", "0:v:0", "-map", "0:a:0", "-c", "copy"]
-                                                                             + (mode == .transportStream ? ["-bsf:a", "aac_adtstoasc"] : []) + ["-f", "framemd5", work + "/copy.md5",
-                                                                             "-map", "0:v:0", "-f", "framemd5", work + "/decoded.md5"])
+        let pulled = try await Self.pull(url, mode: mode, into: work)
         #expect(pulled.status == 0, "\(pulled.stderrText)")
         let copied = Self.frames(try String(contentsOfFile: work + "/copy.md5", encoding: .utf8))
         let sound = copied.filter { $0.stream == 1 }, pictures = copied.filter { $0.stream == 0 }

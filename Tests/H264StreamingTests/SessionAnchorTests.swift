@@ -19,13 +19,26 @@ struct SessionAnchorTests {
         #expect(abs((videoReport ?? 0) - 5.46) < 1e-9)
     }
 
-    @Test("a unit more than a second away from the mapping (a jump in the timestamps, a pause) sets it again; one within it does not", arguments: [1.5, -1.5, 0.9, -0.9])
+    @Test("units more than a second away from the mapping (a jump in the timestamps, a pause), two in a row, set it again; one alone, or one within it, does not", arguments: [1.5, -1.5, 0.9, -0.9])
     func aJumpSetsItAgain(jump: Double) {
         let anchor = SessionAnchor(canonicalName: "test")
         anchor.sent(mediaTime: 0, at: 100)
         anchor.sent(mediaTime: 10, at: 110 + jump)
-        let expected = abs(jump) > 1 ? 10.0 : 10 + jump
-        #expect(abs((anchor.mediaTime(atDate: 110 + jump) ?? .nan) - expected) < 1e-9)
+        #expect(abs((anchor.mediaTime(atDate: 110 + jump) ?? .nan) - (10 + jump)) < 1e-9, "one unit does not move it")
+        anchor.sent(mediaTime: 10.02, at: 110.02 + jump)
+        let expected = abs(jump) > 1 ? 10.02 : 10.02 + jump
+        #expect(abs((anchor.mediaTime(atDate: 110.02 + jump) ?? .nan) - expected) < 1e-9)
+    }
+
+    @Test("one medium 1.5 s off the other (its units interleaved with the other's) leaves the mapping where the first unit put it")
+    func aMediumOffByMoreThanASecond() {
+        let anchor = SessionAnchor(canonicalName: "test")
+        for step in 0..<100 {
+            let time = Double(step) * 0.02
+            anchor.sent(mediaTime: time, at: 100 + time)
+            anchor.sent(mediaTime: time, at: 101.5 + time)
+        }
+        #expect(abs((anchor.mediaTime(atDate: 105) ?? .nan) - 5) < 1e-9)
     }
 
     @Test("the anchor time is the first candidate's")
