@@ -62,19 +62,37 @@ public enum AudioPayloadFormat: Sendable, Hashable {
         }
     }
 
-    /// The sound's format from the description's configuration; an error when it is missing
-    /// (LATM with its configuration in band only is not received yet) or not AAC.
+    /// The sound's format from the description's configuration; an error when the
+    /// description does not give it (``describedFormat()`` is nil: LATM whose configuration
+    /// comes in band only) or gives one that is not AAC.
     public func formatDescription() throws(NetworkError) -> AudioFormatDescription {
-        switch self {
-        case .mpeg4Generic(let format):
-            return try format.formatDescription()
-        case .latm(let format):
-            guard let description = try format.formatDescription() else {
-                throw NetworkError(.unsupported, "MP4A-LATM without config= in the session description (the configuration in band only) is not received yet")
-            }
-            return description
-        case .g711(let format):
-            return format.formatDescription
+        guard let description = try describedFormat() else {
+            throw NetworkError(.unsupported, "MP4A-LATM without config= in the session description: the configuration comes in band, with the first element")
         }
+        return description
+    }
+
+    /// The sound's format as the description gives it; nil when it comes in band only
+    /// (``carriesItsConfigurationInBand``: LATM with `cpresent=1` and no `config=`, whose
+    /// first AudioMuxElement carries it); an error when the description's configuration is
+    /// not one this side reads.
+    public func describedFormat() throws(NetworkError) -> AudioFormatDescription? {
+        switch self {
+        case .mpeg4Generic(let format): try format.formatDescription()
+        case .latm(let format): try format.formatDescription()
+        case .g711(let format): format.formatDescription
+        }
+    }
+
+    /// Whether the format is learned from the stream rather than the description (LATM with
+    /// `cpresent=1` and no `config=`).
+    public var carriesItsConfigurationInBand: Bool {
+        if case .latm(let format) = self { format.muxConfigPresent && format.config.isEmpty } else { false }
+    }
+
+    /// Whether a receiver can take this medium: the description's configuration reads, or
+    /// the stream carries it.
+    public var isReceivable: Bool {
+        do { return try describedFormat() != nil || carriesItsConfigurationInBand } catch { return false }
     }
 }

@@ -20,7 +20,8 @@ public struct LATMDepacketizer: Sendable {
         /// The payload type, `cpresent` and `config=` from the SDP.
         public var format: MP4ALATMPayloadFormat
         /// One frame's duration in RTP clock ticks (from the configuration's frame length:
-        /// 1024 or 960; 1024 when no configuration is known yet).
+        /// 1024 or 960). When the description gives no configuration, the frame length of the
+        /// one in force in the stream is used instead, and this only before it (1024 by default).
         public var frameDuration: UInt32
         /// Packets held waiting for a missing one before it is declared lost.
         public var reorderDepth: Int
@@ -31,10 +32,16 @@ public struct LATMDepacketizer: Sendable {
         public init(format: MP4ALATMPayloadFormat, frameDuration: UInt32? = nil, reorderDepth: Int = 64, maximumElementSize: Int = 1 << 17) {
             self.format = format
             let description = (try? format.formatDescription()) ?? nil
-            let fromConfig = description.map { $0.sampleRate == format.clockRate ? $0.framesPerPacket : $0.audioSpecificConfig?.frameLength ?? 1024 }
-            self.frameDuration = frameDuration ?? UInt32(clamping: fromConfig ?? 1024)
+            self.frameDuration = frameDuration ?? description.map { Self.frameDuration(of: $0, clockRate: format.clockRate) } ?? 1024
+
             self.reorderDepth = reorderDepth
             self.maximumElementSize = maximumElementSize
+        }
+
+        /// A frame of `description` in ticks of a `clockRate` clock: its samples when the clock
+        /// runs at the sample rate, else the configuration's frame length.
+        static func frameDuration(of description: AudioFormatDescription, clockRate: Int) -> UInt32 {
+            UInt32(clamping: description.sampleRate == clockRate ? description.framesPerPacket : description.audioSpecificConfig?.frameLength ?? 1024)
         }
     }
 
@@ -74,6 +81,8 @@ public struct LATMDepacketizer: Sendable {
     private var gathering: (timestamp: UInt32, bytes: [UInt8], damaged: Bool)?
     private var lastTimestamp: UInt32?
     private var unfolded: Int64 = 0
+    /// Whether the frames' duration follows the stream's configuration (the description has none).
+    private let followsStreamFrameLength: Bool
 
     /// A depacketizer with `configuration` (its `config=`, when it does not parse, is left
     /// for the elements to carry).
@@ -81,6 +90,7 @@ public struct LATMDepacketizer: Sendable {
         self.configuration = configuration
         jitterBuffer = RTPJitterBuffer(reorderDepth: configuration.reorderDepth)
         streamMuxConfig = (try? configuration.format.streamMuxConfig()) ?? nil
+        followsStreamFrameLength = streamMuxConfig == nil
     }
 
     /// The format of the frames, from the StreamMuxConfig in force (nil before one).
@@ -186,6 +196,8 @@ public struct LATMDepacketizer: Sendable {
         }
         streamMuxConfig = config
         counts.configurationChanges += changes
+        var step = configuration.frameDuration
+        if followsStreamFrameLength, let format = formatDescription { step = Configuration.frameDuration(of: format, clockRate: configuration.format.clockRate) }
         var time = timestamp
         for payload in payloads {
             if let lastTimestamp {
@@ -194,7 +206,7 @@ public struct LATMDepacketizer: Sendable {
             lastTimestamp = time
             counts.framesComplete += 1
             frames.append(AACDepacketizer.Frame(timestamp: time, extendedTimestamp: unfolded, bytes: payload))
-            time &+= configuration.frameDuration
+            time &+= step
         }
     }
 }

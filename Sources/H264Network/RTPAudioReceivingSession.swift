@@ -48,8 +48,14 @@ public struct RTPAudioReceivingSession: Sendable {
 
     /// How the session receives.
     public let configuration: Configuration
-    /// The sound's format, from the payload format's configuration.
-    public let formatDescription: AudioFormatDescription
+    /// The sound's format: the payload format's configuration, or for LATM the StreamMuxConfig
+    /// in force (the description's, or the last one the stream carried; nil until the first
+    /// when the description gives none).
+    public var formatDescription: AudioFormatDescription? {
+        if case .latm(let latm) = depacketizer { return latm.formatDescription ?? describedFormat }
+        return describedFormat
+    }
+    private let describedFormat: AudioFormatDescription?
     /// A payload format's depacketizer.
     public enum Depacketizer: Sendable {
         /// RFC 3640 AAC-hbr.
@@ -153,13 +159,17 @@ public struct RTPAudioReceivingSession: Sendable {
     private var lastSenderReport: (middle: UInt32, arrival: Double)?
     private var lastReport: Double?
     private var gapSince: Double?
-    private let frameDuration: Int64
 
-    /// A session; an error when the payload format's configuration does not describe AAC.
+    /// A session; an error when the payload format's configuration is given and does not read
+    /// (LATM whose configuration comes in band is taken: its format is known with the first
+    /// element).
     public init(configuration: Configuration) throws(NetworkError) {
         self.configuration = configuration
-        formatDescription = try configuration.format.formatDescription()
-        frameDuration = Int64(formatDescription.framesPerPacket)
+        describedFormat = try configuration.format.describedFormat()
+        guard describedFormat != nil || configuration.format.carriesItsConfigurationInBand else {
+            throw NetworkError(.invalidDescription, "\(configuration.format.encodingName): the session description gives no configuration of the sound")
+        }
+        let frameDuration = Int64(describedFormat?.framesPerPacket ?? 1024)
         switch configuration.format {
         case .mpeg4Generic(let format):
             depacketizer = .mpeg4Generic(AACDepacketizer(configuration: .init(format: format, frameDuration: UInt32(clamping: frameDuration),
@@ -278,8 +288,11 @@ public struct RTPAudioReceivingSession: Sendable {
 
     private mutating func samples(_ frames: [AACDepacketizer.Frame]) -> [SampleBuffer] {
         guard !frames.isEmpty else { return [] }
+        // (Never nil here: a LATM frame comes out only once a configuration is in force.)
+        guard let formatDescription else { return [] }
         let timescale = Int32(clamping: configuration.format.clockRate)
         let format = FormatDescription.audio(formatDescription)
+        let frameDuration = Int64(formatDescription.framesPerPacket)
         var made: [SampleBuffer] = []
         made.reserveCapacity(frames.count)
         for frame in frames {

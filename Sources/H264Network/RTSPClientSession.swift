@@ -146,7 +146,7 @@ public struct RTSPClientSession: Sendable {
             for medium in description.media {
                 if found == nil, medium.type == "video", let parsed = try? H264PayloadFormat(medium: medium) {
                     found = parsed
-                } else if audio == nil, !audioTransports.isEmpty, let parsed = AudioPayloadFormat(medium: medium), (try? parsed.formatDescription()) != nil {
+                } else if audio == nil, !audioTransports.isEmpty, let parsed = AudioPayloadFormat(medium: medium), parsed.isReceivable {
                     audio = (parsed, medium.summary)
                 } else {
                     mediaNotSetUp.append(medium.summary)

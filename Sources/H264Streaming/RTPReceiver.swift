@@ -174,7 +174,7 @@ public struct RTPReceiver: Sendable {
 
         /// The report of `session`, placed by `lipSync`.
         public init(session: RTPAudioReceivingSession, lipSync: RTPLipSync) {
-            self.init(format: session.formatDescription.description, samples: session.samplesMade, packetsReceived: session.reception?.packetsReceived ?? 0,
+            self.init(format: session.formatDescription?.description ?? "\(session.configuration.format.encodingName), its configuration never received", samples: session.samplesMade, packetsReceived: session.reception?.packetsReceived ?? 0,
                       packetsLost: max(0, session.reception?.cumulativeLost ?? 0), framesDropped: session.depacketizer.framesDropped,
                       lipSync: lipSync.basis, offset: lipSync.offset)
         }
@@ -275,7 +275,7 @@ public struct RTPReceiver: Sendable {
         for other in sessionDescription.media {
             if other == medium && !seenVideo {
                 seenVideo = true
-            } else if receivesAudio, audio == nil, let sound = AudioPayloadFormat(medium: other), (try? sound.formatDescription()) != nil, (2...65_534).contains(other.port),
+            } else if receivesAudio, audio == nil, let sound = AudioPayloadFormat(medium: other), sound.isReceivable, (2...65_534).contains(other.port),
                       other.port != medium.port, other.port != medium.port + 1, other.port + 1 != medium.port {
                 audio = AudioMedium(format: sound, endpoint: RTPDestination(host: host, port: other.port))
             } else {

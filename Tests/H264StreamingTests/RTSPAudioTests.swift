@@ -258,11 +258,11 @@ struct RTSPAudioTests {
             + "d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 d.audio_0 ! queue ! aacparse ! \(payloader) name=pay1 pt=97 )")
         defer { kill(gstreamer.pid, SIGTERM) }
         try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
-        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: .seconds(2)), transport: transport))
+        let client = RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(receiver: .init(idleTimeout: RTSPTests.gstreamerQuiet), transport: transport))
         let report = try await client.record(to: .init(path: movie))
         let expected = try Self.sourceSound(source)
         let sound = try #require(report.sound, "\(report)")
-        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(source), "the pictures")
+        #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(source), "the pictures: \(report)")
         let frames = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
             .dataHashes(stream: 0)
         // (GStreamer's demuxer leaves the priming frame of the edit list out: the others, in order.)
@@ -295,7 +295,7 @@ struct RTSPAudioTests {
         let url = "rtsp://127.0.0.1:\(port)/live"
         let movie = try Checkout.temporaryFile([], suffix: container), theirs = try Checkout.temporaryFile([], suffix: ".mov")
         defer { for path in [movie, theirs] { try? FileManager.default.removeItem(atPath: path) } }
-        let client = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(idleTimeout: .seconds(2)), transport: .tcp))
+        let client = RTSPClient(url: try RTSPURL(parsing: url), options: .init(receiver: .init(idleTimeout: RTSPTests.gstreamerQuiet), transport: .tcp))
         let report = try await client.record(to: .init(path: movie))
         let sound = try #require(report.sound, "\(report)")
         #expect(sound.lipSync == .senderReports && sound.packetsLost == 0 && report.mediaNotReceived.isEmpty, "\(sound); \(report.mediaNotReceived)")
