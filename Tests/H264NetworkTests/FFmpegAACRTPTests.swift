@@ -3,6 +3,7 @@ import Foundation
 import H264Network
 import ISOBMFF
 import MediaCore
+import MPEG4Audio
 import Synchronization
 import TestSupport
 import Testing
@@ -147,5 +148,50 @@ struct FFmpegAACRTPTests {
         let expected = try Self.copiedFrameHashes(["-i", source])
         #expect(expected.count == samples.count)
         #expect(Self.packetDataHashes(result.stdoutText) == expected)
+    }
+
+    /// MP4A-LATM with `cpresent=1` and no `config=` (as some cameras describe it): the session
+    /// learns the format from the stream. The elements are ffmpeg's own (its LOAS muxer puts the
+    /// StreamMuxConfig in band every 20th element; the others reuse it), one an RTP packet.
+    @Test("MP4A-LATM with its configuration in band only (cpresent=1, no config=): the session learns the format from ffmpeg's elements and hands the source's AAC frames byte for byte, each at its time",
+          arguments: [0, 1])
+    func latmWithItsConfigurationInBand(source index: Int) throws {
+        let source = Self.sources[index]
+        let loas = try Checkout.temporaryFile([], suffix: ".latm")
+        defer { try? FileManager.default.removeItem(atPath: loas) }
+        _ = try run("ffmpeg", ["-v", "error", "-y", "-i", source, "-c", "copy", "-f", "latm", loas])
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: loas)))
+        // AudioSyncStream (ISO/IEC 14496-3 §1.7.2): 0x2B7 in 11 bits, 13 bits of length, the element.
+        var elements: [[UInt8]] = []
+        var offset = 0
+        while offset + 3 <= bytes.count {
+            try #require(bytes[offset] == 0x56 && bytes[offset + 1] & 0xE0 == 0xE0, "a LOAS sync word at \(offset)")
+            let length = Int(bytes[offset + 1] & 0x1F) << 8 | Int(bytes[offset + 2])
+            elements.append(Array(bytes[(offset + 3)..<min(bytes.count, offset + 3 + length)]))
+            offset += 3 + length
+        }
+        let medium = SessionDescription.Media(type: "audio", port: 5004, formats: ["97"], attributes: ["rtpmap:97 MP4A-LATM/\(index == 0 ? 48000 : 44100)", "fmtp:97 cpresent=1"])
+        let format = try #require(AudioPayloadFormat(medium: medium))
+        let described = try format.describedFormat()
+        #expect(format.carriesItsConfigurationInBand && format.isReceivable && described == nil)
+        var session = try RTPAudioReceivingSession(configuration: .init(format: format))
+        #expect(session.formatDescription == nil)
+        var received: [SampleBuffer] = []
+        for (number, element) in elements.enumerated() {
+            let packet = RTPPacket(marker: true, payloadType: 97, sequenceNumber: UInt16(truncatingIfNeeded: number), timestamp: UInt32(1024 * number), ssrc: 7, payload: element)
+            received += session.receiveRTP(packet.bytes, arrival: Double(number) / 50)
+        }
+        received += session.finish()
+        let expected = try Self.samples(source)
+        let learned = try #require(session.formatDescription)
+        let sourceFormat = try #require(expected.first?.formatDescription.audio)
+        // (The movie's configuration also signals "no SBR" in a sync extension; ffmpeg's LATM leaves that out.)
+        let (ours, theirs) = (try #require(learned.audioSpecificConfig), try #require(sourceFormat.audioSpecificConfig))
+        #expect(learned.sampleRate == sourceFormat.sampleRate && learned.channelCount == sourceFormat.channelCount && ours.audioObjectType == theirs.audioObjectType
+                && ours.samplingFrequencyIndex == theirs.samplingFrequencyIndex && ours.specificConfig == theirs.specificConfig, "\(ours) / \(theirs)")
+        #expect(received.map { Array($0.data.bytes) } == expected.map { Array($0.data.bytes) }, "\(received.count) of \(expected.count) frames")
+        #expect(received.map(\.decodeTime.value) == (0..<Int64(received.count)).map { $0 * 1024 })
+        #expect(received.allSatisfy { $0.duration.value == 1024 && $0.formatDescription.audio == learned })
+        #expect(session.depacketizer.framesDropped == 0)
     }
 }
