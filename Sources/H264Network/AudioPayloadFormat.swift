@@ -26,6 +26,33 @@ public enum AudioPayloadFormat: Sendable, Hashable {
         }
     }
 
+    /// The format a sender of `description` announces: AAC as `mpeg4-generic` (AAC-hbr) with
+    /// `dynamicPayloadType`, G.711 as PCMU or PCMA (static 0 or 8 at 8 kHz mono); nil for a
+    /// sound sent by neither.
+    public init?(sending description: AudioFormatDescription, dynamicPayloadType: UInt8 = 97, control: String? = nil) {
+        if description.isAAC {
+            self = .mpeg4Generic(MPEG4GenericPayloadFormat(formatDescription: description, payloadType: dynamicPayloadType, control: control))
+        } else if let format = G711PayloadFormat(formatDescription: description, dynamicPayloadType: dynamicPayloadType, control: control) {
+            self = .g711(format)
+        } else {
+            return nil
+        }
+    }
+
+    /// The `a=` attributes a sender announces (`rtpmap`, `fmtp`, `control`).
+    public var attributes: [String] {
+        switch self {
+        case .mpeg4Generic(let format): format.attributes
+        case .latm(let format): format.attributes
+        case .g711(let format): format.attributes
+        }
+    }
+
+    /// The `m=audio` medium a sender announces on `port`.
+    public func medium(port: Int) -> SessionDescription.Media {
+        SessionDescription.Media(type: "audio", port: port, formats: ["\(payloadType)"], attributes: attributes)
+    }
+
     /// The RTP payload type.
     public var payloadType: UInt8 {
         switch self {

@@ -62,6 +62,28 @@ public struct G711PayloadFormat: Sendable, Hashable {
         throw NetworkError(.invalidDescription, "the \(medium.type) medium has no PCMU or PCMA format")
     }
 
+    /// The format a sender announces for `description` (`ulaw` or `alaw`; nil for another
+    /// codec): the static payload type (0 or 8) at 8 kHz mono, else `dynamicPayloadType`.
+    public init?(formatDescription description: AudioFormatDescription, dynamicPayloadType: UInt8 = 97, control: String? = nil) {
+        guard let law = [Law.mu, .a].first(where: { $0.codec == description.codec }) else { return nil }
+        let isStatic = description.sampleRate == 8000 && description.channelCount == 1
+        self.init(law: law, payloadType: isStatic ? law.staticPayloadType : dynamicPayloadType, clockRate: description.sampleRate,
+                  channelCount: description.channelCount, control: control)
+    }
+
+    /// The `a=` attributes: `rtpmap` (also for a static type, as most senders write it), and
+    /// `control` when set.
+    public var attributes: [String] {
+        var result = ["rtpmap:\(payloadType) \(law.rawValue)/\(clockRate)" + (channelCount == 1 ? "" : "/\(channelCount)")]
+        if let control { result.append("control:\(control)") }
+        return result
+    }
+
+    /// The medium a sender announces on `port`.
+    public func medium(port: Int) -> SessionDescription.Media {
+        SessionDescription.Media(type: "audio", port: port, formats: ["\(payloadType)"], attributes: attributes)
+    }
+
     /// The sound's format: `ulaw` or `alaw` at the clock rate, a sample a byte per channel.
     public var formatDescription: AudioFormatDescription {
         AudioFormatDescription(codec: law.codec, sampleRate: clockRate, channelCount: channelCount, framesPerPacket: 1)

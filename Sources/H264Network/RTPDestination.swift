@@ -53,8 +53,16 @@ public struct RTPDestination: Sendable, Hashable, CustomStringConvertible {
     /// above it (2, ffmpeg's layout, as `RTPSender` sends; give 0 when there is no video).
     public func sessionDescription(video: H264PayloadFormat?, audio: MPEG4GenericPayloadFormat?, audioPortOffset: Int = 2,
                                    name: String = "H264Kit") -> SessionDescription {
+        sessionDescription(video: video, sound: audio.map { .mpeg4Generic($0) }, audioPortOffset: audioPortOffset, name: name)
+    }
+
+    /// The session description a sender of video and a sound of any payload format it sends
+    /// (AAC as RFC 3640, G.711 as PCMU or PCMA) announces, laid out as
+    /// ``sessionDescription(video:audio:audioPortOffset:name:)``.
+    public func sessionDescription(video: H264PayloadFormat?, sound: AudioPayloadFormat?, audioPortOffset: Int = 2,
+                                   name: String = "H264Kit") -> SessionDescription {
         let family = host.contains(":") ? "IP6" : "IP4"
-        let media = [video?.medium(port: port), audio?.medium(port: port + audioPortOffset)].compactMap { $0 }
+        let media = [video?.medium(port: port), sound?.medium(port: port + audioPortOffset)].compactMap { $0 }
         return SessionDescription(origin: "- 0 0 IN \(family) \(host.isEmpty ? "0.0.0.0" : host)", name: name,
                                   connection: "IN \(family) \(host.isEmpty ? "0.0.0.0" : host)", media: media)
     }

@@ -8,9 +8,16 @@ public enum RTPPayloadFormat: Sendable, Hashable {
     case h264(H264PayloadFormat)
     /// AAC in RFC 3640's AAC-hbr mode.
     case mpeg4Generic(MPEG4GenericPayloadFormat)
-    /// A medium this side does not read (a publisher's G.711 or Opus, say): set up as the
-    /// session description states it, its packets not taken.
+    /// A medium by its session description lines alone: one this side does not read (a
+    /// publisher's Opus, say: set up as the description states it, its packets not taken), or a
+    /// sound it sends in a format the others do not name (G.711).
     case carried(SessionDescription.Media)
+
+    /// The medium a sender of `sound` announces: AAC as ``mpeg4Generic(_:)``, any other as
+    /// ``carried(_:)`` its description lines.
+    public init(sending sound: AudioPayloadFormat) {
+        if case .mpeg4Generic(let format) = sound { self = .mpeg4Generic(format) } else { self = .carried(sound.medium(port: 0)) }
+    }
 
     /// The kind of media the format carries.
     public var mediaType: MediaType {

@@ -342,18 +342,31 @@ final class RTPSubscriber: Sendable {
 /// One stream going to any number of clients: each access unit is packetized once, then copied
 /// to every subscriber with its own header fields. Subscribers join and leave at any time (a
 /// new one starts at the next sync sample); a keyframe request (a client's PLI, a new client)
-/// goes to whoever makes the stream. With an audio track, its AAC frames are packetized once
-/// too (RFC 3640, a frame a packet) and go to the subscribers of the audio medium.
+/// goes to whoever makes the stream. With an audio track, its samples are packetized once
+/// too (AAC as RFC 3640, a frame a packet; G.711 as PCMU/PCMA, 20 ms a packet) and go to the
+/// subscribers of the audio medium.
 final class RTPFanOut: Sendable {
-    /// The AAC track sent as the audio medium, and how.
+    /// The sound track sent as the audio medium, and how.
     struct Audio: Sendable {
         var track: TrackID
-        var clockRate: Int
-        var configuration: AACPacketizer.Configuration
+        var packetizer: AudioPacketizer
+
+        /// The medium for `sound` (AAC or G.711, else an error naming it), with
+        /// `configuration`'s packet size and payload type.
+        init(sound: TrackDescription, configuration: AACPacketizer.Configuration) throws(StreamingError) {
+            guard let format = sound.format.audio else {
+                throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): the sound medium carries AAC or G.711")
+            }
+            track = sound.id
+            packetizer = try StreamingError.network { () throws(NetworkError) in try AudioPacketizer(format: format, configuration: configuration) }
+        }
+
+        /// The payload format the session description announces (`a=control:trackID=1`).
+        var payloadFormat: AudioPayloadFormat { packetizer.payloadFormat(control: "trackID=1") }
     }
 
     private let packetizer: Locked<H264Packetizer>
-    private let audio: (track: TrackID, packetizer: Locked<AACPacketizer>)?
+    private let audio: (track: TrackID, packetizer: Locked<AudioPacketizer>)?
     /// The subscribers, and whether the stream has ended (one lock: a client that joins as the
     /// stream ends is either in the set `finish()` says goodbye to, or told goodbye itself).
     private let subscribers = Locked<(all: [String: RTPSubscriber], finished: Bool)>(([:], false))
@@ -361,9 +374,7 @@ final class RTPFanOut: Sendable {
 
     init(configuration: H264Packetizer.Configuration, audio: Audio? = nil, onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
         packetizer = Locked(try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: configuration) })
-        self.audio = try audio.map { (audio) throws(StreamingError) in
-            (audio.track, Locked(try StreamingError.network { () throws(NetworkError) in try AACPacketizer(configuration: audio.configuration, clockRate: audio.clockRate) }))
-        }
+        self.audio = audio.map { ($0.track, Locked($0.packetizer)) }
         keyframeRequest = onKeyframeRequest
     }
 
@@ -395,30 +406,42 @@ final class RTPFanOut: Sendable {
     /// Packetizes `sample` and hands it to every subscriber of its medium: the video, or the
     /// audio track's frames; a sample of any other track is left out.
     func deliver(_ sample: SampleBuffer) throws(StreamingError) {
-        let unit: PacketizedUnit
+        var units: [PacketizedUnit] = []
         let medium: MediaType
         if sample.videoFormatDescription != nil {
             let (packets, timestamp, decodeTimestamp) = try packetizer.withLock { (packetizer) throws(StreamingError) in
                 (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime),
                  packetizer.timestamp(for: sample.decodeTime))
             }
-            unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync,
-                                  decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: decodeTimestamp,
-                                  presentationTime: sample.presentationTime.isNumeric ? sample.presentationTime.seconds : nil)
+            units = [PacketizedUnit(packets: packets, timestamp: timestamp, isSync: sample.isSync,
+                                    decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: decodeTimestamp,
+                                    presentationTime: sample.presentationTime.isNumeric ? sample.presentationTime.seconds : nil)]
             medium = .video
         } else if let audio, sample.trackID == audio.track {
-            let (packets, timestamp) = try audio.packetizer.withLock { (packetizer) throws(StreamingError) in
-                (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime))
+            let (packets, timestamp, clockRate) = try audio.packetizer.withLock { (packetizer) throws(StreamingError) in
+                (try StreamingError.network { () throws(NetworkError) in try packetizer.packets(for: sample) }, packetizer.timestamp(for: sample.presentationTime),
+                 Double(packetizer.clockRate))
             }
-            guard !packets.isEmpty else { return }
-            unit = PacketizedUnit(packets: packets, timestamp: timestamp, isSync: true,
-                                  decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds : nil, decodeTimestamp: timestamp,
-                                  presentationTime: sample.presentationTime.isNumeric ? sample.presentationTime.seconds : nil)
+            // A unit per timestamp: an AAC frame's fragments share one, a run of G.711 samples is
+            // cut into packets that each have their own (a subscriber times a unit's packets alike).
+            var start = packets.startIndex
+            while start < packets.endIndex {
+                let first = packets[start].timestamp
+                let end = packets[start...].firstIndex { $0.timestamp != first } ?? packets.endIndex
+                let after = Double(Int32(bitPattern: first &- timestamp)) / clockRate
+                units.append(PacketizedUnit(packets: Array(packets[start..<end]), timestamp: first, isSync: true,
+                                            decodeTime: sample.decodeTime.isNumeric ? sample.decodeTime.seconds + after : nil, decodeTimestamp: first,
+                                            presentationTime: sample.presentationTime.isNumeric ? sample.presentationTime.seconds + after : nil))
+                start = end
+            }
+            guard !units.isEmpty else { return }
             medium = .audio
         } else {
             return
         }
-        for subscriber in subscribers.withLock({ Array($0.all.values) }) where subscriber.medium == medium { subscriber.deliver(unit) }
+        for subscriber in subscribers.withLock({ Array($0.all.values) }) where subscriber.medium == medium {
+            for unit in units { subscriber.deliver(unit) }
+        }
     }
 
     /// The end of the stream: a BYE to every subscriber, and to any that joins later.

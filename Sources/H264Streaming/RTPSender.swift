@@ -16,8 +16,8 @@ import SystemIO
 /// at the start and every ``Options/senderReportInterval``, and a sender report with a BYE at
 /// the end, which is how ffmpeg's and GStreamer's receivers learn that the stream is over.
 ///
-/// The samples of the first AAC track among them (or of ``Options/audioTrack``) are a second
-/// medium, sent to the port ``Options/audioPortOffset`` above the video's (ffmpeg's layout: video on PORT, audio on
+/// The samples of the first AAC or G.711 track among them (or of ``Options/audioTrack``) are a
+/// second medium (AAC as RFC 3640 `mpeg4-generic`, G.711 as PCMU or PCMA), sent to the port ``Options/audioPortOffset`` above the video's (ffmpeg's layout: video on PORT, audio on
 /// PORT+2, RTCP on the odd port after each), with its own SSRC and sender reports. Both
 /// media's reports give the RTP clock each stands at for one same wall-clock instant, so a
 /// receiver lines the sound up with the picture (RFC 3550 §6.4.1); `RTPDestination`'s
@@ -31,13 +31,14 @@ public struct RTPSender: Sendable {
         /// The packetizer's configuration: packetization mode, packet size (the MTU less the IP
         /// and UDP headers), payload type, SSRC and the random starting values.
         public var packetizer: H264Packetizer.Configuration
-        /// The AAC packetizer's configuration (payload type 97; its own SSRC).
+        /// The sound packetizer's configuration (payload type 97; its own SSRC; G.711 at 8 kHz
+        /// mono takes its static payload type, 0 or 8, and 20 ms a packet).
         public var audioPacketizer: AACPacketizer.Configuration
         /// The audio medium's port above the destination's: 2 beside video (ffmpeg's layout),
         /// 0 when audio is all that is sent.
         public var audioPortOffset: Int
-        /// The AAC track sent as the audio medium (the one the session description announces);
-        /// nil: the track of the first AAC sample.
+        /// The sound track sent as the audio medium (the one the session description announces;
+        /// AAC or G.711, else an error); nil: the track of the first AAC or G.711 sample.
         public var audioTrack: TrackID?
         /// Wait for each sample's decode time (true), or send as fast as the socket allows.
         public var paced: Bool
@@ -278,9 +279,9 @@ private struct SendingSession {
     /// what a sender report pairs when the samples are not paced (paced, the timebase is it).
     var clock = WallClockMapping()
 
-    /// The AAC medium: its packetizer and counts.
+    /// The sound medium: its packetizer (AAC or G.711) and counts.
     struct AudioMedium {
-        var packetizer: AACPacketizer
+        var packetizer: AudioPacketizer
         let trackID: TrackID
         var samples = 0
         var lastRTPTimestamp: UInt32
@@ -297,7 +298,7 @@ private struct SendingSession {
         var summary = RTPSender.Summary(samples: samples, packets: packetizer.packetCount, octets: packetizer.octetCount, controlPackets: controlPackets,
                                         ssrc: packetizer.configuration.ssrc)
         summary.audio = audio.map { .init(trackID: $0.trackID.rawValue, samples: $0.samples, packets: $0.packetizer.packetCount,
-                                          octets: $0.packetizer.octetCount, ssrc: $0.packetizer.configuration.ssrc) }
+                                          octets: $0.packetizer.octetCount, ssrc: $0.packetizer.ssrc) }
         summary.samplesLeftOut = samplesLeftOut
         return summary
     }
@@ -310,10 +311,10 @@ private struct SendingSession {
             if videoTrack == nil { videoTrack = sample.trackID }
             return videoTrack == sample.trackID ? .video : .leftOut
         }
-        if let format = sample.audioFormatDescription, format.isAAC {
-            if audio == nil, options.audioTrack.map({ $0 == sample.trackID }) ?? true {
+        if let format = sample.audioFormatDescription, options.audioTrack.map({ $0 == sample.trackID }) ?? format.isAAC || AudioPacketizer.sends(format) {
+            if audio == nil {
                 let packetizer = try StreamingError.network { () throws(NetworkError) in
-                    try AACPacketizer(configuration: options.audioPacketizer, clockRate: format.sampleRate)
+                    try AudioPacketizer(format: format, configuration: options.audioPacketizer)
                 }
                 audio = AudioMedium(packetizer: packetizer, trackID: sample.trackID, lastRTPTimestamp: options.audioPacketizer.timestampOffset)
             }
@@ -409,8 +410,8 @@ private struct SendingSession {
         }
         if let audio {
             var packets: [RTCPPacket] = [.senderReport(audioSenderReport(audio, at: now)),
-                                         RTCPPacket.sourceDescription(ssrc: audio.packetizer.configuration.ssrc, canonicalName: name)]
-            if goodbye { packets.append(.goodbye(.init(sources: [audio.packetizer.configuration.ssrc]))) }
+                                         RTCPPacket.sourceDescription(ssrc: audio.packetizer.ssrc, canonicalName: name)]
+            if goodbye { packets.append(.goodbye(.init(sources: [audio.packetizer.ssrc]))) }
             envelopes.append(AddressedEnvelope(remoteAddress: audioAddresses.rtcp, data: ByteBuffer(bytes: RTCPPacket.serialize(packets))))
         }
         try await rtcp.write(contentsOf: envelopes)
@@ -445,7 +446,7 @@ private struct SendingSession {
     func audioSenderReport(_ audio: AudioMedium, at now: Double) -> RTCPPacket.SenderReport {
         let media = mediaTime(at: now).map { MediaTime(seconds: $0, preferredTimescale: audio.packetizer.clockRate) }
         let rtp = media.map { audio.packetizer.timestamp(for: $0) } ?? audio.lastRTPTimestamp
-        return RTCPPacket.SenderReport(ssrc: audio.packetizer.configuration.ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
+        return RTCPPacket.SenderReport(ssrc: audio.packetizer.ssrc, ntpTimestamp: NTPTime.time(secondsSince1970: now), rtpTimestamp: rtp,
                                        packetCount: UInt32(truncatingIfNeeded: audio.packetizer.packetCount),
                                        octetCount: UInt32(truncatingIfNeeded: audio.packetizer.octetCount))
     }

@@ -12,8 +12,8 @@ public import MediaCore
 /// picture (its RTCP picture loss indication, or joining), `onKeyframeRequest` is called: an
 /// encoder makes its next picture an IDR picture there.
 ///
-/// With a `sound` track, its AAC frames (the samples of that track) go as a second medium
-/// (RFC 3640, `trackID=1`, payload type 97, or 98 beside a picture of 97), packetized once,
+/// With a `sound` track, its samples go as a second medium (`trackID=1`; AAC as RFC 3640 with
+/// payload type 97, or 98 beside a picture of 97; G.711 as PCMU or PCMA), packetized once,
 /// with sender reports of both media for one same instant: send the picture's and the
 /// sound's samples interleaved by decoding time, as a file or a live source brings them.
 public final class RTSPBroadcast: Sendable {
@@ -21,27 +21,33 @@ public final class RTSPBroadcast: Sendable {
     public let formatDescription: VideoFormatDescription
     /// How the samples are packetized (mode, packet size, payload type).
     public let packetizer: H264Packetizer.Configuration
-    /// The sound's medium, when the broadcast has one.
-    public let soundFormat: MPEG4GenericPayloadFormat?
+    /// The sound's medium when the broadcast has one of AAC (nil for G.711: see
+    /// ``soundPayloadFormat``).
+    public var soundFormat: MPEG4GenericPayloadFormat? {
+        if case .mpeg4Generic(let format) = soundPayloadFormat { format } else { nil }
+    }
+    /// The sound's medium, when the broadcast has one: AAC or G.711.
+    public let soundPayloadFormat: AudioPayloadFormat?
     let fanOut: RTPFanOut
 
-    /// A broadcast of samples of `formatDescription`, and with `sound` (an AAC track) of that
-    /// track's frames beside them.
+    /// A broadcast of samples of `formatDescription`, and with `sound` (an AAC or G.711 track;
+    /// another is an error naming it) of that track's samples beside them.
     public init(formatDescription: VideoFormatDescription, packetizer: H264Packetizer.Configuration = .init(), sound: TrackDescription? = nil,
                 onKeyframeRequest: (@Sendable () -> Void)? = nil) throws(StreamingError) {
         self.formatDescription = formatDescription
         self.packetizer = packetizer
         var audio: RTPFanOut.Audio?
         if let sound {
-            guard let description = sound.format.audio, description.isAAC else {
-                throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): a broadcast's sound is AAC")
+            guard let description = sound.format.audio, AudioPacketizer.sends(description) else {
+                throw .invalidOption("track \(sound.id) (\(sound.format.codecName)): a broadcast's sound is AAC or G.711")
             }
             let payloadType: UInt8 = packetizer.payloadType == 97 ? 98 : 97
             let configuration = AACPacketizer.Configuration(maximumPacketSize: packetizer.maximumPacketSize, payloadType: payloadType)
-            audio = RTPFanOut.Audio(track: sound.id, clockRate: description.sampleRate, configuration: configuration)
-            soundFormat = MPEG4GenericPayloadFormat(formatDescription: description, payloadType: payloadType, control: "trackID=1")
+            let medium = try RTPFanOut.Audio(sound: sound, configuration: configuration)
+            audio = medium
+            soundPayloadFormat = medium.payloadFormat
         } else {
-            soundFormat = nil
+            soundPayloadFormat = nil
         }
         fanOut = try RTPFanOut(configuration: packetizer, audio: audio, onKeyframeRequest: onKeyframeRequest)
     }

@@ -4,7 +4,13 @@ import SystemIO
 
 extension RTSPServer {
     /// The most samples held while a relay waits for its source's first picture and sound.
-    public static let relayHeldLimit = 512
+    public static let relayHeldLimit = 1024
+
+    /// Seconds of media a relay waits for its source's sound before it serves the picture
+    /// alone: the sound is held until both media's sender reports place it (up to
+    /// `RTPLipSync.reportWait`, 6 s; a camera's first report may come seconds in), and a
+    /// second more.
+    public static let relaySoundWait = 7.0
 
     /// Relays what `source` receives (a camera's RTSP stream, RTP, a publisher) at `path` as
     /// one stream every client joins at its next sync sample, and runs the server until the
@@ -13,15 +19,15 @@ extension RTSPServer {
     /// gets the TCP port once the server listens.
     ///
     /// The first picture gives the stream's description; a source that receives sound
-    /// (``LiveSource/receivesAudio``) has its AAC sound relayed as a second medium (placed by
+    /// (``LiveSource/receivesAudio``) has its AAC or G.711 sound relayed as a second medium (placed by
     /// its sender's reports, and sent with reports of both media for one instant), its format
-    /// from its first frame: the samples are held (at most ``relayHeldLimit``, or 2 s of
-    /// media) until both have come. Sound of another codec is not received, and the report
+    /// from its first frame: the samples are held (at most ``relayHeldLimit``, or
+    /// ``relaySoundWait`` seconds of media) until both have come. Sound of another codec is not received, and the report
     /// names it; a client's picture loss indication is not passed on to the source.
     public func run(relaying source: LiveSource, at path: String, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws(StreamingError)
         -> RTPReceiver.Report {
         let sound = source.receivesAudio
-        return try await source.relay(soundRefusal: { $0.isAAC ? nil : "an RTSP relay carries AAC sound" }) { samples in
+        return try await source.relay(soundRefusal: { AudioPacketizer.sends($0) ? nil : "an RTSP relay carries AAC and G.711 sound" }) { samples in
             try await self.relay(samples, at: path, sound: sound, onListening: onListening)
         }
     }
@@ -37,7 +43,7 @@ extension RTSPServer {
                 held.removeAll { $0.videoFormatDescription == nil }  // (no picture yet: the sound cannot wait for ever)
                 return
             }
-            let frame = held.first { $0.audioFormatDescription?.isAAC == true }
+            let frame = held.first { $0.audioFormatDescription.map(AudioPacketizer.sends) == true }
             let stream = try RTSPBroadcast(formatDescription: picture, packetizer: options.packetizer,
                                            sound: frame.map { TrackDescription(id: $0.trackID, format: $0.formatDescription) })
             try serve(.broadcast(stream), at: path)
@@ -55,7 +61,7 @@ extension RTSPServer {
             held.append(sample)
             let hasPicture = held.contains { $0.videoFormatDescription != nil }, hasSound = held.contains { $0.audioFormatDescription != nil }
             let span = held.last!.decodeTime - held.first!.decodeTime
-            if hasPicture && (!sound || hasSound || held.count >= Self.relayHeldLimit || (span.isNumeric && span.seconds >= 2)) {
+            if hasPicture && (!sound || hasSound || held.count >= Self.relayHeldLimit || (span.isNumeric && span.seconds >= Self.relaySoundWait)) {
                 try start()
             } else if held.count >= Self.relayHeldLimit {
                 held.removeFirst()

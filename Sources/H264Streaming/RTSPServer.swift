@@ -161,15 +161,14 @@ public final class RTSPServer: Sendable {
             guard let first else { throw .source(.noSamples(input: file, reason: "no H.264 samples to serve")) }
             let format = H264PayloadFormat(formatDescription: try first.requireVideo(input: file), payloadType: options.packetizer.payloadType,
                                            packetizationMode: options.packetizer.packetizationMode, control: "trackID=0")
-            var audio: (format: MPEG4GenericPayloadFormat, fanOut: RTPFanOut.Audio)?
-            if let audioTrack, let description = audioTrack.format.audio {
+            var audio: (format: AudioPayloadFormat, fanOut: RTPFanOut.Audio)?
+            if let audioTrack {
                 let payloadType: UInt8 = options.packetizer.payloadType == 97 ? 98 : 97
                 let packetizer = AACPacketizer.Configuration(maximumPacketSize: options.packetizer.maximumPacketSize, payloadType: payloadType)
-                // (Checked now: a setting the AAC packetizer refuses is an error here, not a PLAY
+                // (Made now: a setting the packetizer refuses is an error here, not a PLAY
                 // answered with nothing sent.)
-                _ = try StreamingError.network { () throws(NetworkError) in try AACPacketizer(configuration: packetizer, clockRate: description.sampleRate) }
-                audio = (MPEG4GenericPayloadFormat(formatDescription: description, payloadType: payloadType, control: "trackID=1"),
-                         RTPFanOut.Audio(track: audioTrack.id, clockRate: description.sampleRate, configuration: packetizer))
+                let medium = try RTPFanOut.Audio(sound: audioTrack, configuration: packetizer)
+                audio = (medium.payloadFormat, medium)
             }
             if loops {
                 let fanOut = try RTPFanOut(configuration: options.packetizer, audio: audio?.fanOut)
@@ -180,7 +179,7 @@ public final class RTSPServer: Sendable {
         case .broadcast(let broadcast):
             let format = H264PayloadFormat(formatDescription: broadcast.formatDescription, payloadType: broadcast.packetizer.payloadType,
                                            packetizationMode: broadcast.packetizer.packetizationMode, control: "trackID=0")
-            mount = Mount(path: path, kind: .shared(broadcast.fanOut, file: nil), format: format, audio: broadcast.soundFormat)
+            mount = Mount(path: path, kind: .shared(broadcast.fanOut, file: nil), format: format, audio: broadcast.soundPayloadFormat)
         case .ingest(let sink):
             mount = Mount(path: path, kind: .ingest(sink), format: nil)
         }
@@ -210,10 +209,10 @@ final class Mount: Sendable {
     let kind: Kind
     let format: H264PayloadFormat?
     /// The audio medium served beside the video, if any.
-    let audio: MPEG4GenericPayloadFormat?
+    let audio: AudioPayloadFormat?
     let player = Locked<PacedFilePlayer?>(nil)
 
-    init(path: String, kind: Kind, format: H264PayloadFormat?, audio: MPEG4GenericPayloadFormat? = nil) {
+    init(path: String, kind: Kind, format: H264PayloadFormat?, audio: AudioPayloadFormat? = nil) {
         self.path = path
         self.kind = kind
         self.format = format
@@ -223,7 +222,7 @@ final class Mount: Sendable {
     var resource: RTSPServerConnection.Resource {
         if case .ingest = kind { return .recordable }
         guard let format else { return .recordable }  // (every mount but an ingest has one)
-        if let audio { return .playableMedia([.h264(format), .mpeg4Generic(audio)]) }
+        if let audio { return .playableMedia([.h264(format), RTPPayloadFormat(sending: audio)]) }
         return .playable(format)
     }
 

@@ -44,8 +44,8 @@ struct SDP: ParsableCommand {
             let format = try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode)
             // The medium `stream` sends beside the video: the same choice.
             let audio = try StreamedTracks(path: input, options: options, carriesAudio: !noAudio).audio?.format.audio
-            let audioFormat = audio.map { MPEG4GenericPayloadFormat(formatDescription: $0, payloadType: Stream.audioPayloadType(besideVideo: payloadType)) }
-            print(target.sessionDescription(video: format, audio: audioFormat).text, terminator: "")
+            let audioFormat = audio.flatMap { AudioPayloadFormat(sending: $0, dynamicPayloadType: Stream.audioPayloadType(besideVideo: payloadType)) }
+            print(target.sessionDescription(video: format, sound: audioFormat).text, terminator: "")
         } catch {
             throw ToolError(error)
         }

@@ -200,8 +200,8 @@ struct Stream: AsyncParsableCommand {
         if let sdp {
             let format = if let live { try await H264PayloadFormat(firstSampleOf: live, payloadType: payloadType, packetizationMode: packetizationMode) }
                 else { try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode) }
-            let audioFormat = audio?.format.audio.map { MPEG4GenericPayloadFormat(formatDescription: $0, payloadType: audioPacketizer.payloadType) }
-            try writeFile(sdp, Array(target.sessionDescription(video: format, audio: audioFormat).text.utf8))
+            let audioFormat = audio?.format.audio.flatMap { AudioPayloadFormat(sending: $0, dynamicPayloadType: audioPacketizer.payloadType) }
+            try writeFile(sdp, Array(target.sessionDescription(video: format, sound: audioFormat).text.utf8))
         }
         // SIGINT and SIGTERM stop the stream the way its end does: with an RTCP BYE.
         let task = Task {

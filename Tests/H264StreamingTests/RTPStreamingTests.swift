@@ -132,6 +132,60 @@ struct RTPStreamingTests {
         }
     }
 
+    @Test("ffmpeg receives video and G.711 from RTPSender (PCMU on PORT+2, static payload type 0, one SDP): the samples byte for byte, the sound 0.5 s after the first picture as sent within 2 ms")
+    func ffmpegReceivesVideoAndG711() async throws {
+        let source = Self.audioVideoSource
+        var video: [SampleBuffer] = []
+        let reader = try MediaSource(path: source)
+        while let sample = try reader.next() { video.append(sample) }
+        try #require(!video.isEmpty)
+        // 2 s of µ-law (FFmpeg's encoder, a 440 Hz sine at 8 kHz), in runs of 50 ms from 0.5 s on
+        // (each sent as packets of 20, 20 and 10 ms).
+        let law = [UInt8](try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000", "-t", "2", "-c:a", "pcm_mulaw", "-f", "mulaw", "-"]).stdout)
+        try #require(law.count == 16_000)
+        let format = AudioFormatDescription(codec: "ulaw", sampleRate: 8000, channelCount: 1, framesPerPacket: 1)
+        let runs = stride(from: 0, to: law.count, by: 400).map { start in
+            let time = MediaTime(value: 4000 + Int64(start), timescale: 8000)
+            return SampleBuffer(data: BlockBuffer(Array(law[start..<min(law.count, start + 400)])), formatDescription: .audio(format),
+                                timing: SampleTiming(presentationTime: time, decodeTime: time, duration: MediaTime(value: 400, timescale: 8000)),
+                                attachments: SampleAttachments(isSync: true), trackID: TrackID(rawValue: 2))
+        }
+        let samples = (video + runs).enumerated().sorted { ($0.element.decodeTime.seconds, $0.offset) < ($1.element.decodeTime.seconds, $1.offset) }.map(\.element)
+        let port = try freeUDPPortPair(count: 2)
+        let destination = RTPDestination(host: "127.0.0.1", port: port)
+        let sound = try #require(AudioPayloadFormat(sending: format))
+        let sdp = destination.sessionDescription(video: H264PayloadFormat(formatDescription: try #require(video[0].videoFormatDescription)), sound: sound)
+        #expect(sdp.media.map(\.port) == [port, port + 2] && sdp.text.contains("m=audio \(port + 2) RTP/AVP 0") && sdp.text.contains("a=rtpmap:0 PCMU/8000"))
+        let sdpPath = try Checkout.temporaryFile(Array(sdp.text.utf8), suffix: ".sdp")
+        let (timeline, received) = (sdpPath + ".framemd5", sdpPath + ".ulaw")
+        defer { for path in [sdpPath, timeline, received] { try? FileManager.default.removeItem(atPath: path) } }
+        async let result = Self.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-buffer_size", "4194304", "-i", sdpPath,
+                                                            "-map", "0:v:0", "-map", "0:a:0", "-c", "copy", "-f", "framemd5", timeline,
+                                                            "-map", "0:a:0", "-c", "copy", "-f", "mulaw", received])
+        try await Self.waitUntilBound(port)
+        try await Self.waitUntilBound(port + 2)
+        let drops = UDPDropWatch(port: port)
+        let stream = AsyncStream<SampleBuffer> { continuation in
+            for sample in samples { continuation.yield(sample) }
+            continuation.finish()
+        }
+        let summary = try await RTPSender(destination: destination, options: .init(goodbyeDelay: .seconds(3))).send(stream)
+        let status = try await result
+        let dropped = drops.stop()
+        #expect(status.status == 0, "ffmpeg ends on our BYE: \(status.stderrText)")
+        #expect(summary.samples == video.count && summary.audio?.samples == runs.count && summary.audio?.packets == 3 * runs.count && summary.samplesLeftOut == 0, "\(summary)")
+        try expectations(unless: dropped > 0 ? "the kernel dropped \(dropped) datagrams on ffmpeg's port \(port): ffmpeg did not read in time" : nil) {
+            #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: received))) == law, "the µ-law samples byte for byte")
+            let recorded = Framemd5(try String(contentsOfFile: timeline, encoding: .utf8))
+            let pictures = recorded.times(stream: 0)
+            let picture = try #require(pictures.firstIndex { $0 != nil })
+            let offset = try #require(recorded.firstTime(stream: 1)) - pictures[picture]!
+            // As sent: the sound at 0.5 s on the source's clock, the picture at its presentation time.
+            let expected = 0.5 - video[picture].presentationTime.seconds
+            #expect(abs(offset - expected) <= 0.002, "the first sound \(offset) s after picture \(picture); sent \(expected) s")
+        }
+    }
+
     /// What ffmpeg's framemd5 muxer wrote: each stream's time base and packets.
     struct Framemd5 {
         var timeBases: [Int: Double] = [:]

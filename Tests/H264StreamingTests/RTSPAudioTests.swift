@@ -320,6 +320,73 @@ struct RTSPAudioTests {
         }
     }
 
+    /// G.711 sent: a camera's PCMU (GStreamer's RTSP server decoding a noise source's AAC to
+    /// 8 kHz µ-law) relayed by our RTSP server, FFmpeg recording the relay: the sound FFmpeg
+    /// records through the relay is the camera's samples byte for byte (found in FFmpeg's own
+    /// recording of the camera, without a gap), and it sits beside the picture as in that
+    /// recording within 24 ms.
+    @Test("a camera's PCMU relayed by the RTSP server (GStreamer's RTSP server -> our relay -> FFmpeg over TCP): the camera's G.711 samples byte for byte, beside the picture as in FFmpeg's own recording of the camera within 24 ms",
+          .enabled(if: RTSPTests.gstreamerPython != nil, "needs python3-gi and gir1.2-gst-rtsp-server-1.0 (a python3 that imports GstRtspServer)"))
+    func aRelayCarriesACamerasG711() async throws {
+        let python = try #require(RTSPTests.gstreamerPython)
+        // 12 s (the relay serves once the camera's sound is placed by its reports, seconds in),
+        // a keyframe a second, noise: every stretch of sound unique.
+        let source = try Checkout.temporaryFile([], suffix: ".mp4")
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        _ = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i",
+                               "anoisesrc=color=white:sample_rate=48000:amplitude=0.3", "-t", "12", "-ac", "2", "-pix_fmt", "yuv420p",
+                               "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-c:a", "aac", source])
+        let port = try freeTCPPort()
+        let gstreamer = try RTSPTests.gstreamerServer(python: python, port: port, launch: "( filesrc location=\(source) ! qtdemux name=d "
+            + "d.video_0 ! queue ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 d.audio_0 ! queue ! avdec_aac ! audioconvert ! audioresample "
+            + "! audio/x-raw,rate=8000,channels=1 ! mulawenc ! rtppcmupay name=pay1 )")
+        defer { kill(gstreamer.pid, SIGTERM) }
+        try #require(await waitUntilListening(port, seconds: 60), "gst-rtsp-server never listened: \(gstreamer.stderrText)")
+        let camera = "rtsp://127.0.0.1:\(port)/live"
+        let files = try (0..<4).map { try Checkout.temporaryFile([], suffix: [".framemd5", ".ulaw"][$0 % 2]) }
+        defer { for path in files { try? FileManager.default.removeItem(atPath: path) } }
+        /// FFmpeg records `url` (TCP) once into two outputs: the pictures decoded and the sound's
+        /// packets on one timeline (framemd5), and the sound's samples as they came.
+        func ffmpegRecords(_ url: String, into timeline: String, _ samples: String) async throws -> (timeline: RTPStreamingTests.Framemd5, samples: [UInt8]) {
+            let result = try await RTSPTests.runInBackground("timeout", ["60", "ffmpeg", "-v", "error", "-y", "-rtsp_transport", "tcp", "-i", url,
+                                                                         "-map", "0:v:0", "-map", "0:a:0", "-c:a", "copy", "-fps_mode", "passthrough",
+                                                                         "-enc_time_base:v", "1:90000", "-f", "framemd5", timeline,
+                                                                         "-map", "0:a:0", "-c", "copy", "-f", "mulaw", samples])
+            try #require(result.status == 0, "\(result.stderrText)")
+            return (RTPStreamingTests.Framemd5(try String(contentsOfFile: timeline, encoding: .utf8)), try [UInt8](Data(contentsOf: URL(fileURLWithPath: samples))))
+        }
+        // FFmpeg's own recording of the camera (every client of that server gets the file from its start).
+        let (theirTimeline, theirs) = try await ffmpegRecords(camera, into: files[0], files[1])
+        // The relay, and FFmpeg recording it as soon as it listens.
+        let relay = try RTSPServer(options: .init(port: 0))
+        let bound = BoundPort()
+        let relaying = Task {
+            try await relay.run(relaying: try LiveSource(parsing: camera, transport: .tcp, audio: true), at: "/relay", onListening: { bound.set($0) })
+        }
+        defer { relaying.cancel() }
+        let relayPort = try #require(await bound.value(within: 60), "the relay never listened")
+        let (ourTimeline, ours) = try await ffmpegRecords("rtsp://127.0.0.1:\(relayPort)/relay", into: files[2], files[3])
+        let report = try await relaying.value
+        #expect(report.sound?.lipSync == .senderReports && report.mediaNotReceived.isEmpty, "\(report)")
+        // The samples: the relayed ones are a stretch of the camera's, without a gap.
+        try #require(ours.count >= 8000, "\(ours.count) samples relayed: at least a second")
+        let probe = Array(ours.prefix(800))
+        let start = try #require((0...(theirs.count - probe.count)).first { theirs[$0] == probe[0] && Array(theirs[$0..<($0 + probe.count)]) == probe },
+                                 "the relayed sound's first 100 ms are in the camera's")
+        let overlap = min(ours.count, theirs.count - start)
+        #expect(overlap >= ours.count - 800 && Array(ours.prefix(overlap)) == Array(theirs[start..<(start + overlap)]),
+                "\(ours.count) samples relayed from the camera's \(start); \(overlap) of them follow on")
+        // The place: each recording's second picture (the first has no time from FFmpeg's RTP
+        // demuxer) and first sound, the relayed ones mapped into the camera's by their bytes.
+        let ourHashes = ourTimeline.dataHashes(stream: 0)
+        try #require(ourHashes.count > 1, "pictures relayed")
+        let index = try #require(theirTimeline.dataHashes(stream: 0).firstIndex(of: ourHashes[1]), "the relayed picture is one of the camera's")
+        let ourOffset = try #require(ourTimeline.firstTime(stream: 1)) - (try #require(ourTimeline.times(stream: 0)[1]))
+        let theirOffset = try #require(theirTimeline.firstTime(stream: 1)) + Double(start) / 8000 - (try #require(theirTimeline.times(stream: 0)[index]))
+        print("G.711 relayed: \(ours.count) samples, the camera's from its \(start)th; the sound \(ourOffset) s from the picture, in FFmpeg's recording of the camera \(theirOffset) s")
+        #expect(abs(ourOffset - theirOffset) <= 0.024, "through the relay the sound at \(ourOffset) s from the picture; in FFmpeg's recording of the camera \(theirOffset) s")
+    }
+
     /// A receiver told to leave the sound out names it in the report (and `receive` says it):
     /// never dropped without a word.
     @Test("RTSPClient told to leave the sound out: the video recorded, the sound named in the report as not received")
