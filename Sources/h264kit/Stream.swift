@@ -29,7 +29,7 @@ struct Stream: AsyncParsableCommand {
             AAC sound, placed by its sender reports) goes with its picture: muxed in TS segments; in fMP4 every AAC track as an audio rendition \
             (PATH-audio.m3u8, PATH-audio2.m3u8, …: EXT-X-MEDIA TYPE=AUDIO with NAME and LANGUAGE, the first the default, their \
             segments ending with the picture's; in the MPD an audio adaptation set); --no-audio: the video alone. \
-            A live source (rtsp://, rtp://, .sdp) is relayed to rtsp://HOST:PORT/PATH as one stream, its AAC sound \
+            A live source (rtsp://, rtp://, .sdp) is relayed to rtsp://HOST:PORT/PATH as one stream, its AAC or G.711 sound \
             beside the picture, until it ends. --rendition SOURCE adds a rendition (a \
             camera's sub stream, another encoder's output) beside INPUT's (its picture alone). --low-latency adds Low-Latency HLS: parts \
             of --part-duration (0.5 s), blocking playlist reloads, preload hints and delta updates (fMP4). At the \
