@@ -371,9 +371,7 @@ public struct RTPReceiver: Sendable {
         defer { ticker.cancel() }
 
         var session = RTPReceivingSession(configuration: options.session, formatDescription: try payloadFormat?.formatDescription())
-        var delivered = 0
-        var ending = Ending.cancelled
-        var lastArrival = ContinuousClock.now
+        var policy = ReceivingPolicy(configuration: .init(idleTimeout: options.idleTimeout.inSeconds, sampleLimit: options.sampleLimit), now: monotonicSeconds())
         var senderControl: SocketAddress?
         receiving: for await event in inputs {
             let now = monotonicSeconds()
@@ -382,36 +380,28 @@ public struct RTPReceiver: Sendable {
             switch event {
             case .audioRTP(let datagrams):
                 budget.give(datagrams.reduce(0) { $0 + $1.count })
-                lastArrival = .now
+                policy.arrived(at: now, isRTP: true)
                 for bytes in datagrams { placed += sound?.receiveRTP(bytes, arrival: now, picture: .init(session)) ?? [] }
             case .audioRTCP(let bytes, let from):
                 budget.give(bytes.count)
-                lastArrival = .now
+                policy.arrived(at: now, isRTP: false)
                 if sound?.receiveRTCP(bytes, arrival: now).senderReport == true { audioControl = from }
             case .rtp(let datagrams):
                 budget.give(datagrams.reduce(0) { $0 + $1.count })
-                lastArrival = .now
+                policy.arrived(at: now, isRTP: true)
                 // (Arrays, not a closure over the session: a closure capturing this async
                 // function's large `session` for mutation broke the task allocator's order.)
                 for bytes in datagrams { samples += session.receiveRTP(bytes, arrival: now) }
             case .rtcp(let bytes, let from):
                 budget.give(bytes.count)
-                lastArrival = .now
+                policy.arrived(at: now, isRTP: false)
                 let events = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: now) }
                 // Reports go back to where the sender's reports come from.
                 if events.senderReport { senderControl = from }
             case .tick:
                 samples = session.expire(now: now)
                 placed = sound?.expire(now: now, picture: .init(session)) ?? []
-                let idle = ContinuousClock.now - lastArrival
-                if session.isOver(quiet: idle.inSeconds) {
-                    ending = .goodbye
-                    break receiving
-                }
-                if idle > options.idleTimeout {
-                    ending = .idleTimeout
-                    break receiving
-                }
+                if case .end = policy.tick(now: now, isOver: { session.isOver(quiet: $0) }) { break receiving }
             }
             if let senderControl, let feedback = session.feedback(now: now) {
                 rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: senderControl, data: ByteBuffer(bytes: feedback)), promise: nil)
@@ -419,16 +409,13 @@ public struct RTPReceiver: Sendable {
             if let audioControl, audioChannels.count == 2, let feedback = sound?.feedback(now: now) {
                 audioChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: audioControl, data: ByteBuffer(bytes: feedback)), promise: nil)
             }
-            delivered = try Self.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
+            let step = try Self.hand(samples, policy: &policy, handle)
             try Self.handSound(placed, handle)
-            if let limit = options.sampleLimit, delivered >= limit {
-                ending = .sampleLimit
-                break receiving
-            }
+            if case .end = step { break receiving }
         }
-        if Task.isCancelled { ending = .cancelled }
-        delivered = try Self.hand(session.finish(), delivered: delivered, limit: options.sampleLimit, handle)
-        var report = Report(session: session, ending: ending, samples: delivered)
+        if Task.isCancelled { _ = policy.cancelled() }
+        _ = try Self.hand(session.finish(), policy: &policy, handle)
+        var report = Report(session: session, ending: policy.ending ?? .cancelled, samples: policy.delivered)
         if var last = sound {
             try Self.handSound(last.finish(picture: .init(session), now: monotonicSeconds()), handle)
             report.sound = SoundReport(last)
@@ -465,14 +452,13 @@ public struct RTPReceiver: Sendable {
         }
     }
 
-    static func hand(_ samples: [SampleBuffer], delivered: Int, limit: Int?, _ handle: (SampleBuffer) throws -> Void) throws -> Int {
-        var delivered = delivered
-        for sample in samples {
-            if let limit, delivered >= limit { break }
+    /// Hands on the pictures `policy` admits under its sample limit; its step after them.
+    static func hand(_ samples: [SampleBuffer], policy: inout ReceivingPolicy, _ handle: (SampleBuffer) throws -> Void) throws -> ReceivingPolicy.Step {
+        let admitted = policy.admitted(samples.count)
+        for sample in samples.prefix(admitted) {
             do { try handle(sample) } catch { throw HandlerError(underlying: error) }
-            delivered += 1
         }
-        return delivered
+        return policy.handed(admitted)
     }
 }
 

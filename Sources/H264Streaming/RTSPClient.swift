@@ -309,12 +309,10 @@ public struct RTSPClient: Sendable {
                 }
                 let audioRTPChannel = setup.audio?.transport.interleaved.map { UInt8($0.lowerBound) }
                 let audioRTCPChannel = setup.audio?.transport.interleaved.map { UInt8($0.upperBound) }
-                var delivered = 0
-                var ending = RTPReceiver.Ending.cancelled
-                var lastArrival = ContinuousClock.now
-                var anyRTP = false
-                var lastKeepAlive = ContinuousClock.now
-                let started = ContinuousClock.now
+                var policy = ReceivingPolicy(configuration: .init(idleTimeout: receiverOptions.idleTimeout.inSeconds, sampleLimit: receiverOptions.sampleLimit,
+                                                                  udpTimeout: canFallBack ? options.udpTimeout.inSeconds : nil,
+                                                                  keepAliveInterval: Double(max(1, setup.timeout / 2))),
+                                             now: monotonicSeconds())
                 let rtpChannel = setup.transport.interleaved.map { UInt8($0.lowerBound) }
                 let rtcpChannel = setup.transport.interleaved.map { UInt8($0.upperBound) }
                 var pending = early.makeIterator()
@@ -332,62 +330,51 @@ public struct RTSPClient: Sendable {
                     var sound: [SampleBuffer] = []
                     switch event {
                     case .audioRTP(let datagrams):
-                        lastArrival = .now
-                        anyRTP = true
                         let arrival = monotonicSeconds()
+                        policy.arrived(at: arrival, isRTP: true)
                         for bytes in datagrams { sound += audioSession?.receiveRTP(bytes, arrival: arrival, picture: .init(session)) ?? [] }
                     case .audioRTCP(let bytes):
-                        lastArrival = .now
+                        policy.arrived(at: monotonicSeconds(), isRTP: false)
                         _ = audioSession?.receiveRTCP(bytes, arrival: monotonicSeconds())
                     case .interleaved(let channel, let payload) where channel == audioRTPChannel:
-                        lastArrival = .now
-                        anyRTP = true
+                        policy.arrived(at: monotonicSeconds(), isRTP: true)
                         sound = audioSession?.receiveRTP(payload, arrival: monotonicSeconds(), picture: .init(session)) ?? []
                     case .interleaved(let channel, let payload) where channel == audioRTCPChannel:
-                        lastArrival = .now
+                        policy.arrived(at: monotonicSeconds(), isRTP: false)
                         _ = audioSession?.receiveRTCP(payload, arrival: monotonicSeconds())
                     case .rtp(let datagrams):
-                        lastArrival = .now
-                        anyRTP = true
                         let arrival = monotonicSeconds()
+                        policy.arrived(at: arrival, isRTP: true)
                         for bytes in datagrams { samples += session.receiveRTP(bytes, arrival: arrival) }
                     case .interleaved(let channel, let payload) where channel == rtpChannel:
-                        lastArrival = .now
-                        anyRTP = true
+                        policy.arrived(at: monotonicSeconds(), isRTP: true)
                         samples = session.receiveRTP(payload, arrival: monotonicSeconds())
                     case .interleaved(let channel, let payload) where channel == rtcpChannel:
-                        lastArrival = .now
+                        policy.arrived(at: monotonicSeconds(), isRTP: false)
                         _ = payload.withUnsafeBytes { session.receiveRTCP($0, arrival: monotonicSeconds()) }
                     case .rtcp(let bytes, _):
-                        lastArrival = .now
+                        policy.arrived(at: monotonicSeconds(), isRTP: false)
                         _ = bytes.withUnsafeBytes { session.receiveRTCP($0, arrival: monotonicSeconds()) }
                     case .interleaved, .response:
                         continue
                     case .closed:
-                        ending = .teardown
+                        _ = policy.closed()
                         break playing
                     case .tick:
                         if closed.withLock({ $0 }) {
-                            ending = .teardown
+                            _ = policy.closed()
                             break playing
                         }
-                        samples = session.expire(now: monotonicSeconds())
-                        sound = audioSession?.expire(now: monotonicSeconds(), picture: .init(session)) ?? []
-                        let now = ContinuousClock.now
-                        if session.isOver(quiet: (now - lastArrival).inSeconds) {
-                            ending = .goodbye
-                            break playing
-                        }
-                        if lower == .udp, canFallBack, !anyRTP, now - started > options.udpTimeout {
+                        let now = monotonicSeconds()
+                        samples = session.expire(now: now)
+                        sound = audioSession?.expire(now: now, picture: .init(session)) ?? []
+                        switch policy.tick(now: now, overUDP: lower == .udp, isOver: { session.isOver(quiet: $0) }) {
+                        case .goOn: break
+                        case .end: break playing
+                        case .fallBackToTCP:
                             try? await send(machine.teardown())
                             return .noUDP
-                        }
-                        if now - lastArrival > receiverOptions.idleTimeout {
-                            ending = .idleTimeout
-                            break playing
-                        }
-                        if now - lastKeepAlive > .seconds(max(1, setup.timeout / 2)) {
-                            lastKeepAlive = now
+                        case .sendKeepAlive:
                             try? await send(machine.keepAlive())
                         }
                     }
@@ -395,17 +382,15 @@ public struct RTSPClient: Sendable {
                     if let audio = setup.audio, let feedback = audioSession?.feedback(now: monotonicSeconds()) {
                         await sendControl(feedback, transport: audio.transport, over: audioUDP?.rtcp)
                     }
-                    delivered = try RTPReceiver.hand(samples, delivered: delivered, limit: receiverOptions.sampleLimit, handle)
+                    let step = try RTPReceiver.hand(samples, policy: &policy, handle)
                     try RTPReceiver.handSound(sound, handle)
-                    if let limit = receiverOptions.sampleLimit, delivered >= limit {
-                        ending = .sampleLimit
-                        break playing
-                    }
+                    if case .end = step { break playing }
                 }
-                if Task.isCancelled { ending = .cancelled }
+                if Task.isCancelled { _ = policy.cancelled() }
+                let ending = policy.ending ?? .cancelled
                 if ending != .teardown { try? await send(machine.teardown()) }
-                delivered = try RTPReceiver.hand(session.finish(), delivered: delivered, limit: receiverOptions.sampleLimit, handle)
-                var report = RTPReceiver.Report(session: session, ending: ending, samples: delivered)
+                _ = try RTPReceiver.hand(session.finish(), policy: &policy, handle)
+                var report = RTPReceiver.Report(session: session, ending: ending, samples: policy.delivered)
                 if var sound = audioSession {
                     try RTPReceiver.handSound(sound.finish(picture: .init(session), now: monotonicSeconds()), handle)
                     report.sound = RTPReceiver.SoundReport(sound)

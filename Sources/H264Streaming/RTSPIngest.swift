@@ -50,18 +50,20 @@ public struct RTSPIngest: Sendable {
     public func receive(onListening: @escaping @Sendable (Int) -> Void = { _ in }, soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil },
                         _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
         let server = try RTSPServer(options: serverOptions)
-        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes, recordsAudio: recordsAudio, soundRefusal: soundRefusal)
+        let sink = Sink(configuration: options.session, maximumQueuedBytes: options.maximumQueuedBytes, recordsAudio: recordsAudio, soundRefusal: soundRefusal,
+                        idleTimeout: options.idleTimeout)
         try server.serve(.ingest(sink), at: url.path)
         let serving = Task {
             do throws(StreamingError) { try await server.run(onListening: onListening) } catch { sink.abort(error) }
         }
         defer { serving.cancel() }
-        var delivered = 0
+        // The sample limit (the sink's own policy decides the ends in time).
+        var policy = ReceivingPolicy(configuration: .init(idleTimeout: .infinity, sampleLimit: options.sampleLimit), now: 0)
         var ending = RTPReceiver.Ending.cancelled
         let watchdog = Task {
             while !Task.isCancelled {
                 try await Task.sleep(for: .milliseconds(50))
-                sink.tick(idleTimeout: options.idleTimeout)
+                sink.tick()
             }
         }
         defer { watchdog.cancel() }
@@ -69,9 +71,8 @@ public struct RTSPIngest: Sendable {
             events: for await event in sink.events {
                 switch event {
                 case .samples(let samples):
-                    delivered = try Self.hand(samples, delivered: delivered, limit: options.sampleLimit, handle)
-                    if let limit = options.sampleLimit, delivered >= limit {
-                        ending = .sampleLimit
+                    if case .end(let why) = try Self.hand(samples, policy: &policy, handle) {
+                        ending = why
                         break events
                     }
                 case .ended(let why):
@@ -81,27 +82,28 @@ public struct RTSPIngest: Sendable {
             }
             // (The end event is dropped when the consumer's buffer is full; the reason is kept.)
             if case .cancelled = ending, let why = sink.ending { ending = why }
-            delivered = try Self.hand(sink.finish(), delivered: delivered, limit: options.sampleLimit, handle)
+            _ = try Self.hand(sink.finish(), policy: &policy, handle)
         } catch let error as RTPReceiver.HandlerError {
             throw .handler(error.underlying)
         } catch {
             throw .socket("receiving at \(url)", underlying: error)
         }
         if let error = sink.failure { throw error }  // the server could not listen
-        return sink.report(ending: ending, samples: delivered)
+        return sink.report(ending: ending, samples: policy.delivered)
     }
 
-    /// Hands on samples: the pictures counted against the limit, the sound beside them not.
-    private static func hand(_ samples: [SampleBuffer], delivered: Int, limit: Int?, _ handle: (SampleBuffer) throws -> Void) throws -> Int {
-        var delivered = delivered
+    /// Hands on samples: the pictures counted against the limit, the sound beside them not
+    /// (and none once the limit is reached); the policy's step after them.
+    private static func hand(_ samples: [SampleBuffer], policy: inout ReceivingPolicy, _ handle: (SampleBuffer) throws -> Void) throws -> ReceivingPolicy.Step {
+        var step = ReceivingPolicy.Step.goOn
         for sample in samples {
             if sample.mediaType == .video {
-                delivered = try RTPReceiver.hand([sample], delivered: delivered, limit: limit, handle)
-            } else if limit.map({ delivered < $0 }) ?? true {
+                step = try RTPReceiver.hand([sample], policy: &policy, handle)
+            } else if policy.admitted(1) == 1 {
                 do { try handle(sample) } catch { throw RTPReceiver.HandlerError(underlying: error) }
             }
         }
-        return delivered
+        return step
     }
 
     /// Receives into a file as ``RTPReceiver/record(to:)`` does.
@@ -129,8 +131,8 @@ public struct RTSPIngest: Sendable {
             var audio: RTPAudioBesidePicture?
             /// The picture's clock, for placing the sound.
             var picture: RTPLipSync.MediumClock { receiving.map(RTPLipSync.MediumClock.init) ?? .unknown }
-            var lastArrival: Double?
-            var tornDownAt: Double?
+            /// When the stream ends (from the session's start on).
+            var policy: ReceivingPolicy?
             var ended = false
             /// Why it ended, kept beside the event (which a full buffer drops).
             var ending: RTPReceiver.Ending?
@@ -150,15 +152,18 @@ public struct RTSPIngest: Sendable {
         private let configuration: RTPReceivingSession.Configuration
         private let recordsAudio: Bool
         private let soundRefusal: @Sendable (AudioFormatDescription) -> String?
+        private let idleTimeout: Duration
         private let budget: ByteBudget
         private let state = Locked(State())
 
         /// A sink receiving with `configuration`, holding at most `maximumQueuedBytes` of
         /// samples its consumer has not taken; with `recordsAudio`, the publisher's sound too
-        /// unless `soundRefusal` says why not (then it is named in the report).
+        /// unless `soundRefusal` says why not (then it is named in the report); the stream ends
+        /// `idleTimeout` after the publisher's last packet.
         public init(configuration: RTPReceivingSession.Configuration = .init(), maximumQueuedBytes: Int = 64 << 20, recordsAudio: Bool = true,
-                    soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil }) {
+                    soundRefusal: @escaping @Sendable (AudioFormatDescription) -> String? = { _ in nil }, idleTimeout: Duration = .seconds(5)) {
             self.configuration = configuration
+            self.idleTimeout = idleTimeout
             self.recordsAudio = recordsAudio
             self.soundRefusal = soundRefusal
             budget = ByteBudget(limit: max(1, maximumQueuedBytes))
@@ -215,7 +220,7 @@ public struct RTSPIngest: Sendable {
                     }
                 }
                 state.receiving = RTPReceivingSession(configuration: configuration, formatDescription: try? format.formatDescription())
-                state.lastArrival = monotonicSeconds()
+                state.policy = ReceivingPolicy(configuration: .init(idleTimeout: idleTimeout.inSeconds), now: monotonicSeconds())
             }
         }
 
@@ -223,7 +228,7 @@ public struct RTSPIngest: Sendable {
             let samples: [SampleBuffer] = state.withLock { state in
                 guard state.sessionID == id, !state.ended else { return [] }
                 let now = monotonicSeconds()
-                state.lastArrival = now
+                state.policy?.arrived(at: now, isRTP: true)
                 guard isAudio else { return bytes.withUnsafeBytes { state.receiving?.receiveRTP($0, arrival: now) ?? [] } }
                 let picture = state.picture
                 return state.audio?.receiveRTP(bytes, arrival: now, picture: picture) ?? []
@@ -234,7 +239,7 @@ public struct RTSPIngest: Sendable {
         func receiveRTCP(_ bytes: [UInt8], session id: String, isAudio: Bool = false) {
             state.withLock { state in
                 guard state.sessionID == id, !state.ended else { return }
-                state.lastArrival = monotonicSeconds()
+                state.policy?.arrived(at: monotonicSeconds(), isRTP: false)
                 if isAudio {
                     _ = state.audio?.receiveRTCP(bytes, arrival: monotonicSeconds())
                 } else {
@@ -247,33 +252,37 @@ public struct RTSPIngest: Sendable {
         /// or before its first): the session timeout counts from it.
         func secondsSinceArrival(session id: String) -> Double? {
             state.withLock { state in
-                guard state.sessionID == id, let last = state.lastArrival else { return nil }
-                return monotonicSeconds() - last
+                guard state.sessionID == id, let policy = state.policy else { return nil }
+                return policy.quiet(at: monotonicSeconds())
             }
         }
 
         /// The publisher's session ended (TEARDOWN, its connection closed). Its last RTP
         /// packets come over UDP, and may still wait in the socket after the TEARDOWN came over
-        /// TCP: the stream ends 250 ms later (``tick(idleTimeout:)``), taking them meanwhile.
+        /// TCP: the stream ends 250 ms later (``tick()``), taking them meanwhile.
         func end(session id: String) {
             state.withLock { state in
-                guard state.sessionID == id, !state.ended, state.tornDownAt == nil else { return }
-                state.tornDownAt = monotonicSeconds()
+                guard state.sessionID == id, !state.ended else { return }
+                state.policy?.tornDown(at: monotonicSeconds())
             }
         }
 
-        /// Ends on a BYE (once its last packets came, `RTPReceivingSession.isOver(quiet:)`) or `idleTimeout` without a packet.
-        func tick(idleTimeout: Duration) {
+        /// The clock's tick: ends on the TEARDOWN (once its last packets had time), a BYE (once
+        /// its last packets came, `RTPReceivingSession.isOver(quiet:)`) or `idleTimeout` without
+        /// a packet, as ``ReceivingPolicy`` rules.
+        func tick() {
             let now = monotonicSeconds()
             let (why, samples): (RTPReceiver.Ending?, [SampleBuffer]) = state.withLock { state in
-                guard !state.ended, let last = state.lastArrival else { return (nil, []) }
+                guard !state.ended, var policy = state.policy else { return (nil, []) }
                 var samples = state.receiving?.expire(now: now) ?? []
                 let picture = state.picture
                 samples += state.audio?.expire(now: now, picture: picture) ?? []
-                if let tornDown = state.tornDownAt, now - tornDown > 0.25 { state.ended = true; return (.teardown, samples) }
-                if state.receiving?.isOver(quiet: now - last) == true { state.ended = true; return (.goodbye, samples) }
-                if now - last > idleTimeout.inSeconds { state.ended = true; return (.idleTimeout, samples) }
-                return (nil, samples)
+                let receiving = state.receiving
+                let step = policy.tick(now: now) { receiving?.isOver(quiet: $0) == true }
+                state.policy = policy
+                guard case .end(let why) = step else { return (nil, samples) }
+                state.ended = true
+                return (why, samples)
             }
             if !samples.isEmpty { yield(.samples(samples)) }
             if let why {

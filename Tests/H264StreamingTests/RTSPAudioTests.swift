@@ -134,18 +134,21 @@ struct RTSPAudioTests {
         let sourcePictures = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:v:0", "-fps_mode", "passthrough",
                                                                            "-enc_time_base:v", "1:90000", "-f", "framemd5", "-"]).stdoutText)
         let sourceSounds = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
-        // The second picture (ffmpeg's RTP demuxer gives the first one no time: it shows as 0)
-        // and the first sound, found in the source by their bytes.
-        let pictures = recording.dataHashes(stream: 0)
-        try #require(pictures.count > 1, "pictures recorded")
-        let pictureInSource = try #require(sourcePictures.dataHashes(stream: 0).firstIndex(of: pictures[1]), "the picture is one of the source's")
+        // A picture and the first sound, found in the source by their bytes. The picture: the
+        // first after the first sound whose time FFmpeg gives (its RTP demuxer gives the first
+        // picture none, and its output holds pictures before the first sound at the sound's time).
+        let pictures = recording.dataHashes(stream: 0), pictureTimes = recording.times(stream: 0)
+        let soundStart = try #require(recording.firstTime(stream: 1))
+        let picture = try #require(pictureTimes.indices.dropFirst().first { pictureTimes[$0].map { $0 > soundStart } ?? false },
+                                   "a picture after the first sound: \(pictureTimes.prefix(5))")
+        let pictureInSource = try #require(sourcePictures.dataHashes(stream: 0).firstIndex(of: pictures[picture]), "the picture is one of the source's")
         let received = recording.dataHashes(stream: 1)
         let firstSound = try #require(received.first)
         let soundInSource = try #require(sourceSounds.dataHashes(stream: 0).firstIndex(of: firstSound), "the first sound is one of the source's")
         // The sound goes on frame after frame from there (to the end of the pass, at least).
         let following = Array(sourceSounds.dataHashes(stream: 0).dropFirst(soundInSource).prefix(received.count))
         #expect(Array(received.prefix(following.count)) == following)
-        let measured = try #require(recording.firstTime(stream: 1)) - (try #require(recording.times(stream: 0)[1]))
+        let measured = soundStart - pictureTimes[picture]!
         let soundTime = try #require(sourceSounds.times(stream: 0)[soundInSource]), pictureTime = try #require(sourcePictures.times(stream: 0)[pictureInSource])
         var expected = soundTime - pictureTime
         // (Both from one pass of the loop, unless the picture came in the next: then a pass later.)
@@ -376,12 +379,15 @@ struct RTSPAudioTests {
         let overlap = min(ours.count, theirs.count - start)
         #expect(overlap >= ours.count - 800 && Array(ours.prefix(overlap)) == Array(theirs[start..<(start + overlap)]),
                 "\(ours.count) samples relayed from the camera's \(start); \(overlap) of them follow on")
-        // The place: each recording's second picture (the first has no time from FFmpeg's RTP
-        // demuxer) and first sound, the relayed ones mapped into the camera's by their bytes.
-        let ourHashes = ourTimeline.dataHashes(stream: 0)
-        try #require(ourHashes.count > 1, "pictures relayed")
-        let index = try #require(theirTimeline.dataHashes(stream: 0).firstIndex(of: ourHashes[1]), "the relayed picture is one of the camera's")
-        let ourOffset = try #require(ourTimeline.firstTime(stream: 1)) - (try #require(ourTimeline.times(stream: 0)[1]))
+        // The place: a picture of each recording and its first sound, the relayed ones mapped
+        // into the camera's by their bytes. The picture: the first after the first sound whose
+        // time FFmpeg gives (its RTP demuxer gives the first picture none, and its output holds
+        // pictures before the first sound at the sound's time).
+        let ourHashes = ourTimeline.dataHashes(stream: 0), ourTimes = ourTimeline.times(stream: 0)
+        let ourSound = try #require(ourTimeline.firstTime(stream: 1))
+        let picture = try #require(ourTimes.indices.dropFirst().first { ourTimes[$0].map { $0 > ourSound } ?? false }, "a picture after the first sound: \(ourTimes.prefix(5))")
+        let index = try #require(theirTimeline.dataHashes(stream: 0).firstIndex(of: ourHashes[picture]), "the relayed picture is one of the camera's")
+        let ourOffset = ourSound - ourTimes[picture]!
         let theirOffset = try #require(theirTimeline.firstTime(stream: 1)) + Double(start) / 8000 - (try #require(theirTimeline.times(stream: 0)[index]))
         print("G.711 relayed: \(ours.count) samples, the camera's from its \(start)th; the sound \(ourOffset) s from the picture, in FFmpeg's recording of the camera \(theirOffset) s")
         #expect(abs(ourOffset - theirOffset) <= 0.024, "through the relay the sound at \(ourOffset) s from the picture; in FFmpeg's recording of the camera \(theirOffset) s")
