@@ -311,7 +311,7 @@ private struct SendingSession {
             if videoTrack == nil { videoTrack = sample.trackID }
             return videoTrack == sample.trackID ? .video : .leftOut
         }
-        if let format = sample.audioFormatDescription, options.audioTrack.map({ $0 == sample.trackID }) ?? format.isAAC || AudioPacketizer.sends(format) {
+        if let format = sample.audioFormatDescription, options.audioTrack.map({ $0 == sample.trackID }) ?? AudioPacketizer.sends(format) {
             if audio == nil {
                 let packetizer = try StreamingError.network { () throws(NetworkError) in
                     try AudioPacketizer(format: format, configuration: options.audioPacketizer)
