@@ -367,7 +367,9 @@ struct RTSPAudioTests {
             try await relay.run(relaying: try LiveSource(parsing: camera, transport: .tcp, audio: true), at: "/relay", onListening: { bound.set($0) })
         }
         defer { relaying.cancel() }
-        let relayPort = try #require(await bound.value(within: 60), "the relay never listened")
+        // (Within ten minutes: the relay's tasks share the test process's two threads with every
+        // suite; in CI of ea1dc07 it had not listened after 60 s.)
+        let relayPort = try #require(await bound.value(within: 600), "the relay never listened")
         let (ourTimeline, ours) = try await ffmpegRecords("rtsp://127.0.0.1:\(relayPort)/relay", into: files[2], files[3])
         let report = try await relaying.value
         #expect(report.sound?.lipSync == .senderReports && report.mediaNotReceived.isEmpty, "\(report)")

@@ -100,11 +100,15 @@ struct AudioCommandTests {
         // test's own tasks waited minutes for a thread beside the Chromium corpus run, and a
         // receiver with a short timeout gave up first: it waits ten minutes here. The sound's
         // port, bound last, is waited for on a thread of its own.)
-        let receiver = try ChildProcess(try h264kitURL(), ["receive", directory + "/x.sdp", directory + "/out.mp4", "--timeout", "600"])
-        _ = try await offThePool {
+        // (Whether it listened is decided on that thread too: in CI of ea1dc07 this task resumed
+        // more than ten minutes after the port was bound, when the receiver had given up.)
+        let receiver = try ChildProcess(try h264kitURL(), ["receive", directory + "/x.sdp", directory + "/out.mp4", "--timeout", "3600"])
+        defer { kill(receiver.pid, SIGTERM) }  // (it ends at the sender's BYE; this when the test fails first)
+        let listened = try await offThePool { () -> Bool in
             for _ in 0..<60_000 where !udpPortIsBound(UInt16(port + 2)) { usleep(10_000) }
+            return udpPortIsBound(UInt16(port + 2))
         }
-        try #require(udpPortIsBound(UInt16(port + 2)), "receive never listened: \(receiver.stderrText)")
+        try #require(listened, "receive never listened: \(receiver.stderrText)")
         let sent = try h264kit(["stream", source, "rtp://127.0.0.1:\(port)"])
         #expect(sent.status == 0, "\(sent.stderr)")
         let status = try await offThePool { receiver.wait() }
