@@ -7,7 +7,7 @@ import Testing
 /// The display server under hostile and heavy use, over real sockets on loopback: pages are
 /// plain WebSocket clients here (no browser), so that they can misbehave.
 extension RealTimeDisplay {
-@Suite("Display server under load and abuse")
+@Suite("Display server under load and abuse", .timely)
 struct DisplayServerLoadTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 

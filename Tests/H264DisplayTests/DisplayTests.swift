@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-/// The suites that run servers and browsers in real time: one test at a time, at high priority
+/// The suites that run servers and browsers in real time: one test at a time, on threads of their own
 /// (a page drops frames when the machine's two cores are taken by 200 clients beside it).
 @Suite("Display in real time", .serialized, .timely, .exclusive)
 enum RealTimeDisplay {}
@@ -239,7 +239,7 @@ extension RealTimeDisplay.DisplayTests {
 }
 
 /// The wire format and the layer's bookkeeping, without a browser.
-@Suite("Display messages and layer")
+@Suite("Display messages and layer", .timely)
 struct DisplayLayerTests {
     @Test("a sample message: the 40-byte header then the AVCC bytes; the config message names the codec and carries the avcC")
     func messageLayout() throws {

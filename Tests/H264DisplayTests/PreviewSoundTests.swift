@@ -7,7 +7,7 @@ import Testing
 /// The preview with sound: a file's AAC track decoded by the page's AudioDecoder and played
 /// through Web Audio on the control timebase, measured by the page's own A/V skew.
 extension RealTimeDisplay {
-@Suite("Preview with sound in headless Chromium", .requires(.chromium, .ffmpeg))
+@Suite("Preview with sound in headless Chromium", .requires(.chromium, .ffmpeg), .timely)
 struct PreviewSoundTests {
     /// A 10-s H.264 (B-frames) + AAC 48 kHz stereo file made by ffmpeg, as `container`.
     static func soundFile(_ container: String) throws -> String {

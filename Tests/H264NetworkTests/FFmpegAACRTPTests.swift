@@ -11,7 +11,7 @@ import Testing
 /// AAC over RTP (RFC 3640) between H264Kit and ffmpeg over loopback UDP: what ffmpeg sends,
 /// we rebuild into the source's AAC frames at their times; what we send, ffmpeg copies out as
 /// the source's frames.
-@Suite("AAC over RTP with ffmpeg as the peer", .requires(.ffmpeg), .serialized)
+@Suite("AAC over RTP with ffmpeg as the peer", .requires(.ffmpeg), .serialized, .timely)
 struct FFmpegAACRTPTests {
     /// 3 s of 48 kHz stereo AAC LC (and 44.1 kHz mono) by ffmpeg, made once.
     static let sources: [String] = {

@@ -11,7 +11,7 @@ import Testing
 
 /// RTP between H264Kit and ffmpeg over loopback UDP: what we send, ffmpeg decodes to the
 /// source's frame hashes; what ffmpeg sends, we rebuild into the source's access units.
-@Suite("RTP with ffmpeg as the peer", .requires(.ffmpeg), .serialized)
+@Suite("RTP with ffmpeg as the peer", .requires(.ffmpeg), .serialized, .timely)
 struct FFmpegRTPTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 

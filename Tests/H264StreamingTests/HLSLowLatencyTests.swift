@@ -149,7 +149,7 @@ struct HLSLowLatencyTests {
         // 48 allows two answers late by one stall of the origin itself.
         let publications = Mutex<[(time: Double, count: Int)]>([])
         let origin = running.origin
-        let watcher = Task.detached {
+        let watcher = Task.detached(executorPreference: TimelyExecutor.shared) {
             var last = -1
             while !Task.isCancelled {
                 let count = origin.statistics.partsPublished
@@ -276,9 +276,9 @@ struct HLSLowLatencyTests {
         let port = try freeTCPPort()
         let origin = try HLSOrigin(options: .init(port: port, lowLatency: .init()))
         let tasks = [
-            Task { try await origin.run() },
-            Task { try await origin.publish(MediaFileSamples(path: Self.source, loops: true), paced: true) },
-            Task { try await origin.publish(MediaFileSamples(path: small, loops: true), paced: true, rendition: "small") },
+            Task(executorPreference: TimelyExecutor.shared) { try await origin.run() },
+            Task(executorPreference: TimelyExecutor.shared) { try await origin.publish(MediaFileSamples(path: Self.source, loops: true), paced: true) },
+            Task(executorPreference: TimelyExecutor.shared) { try await origin.publish(MediaFileSamples(path: small, loops: true), paced: true, rendition: "small") },
         ]
         defer { for task in tasks { task.cancel() } }
         #expect(await waitUntilListening(port))
@@ -319,15 +319,15 @@ struct HLSLowLatencyTests {
         let (stream, continuation) = AsyncStream<SampleBuffer>.makeStream()
         defer { continuation.finish() }
         // 3 s of samples, then nothing (the source stalls; the stream does not end).
-        let feeding = Task {
+        let feeding = Task(executorPreference: TimelyExecutor.shared) {
             var count = 0
             for try await sample in MediaFileSamples(path: Self.source) where count < 90 {
                 continuation.yield(sample)
                 count += 1
             }
         }
-        let serving = Task { try await origin.run() }
-        let publishing = Task { try await origin.publish(stream, paced: true) }
+        let serving = Task(executorPreference: TimelyExecutor.shared) { try await origin.run() }
+        let publishing = Task(executorPreference: TimelyExecutor.shared) { try await origin.publish(stream, paced: true) }
         defer { feeding.cancel(); serving.cancel(); publishing.cancel() }
         #expect(await waitUntilListening(port))
         let media = origin.url(port: port).replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")

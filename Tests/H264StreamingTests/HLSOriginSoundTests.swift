@@ -42,8 +42,8 @@ struct HLSOriginSoundTests {
         var settings = EncoderSettings(width: 16, height: 16, frameRate: FrameRate(25, 1), preset: "ultrafast", rateControl: .constantQuality(30))
         settings.threads = 1
         let tasks = [
-            Task { try await origin.run() },
-            Task {
+            Task(executorPreference: TimelyExecutor.shared) { try await origin.run() },
+            Task(executorPreference: TimelyExecutor.shared) {
                 if transcodes {
                     try await origin.publish(TranscodedSamples(samples, options: .init(encoder: settings, keyframeInterval: segment)), paced: true, sound: sound)
                 } else {
@@ -190,7 +190,7 @@ struct HLSOriginSoundTests {
         let tracks = try StreamedTracks(path: source, othersReason: StreamedTracks.notAACOverHTTP, everyAACTrack: true)
         #expect(tracks.audioTracks.count == 2 && tracks.leftOut.isEmpty)
         let samples = MediaFileSamples(path: source, options: tracks.sourceOptions(.init()))
-        let tasks = [Task { try await origin.run() }, Task { try await origin.publish(samples, paced: true, sounds: tracks.audioTracks) }]
+        let tasks = [Task(executorPreference: TimelyExecutor.shared) { try await origin.run() }, Task(executorPreference: TimelyExecutor.shared) { try await origin.publish(samples, paced: true, sounds: tracks.audioTracks) }]
         defer { for task in tasks { task.cancel() } }
         guard await waitUntilListening(port) else { throw TestFailure("the origin did not listen on \(port)") }
         let url = origin.url(port: port)
@@ -258,7 +258,7 @@ struct HLSOriginSoundTests {
         // (A window longer than the 8-s source: the ended playlist lists it all.)
         let origin = try HLSOrigin(options: .init(port: httpPort, segmenter: .init(format: format, segmentDuration: MediaTime(value: 1, timescale: 1)),
                                                   windowSize: 20, servesDASH: format == .fragmentedMP4))
-        let serving = Task { try await origin.run() }
+        let serving = Task(executorPreference: TimelyExecutor.shared) { try await origin.run() }
         defer { serving.cancel() }
         #expect(await waitUntilListening(httpPort))
         let source = try LiveSource(parsing: "rtsp://127.0.0.1:\(rtspPort)/live", transport: .tcp, audio: true)
@@ -287,7 +287,7 @@ struct HLSOriginSoundTests {
         let httpPort = try freeTCPPort()
         let origin = try HLSOrigin(options: .init(port: httpPort, segmenter: .init(format: .fragmentedMP4, segmentDuration: MediaTime(value: 1, timescale: 1)),
                                                   windowSize: 20))
-        let serving = Task { try await origin.run() }
+        let serving = Task(executorPreference: TimelyExecutor.shared) { try await origin.run() }
         defer { serving.cancel() }
         #expect(await waitUntilListening(httpPort))
         let report = try await origin.publish(try LiveSource(parsing: "rtsp://127.0.0.1:\(rtspPort)/live", transport: .tcp, audio: true))

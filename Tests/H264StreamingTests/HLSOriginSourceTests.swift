@@ -8,7 +8,7 @@ import Testing
 
 /// The origin's one-call setups: its options from the URL a user types, and a live source
 /// published as it is received.
-@Suite("HLS origin: options from a URL, a live source published")
+@Suite("HLS origin: options from a URL, a live source published", .timely)
 struct HLSOriginSourceTests {
     static let stream = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
@@ -31,7 +31,7 @@ struct HLSOriginSourceTests {
     func liveSourcePublished() async throws {
         let rtpPort = try freeUDPPortPair(), httpPort = try freeTCPPort()
         let origin = try HLSOrigin(options: .init(url: "http://127.0.0.1:\(httpPort)/live/index.m3u8"))
-        let serving = Task { try await origin.run() }
+        let serving = Task(executorPreference: TimelyExecutor.shared) { try await origin.run() }
         defer { serving.cancel() }
         #expect(await waitUntilListening(httpPort))
         async let report = origin.publish(try LiveSource(parsing: "rtp://127.0.0.1:\(rtpPort)"))

@@ -32,8 +32,8 @@ struct HLSOriginTests {
                                                   windowSize: window, servesDASH: format == .fragmentedMP4, lowLatency: lowLatency))
             let origin = self.origin
             tasks = [
-                Task { try await origin.run() },
-                Task { try await origin.publish(MediaFileSamples(path: source, loops: true), paced: true) },
+                Task(executorPreference: TimelyExecutor.shared) { try await origin.run() },
+                Task(executorPreference: TimelyExecutor.shared) { try await origin.publish(MediaFileSamples(path: source, loops: true), paced: true) },
             ]
             url = origin.url(port: port)
             guard await waitUntilListening(port) else { throw TestFailure("the origin did not listen on \(port)") }
@@ -192,7 +192,7 @@ struct HLSOriginTests {
         #expect(idle.count >= 990, "\(idle.count) idle connections opened")
         let slow = try #require(connectLoopback(port: port))
         defer { close(slow) }
-        let slowloris = Task.detached {
+        let slowloris = Task.detached(executorPreference: TimelyExecutor.shared) {
             for byte in Array("GET /live/index.m3u8 HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) {
                 var value = byte
                 if write(slow, &value, 1) != 1 { return }

@@ -9,7 +9,7 @@ import Testing
 
 /// The live sources `receive` and `preview` name, and the payload format a file or a live
 /// sequence announces, as library calls.
-@Suite("LiveSource and the announced payload format")
+@Suite("LiveSource and the announced payload format", .timely)
 struct LiveSourceTests {
     static let stream = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 

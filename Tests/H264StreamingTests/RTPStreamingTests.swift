@@ -481,7 +481,7 @@ struct RTPStreamingTests {
         settings.maximumKeyframeInterval = 25
         let session = try CompressionSession(configuration: .init(settings: settings, isAsynchronous: true))
         let frames = try session.frames
-        let encoder = Task {
+        let encoder = Task(executorPreference: TimelyExecutor.shared) {
             for index in 0..<60 {
                 try await session.encode(pattern.picture(index), presentationTime: MediaTime(value: Int64(index), timescale: 25))
             }
@@ -601,7 +601,7 @@ struct RTPStreamingTests {
     func aPortInUseIsRefused() async throws {
         let port = try freeUDPPortPair()
         let first = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(20)))
-        let receiving = Task { try await first.receive { _ in } }
+        let receiving = Task(executorPreference: TimelyExecutor.shared) { try await first.receive { _ in } }
         defer { receiving.cancel() }
         try await Self.waitUntilBound(port)
         let second = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(1)))

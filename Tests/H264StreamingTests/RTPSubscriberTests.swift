@@ -4,11 +4,12 @@ import H264Network
 import NIOCore
 import NIOPosix
 import Synchronization
+import TestSupport
 import Testing
 
 /// One client's copy of a stream (``RTPSubscriber``) over real UDP sockets on loopback: the
 /// order in which its RTP packets and its RTCP BYE reach the client.
-@Suite("RTPSubscriber over UDP")
+@Suite("RTPSubscriber over UDP", .timely)
 struct RTPSubscriberTests {
     /// Every datagram a socket receives, with when.
     final class Arrivals: ChannelInboundHandler, Sendable {

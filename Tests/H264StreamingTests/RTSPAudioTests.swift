@@ -236,7 +236,7 @@ struct RTSPAudioTests {
         defer { task.cancel() }
         let relay = try RTSPServer(options: .init(port: 0))
         let bound = BoundPort()
-        let relaying = Task {
+        let relaying = Task(executorPreference: TimelyExecutor.shared) {
             try await relay.run(relaying: try LiveSource(parsing: "rtsp://127.0.0.1:\(port)/live", transport: .tcp, audio: true), at: "/relay",
                                 onListening: { bound.set($0) })
         }
@@ -363,7 +363,7 @@ struct RTSPAudioTests {
         // The relay, and FFmpeg recording it as soon as it listens.
         let relay = try RTSPServer(options: .init(port: 0))
         let bound = BoundPort()
-        let relaying = Task {
+        let relaying = Task(executorPreference: TimelyExecutor.shared) {
             try await relay.run(relaying: try LiveSource(parsing: camera, transport: .tcp, audio: true), at: "/relay", onListening: { bound.set($0) })
         }
         defer { relaying.cancel() }

@@ -88,7 +88,7 @@ struct RTSPServerLoadTests {
         let server = try RTSPServer(options: options)
         try server.serve(media, at: "/live")
         let bound = BoundPort()
-        let task = Task { try await server.run(onListening: { bound.set($0) }) }
+        let task = Task(executorPreference: TimelyExecutor.shared) { try await server.run(onListening: { bound.set($0) }) }
         let port = try #require(await bound.value(within: 60), "the server never listened")
         return (server, task, port)
     }

@@ -1,8 +1,9 @@
 import H264Bitstream
 import MediaCore
+import TestSupport
 import Testing
 
-@Suite("Timebase: waiting, paused and late")
+@Suite("Timebase: waiting, paused and late", .timely)
 struct TimebaseWaitTests {
     static func seconds(_ value: Double) -> MediaTime { MediaTime(seconds: value, preferredTimescale: 1_000_000_000) }
 
@@ -33,13 +34,13 @@ struct TimebaseWaitTests {
     /// sees a rate change at once.
     @Test func sleepUntilFollowsRateChanges() async throws {
         let timebase = Timebase(time: .zero, rate: 0)
-        let waiter = Task { try await timebase.sleep(until: Self.seconds(0.2)) }
+        let waiter = Task(executorPreference: TimelyExecutor.shared) { try await timebase.sleep(until: Self.seconds(0.2)) }
         try await Task.sleep(for: .milliseconds(50))
         timebase.setRate(4)  // 0.2 s of timebase in 50 ms of clock
         let late = try await waiter.value
         #expect(late >= .zero)
         #expect(timebase.time >= Self.seconds(0.2))
-        let cancelled = Task { try await Timebase(time: .zero, rate: 0).sleep(until: Self.seconds(1)) }
+        let cancelled = Task(executorPreference: TimelyExecutor.shared) { try await Timebase(time: .zero, rate: 0).sleep(until: Self.seconds(1)) }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
     }

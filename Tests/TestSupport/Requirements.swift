@@ -35,22 +35,23 @@ extension Trait where Self == ConditionTrait {
     }
 }
 
-/// Runs each test of a suite at high priority. Swift's cooperative pool has one thread a core
-/// and runs jobs in order within a priority: a test whose timing matters (a server, a stream
-/// at its pace, a client's timeouts) would otherwise wait behind every blocking test of a
-/// parallel run, measured here: a server task not started for over a minute while the corpus
-/// tests ran. Task-locals go with it (the test being run, for `#expect`).
+/// Runs each test of a suite on threads of its own (``TimelyExecutor``), not on Swift's
+/// cooperative pool. That pool has one thread a core and a parallel run fills it with blocking
+/// work (the corpus, synchronous waits for child processes): a test whose timing matters (a
+/// server, a stream at its pace, a client's timeouts) then waits behind them, measured in CI:
+/// a server task not started for over a minute, a receiver's task resumed ten minutes late.
+/// The test and its child tasks prefer the timely executor; an unstructured task it starts
+/// names it too (`Task(executorPreference: TimelyExecutor.shared)`). Task-locals go with it
+/// (the test being run, for `#expect`).
 public struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        try await withoutActuallyEscaping(function) { function in
-            try await Task(priority: .high) { try await function() }.value
-        }
+        try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
     }
 }
 
 extension Trait where Self == TimelyTrait {
-    /// Runs the tests at high priority (see ``TimelyTrait``).
+    /// Runs the tests on threads of their own (see ``TimelyTrait``).
     public static var timely: Self { TimelyTrait() }
 }

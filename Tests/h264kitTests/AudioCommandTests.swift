@@ -8,7 +8,7 @@ import Testing
 /// The sound through the tool: `mux` carries every track and says what it leaves out,
 /// chooses with `--track` and `--no-audio`, takes several inputs; `demux OUT.aac` writes the
 /// AAC track; `inspect` lists audio streams; `package` carries the sound and says what it does not.
-@Suite("Audio through the command line", .requires(.ffmpeg, .ffprobe))
+@Suite("Audio through the command line", .requires(.ffmpeg, .ffprobe), .timely)
 struct AudioCommandTests {
     static let inputs: String = {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-audio-cli-\(getpid())").path

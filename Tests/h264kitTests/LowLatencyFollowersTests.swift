@@ -147,7 +147,7 @@ struct LowLatencyFollowersTests {
 }
 
 /// `stream … http://` refuses option combinations that cannot work, before it listens.
-@Suite("stream to an HTTP origin: options")
+@Suite("stream to an HTTP origin: options", .timely)
 struct HTTPStreamOptionTests {
     @Test(arguments: [
         (["--low-latency", "--segment-format", "ts"], "--segment-format fmp4"),

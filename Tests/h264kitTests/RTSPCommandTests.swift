@@ -7,7 +7,7 @@ import Glibc
 
 /// `h264kit stream … rtsp://` and `h264kit receive rtsp://…` with ffmpeg on the other end, and
 /// live encoding of pictures; every connection is to 127.0.0.1.
-@Suite("h264kit stream and receive over RTSP", .requires(.ffmpeg, .ffprobe), .serialized)
+@Suite("h264kit stream and receive over RTSP", .requires(.ffmpeg, .ffprobe), .serialized, .timely)
 struct RTSPCommandTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 

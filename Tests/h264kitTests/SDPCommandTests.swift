@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("h264kit sdp", .requires(.ffmpeg))
+@Suite("h264kit sdp", .requires(.ffmpeg), .timely)
 struct SDPCommandTests {
     /// The fmtp parameters of an SDP, by name.
     static func fmtp(_ sdp: String) -> [String: String] {

@@ -7,7 +7,7 @@ import Glibc
 
 /// `h264kit stream` and `h264kit receive` over loopback UDP, with ffmpeg as the other end and
 /// with each other. Every packet goes to 127.0.0.1.
-@Suite("h264kit stream and receive", .requires(.ffmpeg, .ffprobe), .serialized)
+@Suite("h264kit stream and receive", .requires(.ffmpeg, .ffprobe), .serialized, .timely)
 struct StreamCommandTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 

@@ -1,0 +1,67 @@
+import Foundation
+
+/// Threads of their own for the tests whose timing matters (``TimelyTrait``): a task that
+/// prefers this executor never waits for Swift's cooperative pool.
+///
+/// The cooperative pool has one thread a core, two here. A parallel run holds both for minutes
+/// with blocking work (a corpus decode, a synchronous wait for a child process): measured in CI,
+/// a server task resumed over ten minutes late and a receiver gave up for lack of packets its
+/// socket had. This executor starts a thread whenever a job comes and every thread it has is
+/// busy (running or blocked), up to ``maximumThreads``; threads that run dry wait for the next
+/// job. The operating system then shares the cores among everything runnable, so a real-time
+/// test is slowed by a loaded machine, never stopped by it.
+public final class TimelyExecutor: TaskExecutor, @unchecked Sendable {  // `condition` guards the mutable fields
+    /// The executor every timely test and its tasks prefer.
+    public static let shared = TimelyExecutor(maximumThreads: 64)
+
+    /// The most threads this executor starts.
+    public let maximumThreads: Int
+
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var next = 0
+    private var threads = 0
+    private var idle = 0
+
+    /// An executor that starts at most `maximumThreads` threads (at least one).
+    public init(maximumThreads: Int) {
+        self.maximumThreads = max(1, maximumThreads)
+    }
+
+    /// Runs `job` on an idle thread, or on a new one when none is idle.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        let waiting = jobs.count - next
+        let starts = waiting > idle && threads < maximumThreads
+        if starts { threads += 1 }
+        condition.signal()
+        condition.unlock()
+        if starts {
+            let thread = Thread { [self] in work() }
+            thread.name = "timely \(threads)"
+            thread.start()
+        }
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            while next == jobs.count {
+                idle += 1
+                condition.wait()
+                idle -= 1
+            }
+            let job = jobs[next]
+            next += 1
+            if next == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                next = 0
+            }
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+            condition.lock()
+        }
+    }
+}

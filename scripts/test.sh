@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds and runs every test, in two test processes at once:
+#
+# - the timely ones: every suite in a file that uses the `.timely` trait (servers, streams at
+#   their pace, peers such as ffmpeg, GStreamer and Chromium, clients' timeouts);
+# - the rest (the corpus, the file commands, the syntax and units), which is mostly CPU work.
+#
+# Why two processes: Swift's cooperative pool has one thread a core (two on the CI machine) and a
+# parallel run fills it with blocking work; a real-time test in the same process then waits
+# behind it, measured in CI as a server task resumed minutes late and a receiver ending for lack
+# of packets its socket held. In a process of their own the timely tests share only the cores.
+#
+# Arguments are passed to `swift build` (e.g. `-c release`). Exit status: the first failure's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+swift build --build-tests "$@" || exit $?
+
+# The timely suites: the types declared in the files that use the trait.
+names=$(grep -l "\.timely" Tests/*/*.swift | grep -v "^Tests/TestSupport/" \
+    | xargs grep -hoE "^(@Suite[^)]*\) )?(struct|enum|final class) [A-Za-z0-9_]+" \
+    | awk '{ print $NF }' | sort -u | paste -sd'|' -)
+[ -n "$names" ] || { echo "test.sh: no timely suites found" >&2; exit 1; }
+timely="[./]($names)(/|$)"
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+swift test --skip-build --parallel --filter "$timely" "$@" > >(sed -u 's/^/[timely] /' | tee "$out/timely.log") 2>&1 &
+timely_pid=$!
+swift test --skip-build --parallel --skip "$timely" "$@" 2>&1 | tee "$out/rest.log"
+rest=${PIPESTATUS[0]}
+wait "$timely_pid"
+timely_status=$?
+sleep 1  # the prefixing pipe's last lines
+
+echo "test.sh: the rest: $(grep -E "^. Test run with" "$out/rest.log" | tail -n 1)"
+echo "test.sh: the timely: $(grep -E "Test run with" "$out/timely.log" | tail -n 1 | sed 's/^\[timely\] //')"
+if [ "$rest" -ne 0 ]; then exit "$rest"; fi
+exit "$timely_status"
