@@ -2,13 +2,16 @@
 # Builds and runs every test, in two test processes at once:
 #
 # - the timely ones: every suite in a file that uses the `.timely` trait (servers, streams at
-#   their pace, peers such as ffmpeg, GStreamer and Chromium, clients' timeouts);
+#   their pace, peers such as ffmpeg, GStreamer and Chromium, clients' timeouts); every suite
+#   in such a file carries the trait, so that its tests run on the timely executor's threads;
 # - the rest (the corpus, the file commands, the syntax and units), which is mostly CPU work.
 #
 # Why two processes: Swift's cooperative pool has one thread a core (two on the CI machine) and a
 # parallel run fills it with blocking work; a real-time test in the same process then waits
 # behind it, measured in CI as a server task resumed minutes late and a receiver ending for lack
-# of packets its socket held. In a process of their own the timely tests share only the cores.
+# of packets its socket held. In a process of their own the timely tests share only the cores,
+# and the rest runs at a lower priority (nice 10, its child processes too): it takes what the
+# timely tests leave (they mostly wait for the clock and their peers), never their turn.
 #
 # Arguments are passed to `swift build` (e.g. `-c release`). Exit status: the first failure's.
 set -uo pipefail
@@ -25,9 +28,13 @@ timely="[./]($names)(/|$)"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-swift test --skip-build --parallel --filter "$timely" "$@" > >(sed -u 's/^/[timely] /' | tee "$out/timely.log") 2>&1 &
+# (--ignore-lock: the two read the one build; SwiftPM's lock would run them one after the other.)
+# The timely tests run at most TIMELY_WIDTH at once (4): real-time tests beside heavy peers
+# (Chromium, 300 HTTP followers, GStreamer) each slow the others on two cores.
+SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${TIMELY_WIDTH:-4}" \
+    swift test --skip-build --ignore-lock --parallel --filter "$timely" "$@" > >(sed -u 's/^/[timely] /' | tee "$out/timely.log") 2>&1 &
 timely_pid=$!
-swift test --skip-build --parallel --skip "$timely" "$@" 2>&1 | tee "$out/rest.log"
+nice -n 10 swift test --skip-build --ignore-lock --parallel --skip "$timely" "$@" 2>&1 | tee "$out/rest.log"
 rest=${PIPESTATUS[0]}
 wait "$timely_pid"
 timely_status=$?

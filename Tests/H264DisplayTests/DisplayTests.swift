@@ -519,7 +519,7 @@ extension RealTimeDisplay.DisplayTests {
 
 /// The page compiled into the module is the one in `Resources/` (edited there, embedded by
 /// `scripts/embed-player.py`): the two never drift apart.
-@Suite("Display page sources")
+@Suite("Display page sources", .timely)
 struct PlayerResourcesTests {
     @Test func theEmbeddedPageIsTheResourcesPage() throws {
         let generated = String(decoding: try readFile(Checkout.root.appendingPathComponent("Sources/H264Display/PlayerResources.swift").path), as: UTF8.self)

@@ -11,7 +11,7 @@ import Testing
 /// VOD packages (fMP4 and TS; a closed-GOP and an open-GOP source) against the tests' own
 /// RFC 8216 reading, FFmpeg, GStreamer over HTTP and Chromium's own HLS player; DASH against
 /// FFmpeg; a ladder's renditions aligned.
-@Suite("HLS and DASH packaging", .requires(.ffmpeg, .ffprobe))
+@Suite("HLS and DASH packaging", .requires(.ffmpeg, .ffprobe), .timely)
 struct HLSPackagingTests {
     /// 20 s of 640x360 at 30 fps with B-frames: an IDR picture every 2 s (closed GOPs), and the
     /// same with open GOPs (an I picture with a recovery point every 2 s after the first IDR).

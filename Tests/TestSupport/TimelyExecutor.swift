@@ -17,6 +17,10 @@ public final class TimelyExecutor: TaskExecutor, @unchecked Sendable {  // `cond
     /// The most threads this executor starts.
     public let maximumThreads: Int
 
+    /// Whether the calling thread is one of a timely executor's.
+    public static var isCurrentThreadTimely: Bool { Thread.current.threadDictionary[marker] as? Bool == true }
+    private static let marker = "h264kit.timely"
+
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var next = 0
@@ -38,14 +42,11 @@ public final class TimelyExecutor: TaskExecutor, @unchecked Sendable {  // `cond
         if starts { threads += 1 }
         condition.signal()
         condition.unlock()
-        if starts {
-            let thread = Thread { [self] in work() }
-            thread.name = "timely \(threads)"
-            thread.start()
-        }
+        if starts { Thread.detachNewThread { [self] in work() } }
     }
 
     private func work() {
+        Thread.current.threadDictionary[Self.marker] = true
         condition.lock()
         while true {
             while next == jobs.count {
