@@ -90,6 +90,14 @@ for movie in movies:
         sample = b"\x00\x00\x00\x05\x65\x88\x84\x00\x20\x00\x00\x00\x02\x41\x9a"
         put("FuzzAVCC", os.path.basename(movie), len(record).to_bytes(2, "big") + record + sample)
 
+# Movies with sound: AAC in an MP4, G.711 in a MOV (a byte a sample, read as runs).
+for name, args in [("sound-aac.mp4", ["-c:a", "aac"]), ("sound-ulaw.mov", ["-c:a", "pcm_mulaw", "-ac", "1"]), ("sound-alaw.mov", ["-c:a", "pcm_alaw", "-ac", "2"])]:
+    movie = os.path.join(work, name)
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-f", "lavfi", "-i", "sine=sample_rate=8000", "-t", "0.5",
+           "-c:v", "libx264", "-preset", "ultrafast", *args, movie)
+    if os.path.exists(movie):
+        put("FuzzMovie", name, open(movie, "rb").read())
+
 # Transport streams FFmpeg writes from the movies (188 and 192-byte packets, two programs), the
 # first 60 kB of each, after the target's two option bytes.
 for movie in movies[1:4]:

@@ -395,7 +395,7 @@ struct AudioCopier {
         if let known = numbering[source] { return known }
         var reason: String?
         switch (format, output) {
-        case (.audio(let audio), .movie): if !audio.isAAC && audio.magicCookie.isEmpty { reason = "\(audio.codec) has no sample entry to write" }
+        case (.audio(let audio), .movie): if !audio.isAAC && !audio.isG711 && audio.magicCookie.isEmpty { reason = "\(audio.codec) has no sample entry to write" }
         case (.audio(let audio), .transportStream): if !audio.isAAC { reason = "a transport stream carries AAC" }
         default: reason = "not audio"
         }

@@ -144,10 +144,10 @@ public final class RTSPServer: Sendable {
         let mount: Mount
         switch media {
         case .file(let file, var sourceOptions, let loops):
-            // The first AAC track goes beside the video (the tracks read widened to it).
+            // The first AAC or G.711 track goes beside the video (the tracks read widened to it).
             var audioTrack: TrackDescription?
             if options.carriesAudio, sourceOptions.tracks == .firstVideo, sourceOptions.trackID == nil {
-                let tracks = try StreamedTracks(path: file, options: sourceOptions)
+                let tracks = try StreamedTracks(path: file, options: sourceOptions, sound: .aacOrG711)
                 audioTrack = tracks.audio
                 sourceOptions = tracks.sourceOptions(sourceOptions)
             }

@@ -35,13 +35,13 @@ public final class MovieReader: Sendable {
         public var dependency: UInt8?
     }
 
-    /// A sample description: an H.264 format, an AAC format, a timecode format, or another
-    /// codec we only name (its entry's bytes are in ``Track/sampleEntries``, to carry it).
+    /// A sample description: an H.264 format, an AAC or G.711 format, a timecode format, or
+    /// another codec we only name (its entry's bytes are in ``Track/sampleEntries``, to carry it).
     public enum SampleDescription: Sendable {
         /// An `avc1` or `avc3` sample entry with its avcC, as a format description.
         case h264(VideoFormatDescription)
         /// An `mp4a` sample entry of AAC (an `esds` of MPEG-4 or MPEG-2 AAC with its
-        /// AudioSpecificConfig), as a format description.
+        /// AudioSpecificConfig), or a `ulaw`/`alaw` one (G.711), as a format description.
         case audio(AudioFormatDescription)
         /// A `tmcd` or `tc64` timecode sample entry.
         case timecode(TimecodeFormatDescription)
@@ -63,7 +63,9 @@ public final class MovieReader: Sendable {
         public var edits: [EditListBox.Entry]
         /// The sample descriptions (`stsd`), in order.
         public var descriptions: [SampleDescription]
-        /// Every sample, in decoding order, from the sample table and any movie fragments.
+        /// Every sample, in decoding order, from the sample table and any movie fragments. A
+        /// G.711 track's samples (a byte a channel each) are gathered into runs as its chunks
+        /// hold them, at most ``MovieReader/maximumG711Run`` samples a run, as FFmpeg reads them.
         public var samples: [SampleEntry]
         /// Display size (`tkhd`).
         public var width: Double
@@ -118,7 +120,7 @@ public final class MovieReader: Sendable {
         }
 
         /// Whether the track is AAC.
-        public var isAAC: Bool { descriptions.contains { if case .audio = $0 { true } else { false } } }
+        public var isAAC: Bool { descriptions.contains { if case .audio(let format) = $0 { format.isAAC } else { false } } }
 
         /// The format of sample description `index` (from 0): H.264, AAC and timecode as read,
         /// anything else as an opaque description holding its sample entry's bytes.
@@ -191,6 +193,10 @@ public final class MovieReader: Sendable {
 
     /// Limits on untrusted structure.
     public static let maximumSampleDescriptions = 1024
+
+    /// The most G.711 samples gathered into one run (a sample buffer): 1024, FFmpeg's packet
+    /// of such sound (128 ms at 8 kHz).
+    public static let maximumG711Run = 1024
 
     /// Limits on what a file may make the reader hold, so an index that declares more than a
     /// real file needs is an error before it is allocated (FFmpeg's `max_alloc` serves the
@@ -613,7 +619,7 @@ struct Parser {
             }
             // The entries the count declares (FFmpeg reads no more), of those present.
             for entry in stsd.entries.prefix(Int(stsd.declaredEntryCount ?? UInt32(stsd.entries.count))) {
-                track.descriptions.append(try description(entry, path: tablePath + "/stsd"))
+                track.descriptions.append(try description(entry, path: tablePath + "/stsd", timescale: track.timescale))
                 var bytes = BoxWriter()
                 entry.write(to: &bytes)
                 track.sampleEntries.append(bytes.bytes)
@@ -621,10 +627,32 @@ struct Parser {
         }
         if let roll = table.all(SampleGroupDescriptionBox.self).first(where: { $0.groupingType == "roll" }) { track.rollDistance = roll.rollDistances.first }
         track.samples = try samples(table, path: tablePath)
+        if !track.descriptions.isEmpty, track.descriptions.allSatisfy({ if case .audio(let format) = $0 { format.isG711 } else { false } }) {
+            track.samples = Self.gatheredRuns(track.samples, limit: MovieReader.maximumG711Run)
+        }
         return track
     }
 
-    mutating func description(_ entry: AnyBox, path entryPath: String) throws(ContainerError) -> MovieReader.SampleDescription {
+    /// Samples that follow one another in the file and in time (a chunk's G.711 samples, a
+    /// byte a channel each) gathered into runs of at most `limit` samples (by duration).
+    static func gatheredRuns(_ samples: [MovieReader.SampleEntry], limit: Int) -> [MovieReader.SampleEntry] {
+        var runs: [MovieReader.SampleEntry] = []
+        runs.reserveCapacity(samples.count / 64 + 1)
+        for sample in samples {
+            if var run = runs.last, run.descriptionIndex == sample.descriptionIndex, run.compositionOffset == sample.compositionOffset,
+               run.offset &+ UInt64(run.size) == sample.offset, run.decodeTime &+ Int64(run.duration) == sample.decodeTime,
+               Int(run.duration) + Int(sample.duration) <= limit, run.size.addingReportingOverflow(sample.size).overflow == false {
+                run.size += sample.size
+                run.duration += sample.duration
+                runs[runs.count - 1] = run
+            } else {
+                runs.append(sample)
+            }
+        }
+        return runs
+    }
+
+    mutating func description(_ entry: AnyBox, path entryPath: String, timescale: Int32) throws(ContainerError) -> MovieReader.SampleDescription {
         if let visual = entry.as(VisualSampleEntry.self) {
             guard let avcC = visual.first(AVCConfigurationBox.self) else {
                 throw ContainerError(.invalidBox, "\(visual.type) sample entry without an avcC box", path: path, boxPath: entryPath + "/\(visual.type)")
@@ -638,14 +666,29 @@ struct Parser {
             }
         }
         if let timecode = entry.as(TimecodeSampleEntry.self) { return timecodeDescription(timecode, path: entryPath) }
-        if let audio = entry.as(AudioSampleEntry.self) { return audioDescription(audio, path: entryPath) }
+        if let audio = entry.as(AudioSampleEntry.self) { return audioDescription(audio, path: entryPath, timescale: timescale) }
         return .other(entry.type)
     }
 
     /// An `mp4a` entry as AAC when its `esds` (in the entry or in QuickTime's `wave`) names
     /// MPEG-4 or MPEG-2 AAC and holds a configuration that reads; else it is carried as it is
     /// (MP3 in `mp4a`, say), and a configuration that does not read is said.
-    mutating func audioDescription(_ entry: AudioSampleEntry, path entryPath: String) -> MovieReader.SampleDescription {
+    mutating func audioDescription(_ entry: AudioSampleEntry, path entryPath: String, timescale: Int32) -> MovieReader.SampleDescription {
+        if entry.type == "ulaw" || entry.type == "alaw" {
+            // G.711: the rate and channels in the entry (16.16; a QuickTime sound description of
+            // version 2 has them in its extension), else the track's timescale.
+            var rate = Int(entry.sampleRate >> 16), channels = Int(entry.channelCount)
+            if entry.version == 2, let extended = entry.version2, extended.count >= 16 {
+                let bits = extended[4..<12].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                let value = Double(bitPattern: bits)
+                rate = value.isFinite && value >= 1 && value <= 1_000_000 ? Int(value) : 0
+                channels = Int(extended[12..<16].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            }
+            let sampleRate = rate > 0 ? rate : Int(timescale)
+            guard sampleRate > 0 else { return .other(entry.type) }  // no rate to time it by: carried as it is
+            return .audio(AudioFormatDescription(codec: entry.type, sampleRate: sampleRate, channelCount: (1...64).contains(channels) ? channels : 1,
+                                                 framesPerPacket: 1))
+        }
         guard let esds = entry.elementaryStreamDescriptor else { return .other(entry.type) }
         let descriptor: ElementaryStreamDescriptor
         do throws(BitstreamError) { descriptor = try esds.descriptor() } catch {

@@ -77,6 +77,10 @@ public struct AudioFormatDescription: Hashable, Sendable, CustomStringConvertibl
     /// Whether the samples are AAC.
     public var isAAC: Bool { codec == "mp4a" && audioSpecificConfig != nil }
 
+    /// Whether the samples are G.711 (`ulaw` or `alaw`): a byte a sample per channel, any
+    /// number of samples in a sample buffer.
+    public var isG711: Bool { codec == "ulaw" || codec == "alaw" }
+
     /// One packet's duration, in ``sampleRate`` ticks.
     public var packetDuration: MediaTime { MediaTime(value: Int64(framesPerPacket), timescale: Int32(clamping: sampleRate)) }
 

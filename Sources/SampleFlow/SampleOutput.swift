@@ -38,7 +38,7 @@ public enum SampleOutput: Sendable {
         switch self {
         case .annexB: return "an Annex-B stream carries the H.264 video alone"
         case .transportStream: return format.isAAC ? nil : "a transport stream carries AAC sound, not \(format.codecString) (record to .mov or .mp4)"
-        case .movie: return format.isAAC || format.codec == "ulaw" || format.codec == "alaw" ? nil : "a movie written here carries AAC and G.711 sound, not \(format.codecString)"
+        case .movie: return format.isAAC || format.isG711 ? nil : "a movie written here carries AAC and G.711 sound, not \(format.codecString)"
         }
     }
 

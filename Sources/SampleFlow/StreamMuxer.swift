@@ -273,7 +273,7 @@ public struct StreamMuxer: Sendable {
     func carries(_ format: FormatDescription) -> String? {
         switch (format, options.output) {
         case (.video, _): return nil
-        case (.audio(let audio), .movie): return audio.isAAC || !audio.magicCookie.isEmpty ? nil : "\(audio.codec) has no sample entry to write"
+        case (.audio(let audio), .movie): return audio.isAAC || audio.isG711 || !audio.magicCookie.isEmpty ? nil : "\(audio.codec) has no sample entry to write"
         case (.audio(let audio), .transportStream):
             guard let config = audio.audioSpecificConfig, (1...4).contains(config.audioObjectType.rawValue), config.channelConfiguration < 8 else {
                 return "\(audio.codecString) cannot be written as ADTS, AAC's form in a transport stream"

@@ -43,7 +43,7 @@ struct SDP: ParsableCommand {
             let target = try RTPDestination(parsing: destination)
             let format = try H264PayloadFormat(firstSampleOf: input, options: options, payloadType: payloadType, packetizationMode: packetizationMode)
             // The medium `stream` sends beside the video: the same choice.
-            let audio = try StreamedTracks(path: input, options: options, carriesAudio: !noAudio).audio?.format.audio
+            let audio = try StreamedTracks(path: input, options: options, carriesAudio: !noAudio, sound: .aacOrG711).audio?.format.audio
             let audioFormat = audio.flatMap { AudioPayloadFormat(sending: $0, dynamicPayloadType: Stream.audioPayloadType(besideVideo: payloadType)) }
             print(target.sessionDescription(video: format, sound: audioFormat).text, terminator: "")
         } catch {

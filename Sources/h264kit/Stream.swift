@@ -9,13 +9,14 @@ struct Stream: AsyncParsableCommand {
         discussion: """
             rtp://HOST:PORT sends RTP to the host, RTCP sender reports to PORT+1, paced by the timestamps \
             (as ffmpeg -re does), and a BYE at the end or on SIGINT, which ends ffmpeg's and GStreamer's \
-            receivers; the input's first AAC track goes beside the video to PORT+2 (RFC 3640, RTCP on PORT+3), \
+            receivers; the input's first AAC or G.711 track goes beside the video to PORT+2 (AAC as RFC 3640, \
+            G.711 as PCMU/PCMA; RTCP on PORT+3), \
             as ffmpeg sends a file with sound (--no-audio: the video alone). --sdp writes what `h264kit sdp` \
             prints, for the receiver (ffmpeg -protocol_whitelist file,udp,rtp -i FILE.sdp).
             rtsp://HOST:PORT/PATH serves INPUT on HOST:PORT at PATH to any number of clients (RTP over UDP or \
             interleaved in TCP): a file to each client from its start, or with --loop as one live stream clients \
-            join at its next keyframe; until SIGINT; the input's first AAC track is a second medium beside the \
-            video (RFC 3640; --no-audio: the video alone). --user USER:PASS makes clients authenticate.
+            join at its next keyframe; until SIGINT; the input's first AAC or G.711 track is a second medium \
+            beside the video (RFC 3640, PCMU/PCMA; --no-audio: the video alone). --user USER:PASS makes clients authenticate.
             A .y4m (or raw .yuv) INPUT is encoded live with x264 (tune zerolatency unless --tune says otherwise), \
             and a receiver's RTCP picture loss indication makes the next picture an IDR picture.
             With --transcode (http://), a file's picture is decoded and encoded again live with x264 (the encoder \
@@ -76,7 +77,7 @@ struct Stream: AsyncParsableCommand {
     @Flag(help: "Send as fast as the socket takes packets instead of at the stream's pace.")
     var noPace = false
 
-    @Flag(help: "Send the video alone, leaving out the input's AAC track.")
+    @Flag(help: "Send the video alone, leaving out the input's sound.")
     var noAudio = false
 
     @Flag(help: "HTTP: decode INPUT's picture and encode it again live with x264 (the encoder options; tune zerolatency, an IDR picture at each segment's start), its sound passed through as it is (ffmpeg -c:v libx264 -c:a copy).")
@@ -154,7 +155,7 @@ struct Stream: AsyncParsableCommand {
         let packetizer = H264Packetizer.Configuration(packetizationMode: packetizationMode, maximumPacketSize: mtu, payloadType: payloadType)
         do {
             let live = try isLive ? liveSamples() : nil
-            // The picture goes, and over RTP and RTSP the first AAC track; say what does not.
+            // The picture goes, and over RTP and RTSP the first AAC or G.711 track; say what does not.
             let tracks = live != nil || input == "-" || LiveSource.isLive(input) ? nil
                 : try streamedTracks()
             for track in tracks?.leftOut ?? [] { printError("\(input): warning: \(track)") }
@@ -171,12 +172,13 @@ struct Stream: AsyncParsableCommand {
     }
 
     /// The tracks of INPUT that go beside its picture: over HTTP in fMP4 every AAC track (a
-    /// rendition each), in TS segments and over RTP/RTSP the first.
+    /// rendition each), in TS segments the first, over RTP/RTSP the first AAC or G.711 one.
     func streamedTracks() throws -> StreamedTracks {
         if isHTTP, segmentFormat == "fmp4" {
             return try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: StreamedTracks.notAACOverHTTP, everyAACTrack: true)
         }
-        return try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: isHTTP ? StreamedTracks.oneAACTrackInTransportStream : StreamedTracks.oneAACTrack)
+        return try StreamedTracks(path: input, carriesAudio: !noAudio, othersReason: isHTTP ? StreamedTracks.oneAACTrackInTransportStream : StreamedTracks.oneAACTrack,
+                                  sound: isHTTP ? .aac : .aacOrG711)
     }
 
     /// Pictures encoded as they come, keyframes on request.

@@ -106,4 +106,35 @@ func offset(of type: String, in bytes: [UInt8]) -> Int? {
             (error as! ContainerError).code == .invalidInput
         }
     }
+
+    /// G.711 in a MOV as FFmpeg writes it (`ulaw`/`alaw`, a sample a byte): read as an audio
+    /// format (not an opaque entry), its samples gathered into runs of a chunk (at most
+    /// ``MovieReader/maximumG711Run``), each run's bytes the file's in order and its times
+    /// without a gap: the whole sound is what FFmpeg copies out of the file.
+    @Test("G.711 in a MOV (FFmpeg's pcm_mulaw and pcm_alaw, mono 8 kHz and stereo 16 kHz): an audio format, runs of a chunk each, the bytes and times FFmpeg copies out",
+          .requires(.ffmpeg), arguments: [("pcm_mulaw", "ulaw", 8000, 1), ("pcm_alaw", "alaw", 16000, 2)])
+    func g711RunsAsFFmpegReadsThem(codec: String, entry: String, rate: Int, channels: Int) throws {
+        let movie = try Checkout.temporaryFile([], suffix: ".mov")
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=\(rate)",
+                                      "-t", "3", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", codec, "-ac", "\(channels)", movie])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let reader = try MovieReader(path: movie)
+        let index = try #require(reader.tracks.firstIndex { $0.handlerType == "soun" })
+        let track = reader.tracks[index]
+        guard case .audio(let format) = track.descriptions.first else { Issue.record("\(String(describing: track.descriptions.first))"); return }
+        #expect(format == AudioFormatDescription(codec: FourCharCode(stringLiteral: entry), sampleRate: rate, channelCount: channels, framesPerPacket: 1) && format.isG711 && !track.isAAC)
+        #expect(reader.firstAudioTrackIndex == nil, "the first AAC track")
+        let samples = try reader.sampleBuffers(track: index, editList: .shift)
+        var bytes: [UInt8] = [], next: MediaTime?
+        for sample in samples {
+            #expect(sample.duration.value <= Int64(MovieReader.maximumG711Run) && Int(sample.duration.value) * channels == sample.data.bytes.count, "\(sample.timing)")
+            if let next { #expect(sample.decodeTime == next, "a run at \(sample.decodeTime), the last ended at \(next)") }
+            next = sample.decodeTime + sample.duration
+            bytes += sample.data.bytes
+        }
+        #expect(samples.count > 1 && samples.count * 64 < bytes.count / channels, "\(samples.count) runs of \(bytes.count) bytes")
+        let copied = try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", entry == "ulaw" ? "mulaw" : "alaw", "-"]).stdout
+        #expect(bytes == [UInt8](copied), "\(bytes.count) bytes read, FFmpeg copies \(copied.count)")
+    }
 }

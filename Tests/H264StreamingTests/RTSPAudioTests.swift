@@ -323,6 +323,31 @@ struct RTSPAudioTests {
         }
     }
 
+    /// G.711 from a file: a MOV with H.264 and µ-law or A-law (as FFmpeg writes one) served by
+    /// the RTSP server, FFmpeg recording over TCP: the file's samples byte for byte (PCMU and
+    /// PCMA with their static payload types at 8 kHz mono), and the file's pictures.
+    @Test("a MOV with G.711 served by RTSPServer (FFmpeg's pcm_mulaw, pcm_alaw; FFmpeg the client over TCP): the file's samples byte for byte, and its pictures",
+          arguments: ["pcm_mulaw", "pcm_alaw"])
+    func aFileWithG711IsServed(codec: String) async throws {
+        let source = try Checkout.temporaryFile([], suffix: ".mov")
+        let recorded = try Checkout.temporaryFile([], suffix: ".law")
+        defer { for path in [source, recorded] { try? FileManager.default.removeItem(atPath: path) } }
+        let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000",
+                                      "-t", "4", "-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-c:a", codec, "-ac", "1", source])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let format = codec == "pcm_mulaw" ? "mulaw" : "alaw"
+        let (server, task, port) = try await RTSPTests.startServer(.file(path: source))
+        defer { task.cancel() }
+        let result = try await RTSPTests.runInBackground("timeout", ["30", "ffmpeg", "-v", "error", "-y", "-rtsp_transport", "tcp", "-i", "rtsp://127.0.0.1:\(port)/live",
+                                                                     "-map", "0:v:0", "-f", "framemd5", "-", "-map", "0:a:0", "-c", "copy", "-f", format, recorded])
+        #expect(result.status == 0, "ffmpeg ends on our BYEs: \(result.stderrText)")
+        #expect(server.statistics.sessionsPlayed == 1, "\(server.statistics)")
+        #expect(framemd5Hashes(result.stdoutText) == (try ffmpegFrameHashes(source)), "the pictures")
+        let sent = [UInt8](try Data(contentsOf: URL(fileURLWithPath: recorded)))
+        let file = [UInt8](try run("ffmpeg", ["-v", "error", "-i", source, "-map", "0:a:0", "-c", "copy", "-f", format, "-"]).stdout)
+        #expect(file.count == 32_000 && sent == file, "\(sent.count) bytes received of the file's \(file.count)")
+    }
+
     /// G.711 sent: a camera's PCMU (GStreamer's RTSP server decoding a noise source's AAC to
     /// 8 kHz µ-law) relayed by our RTSP server, FFmpeg recording the relay: the sound FFmpeg
     /// records through the relay is the camera's samples byte for byte (found in FFmpeg's own

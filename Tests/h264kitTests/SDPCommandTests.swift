@@ -28,6 +28,19 @@ struct SDPCommandTests {
         #expect(Self.fmtp(ours.stdout) == Self.fmtp(theirs), "ours: \(Self.fmtp(ours.stdout)), ffmpeg: \(Self.fmtp(theirs))")
     }
 
+    @Test("a MOV with G.711: the sound medium on PORT+2 as ffmpeg announces it (PCMU, static payload type 0); --no-audio leaves it out")
+    func announcesAFilesG711() throws {
+        let movie = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-\(UUID().uuidString).mov").path
+        defer { try? FileManager.default.removeItem(atPath: movie) }
+        let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=sample_rate=8000",
+                                      "-t", "1", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "pcm_mulaw", "-ac", "1", movie])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let ours = try h264kit(["sdp", movie, "rtp://127.0.0.1:5004"])
+        #expect(ours.status == 0 && ours.stdout.contains("m=audio 5006 RTP/AVP 0") && ours.stdout.contains("a=rtpmap:0 PCMU/8000"), "\(ours.stdout)\(ours.stderr)")
+        let alone = try h264kit(["sdp", movie, "rtp://127.0.0.1:5004", "--no-audio"])
+        #expect(alone.status == 0 && !alone.stdout.contains("m=audio"), "\(alone.stdout)")
+    }
+
     @Test func badDestinationsAndModesAreErrors() throws {
         let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
         for arguments in [["sdp", source, "udp://127.0.0.1:5004"], ["sdp", source, "rtp://127.0.0.1"], ["sdp", source, "rtp://127.0.0.1:65535"],

@@ -7,10 +7,11 @@ public typealias SampleTableBox = Container<ContainerKinds.SampleTable>
 
 /// `stsd`: the sample descriptions (sample entries), numbered from 1.
 public struct SampleDescriptionBox: Box {
-    /// How sample entries parse: H.264 visual entries, `mp4a` audio entries and timecode
-    /// entries; any other entry is kept as its bytes.
+    /// How sample entries parse: H.264 visual entries, `mp4a` and G.711 (`ulaw`, `alaw`) audio
+    /// entries and timecode entries; any other entry is kept as its bytes.
     public static let entryTable = BoxTable([
         "avc1": VisualSampleEntry.self, "avc3": VisualSampleEntry.self, "mp4a": AudioSampleEntry.self,
+        "ulaw": AudioSampleEntry.self, "alaw": AudioSampleEntry.self,
         "tmcd": TimecodeSampleEntry.self, "tc64": TimecodeSampleEntry.self,
     ])
 
