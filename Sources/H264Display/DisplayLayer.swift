@@ -32,7 +32,10 @@ public final class DisplayLayer: Sendable {
         /// sync sample.
         public var maximumQueuedSamples: Int
         /// A live source: pages show each frame as soon as it is decoded (no clock, no seek),
-        /// and report the latency added from a sample's arrival to its drawing.
+        /// and report the latency added from a sample's arrival to its drawing. With sound
+        /// (AAC samples enqueued beside the pictures), a page plays both on a clock of its
+        /// own started 0.3 s behind the first picture, so that the sound is decoded and queued
+        /// before it is heard with its picture.
         public var isLive: Bool
 
         /// Options: a second ahead, 240 samples a page, not live.

@@ -49,7 +49,9 @@ enum PlayerResources {
 // and played through Web Audio on the same timebase (the seeds' AVSampleBufferAudioRenderer
 // under a render synchronizer). Late frames (a later one is due too) are
 // dropped and counted; every VideoFrame is closed once drawn or dropped. Live streams are drawn
-// as they are decoded. The page reports what it measured (status ten times a second, a report
+// as they are decoded; a live stream with sound plays both on a clock of its own, started
+// LIVE_SOUND_DELAY_S behind the first picture (the time the sound's blocks need to be decoded and
+// queued on the audio context before they are heard), so that what is heard goes with what is seen. The page reports what it measured (status ten times a second, a report
 // at the end) and sends back PNGs of the frames asked for. No framework, no build step.
 'use strict';
 
@@ -110,6 +112,10 @@ let lastStarted = null;     // the block started last, while the clock runs unch
 let configuration = null;   // the last config message
 let decoder = null;
 let live = false;
+// A live stream with sound: pictures and sound on the page's clock, which starts (rate 1) this
+// far behind the first picture drawn after the sound's configuration came.
+const LIVE_SOUND_DELAY_S = 0.3;
+function liveWithSound() { return live && audioConfiguration !== null; }
 let frames = [];            // decoded, waiting for their time: { frame, arrival }
 const pending = new Map();  // presentation time (µs) -> { hidden, arrival } of samples in the decoder
 let error = null;           // a fatal error: playback stopped (the stream cannot be decoded here)
@@ -194,6 +200,7 @@ function onControl(control) {
     case 'config': configure(control); break;
     case 'audioConfig': configureSound(control); break;
     case 'timebase':
+      if (live) break;   // a live stream plays as it comes (with sound, on the page's own clock)
       setClock(control.time, control.rate);
       if (control.rate > 0 && counts.presented === 0) clock.waitingForFirstFrame = true;
       playButton.textContent = control.rate > 0 ? '⏸' : '▶';
@@ -363,7 +370,7 @@ function draw(entry) {
   counts.presented++;
   if (firstFrameAt === null) { firstFrameAt = performance.now(); mark('firstDrawn'); }
   lastDrawn = frame.timestamp;
-  if (!live && clock.rate > 0) measureSkew(frame.timestamp);
+  if ((!live || liveWithSound()) && clock.rate > 0 && !clock.waitingForFirstFrame) measureSkew(frame.timestamp);
   if (live && entry.arrival > 0) liveLatency.add(performance.timeOrigin + performance.now() - entry.arrival / 1000);
   if (captures.has(frame.timestamp)) capture(frame.timestamp);
   frame.close();
@@ -402,6 +409,9 @@ function soundFailed(e) {
 function configureSound(control) {
   if (audioConfiguration && audioDecoder && audioDecoder.state === 'configured' && audioConfiguration.codec === control.codec
       && audioConfiguration.description === control.description && audioConfiguration.sampleRate === control.sampleRate) return;
+  // A live stream's sound: from here pictures wait for their time on the page's clock,
+  // started behind the next picture.
+  if (audioConfiguration === null && live) clock.waitingForFirstFrame = true;
   audioConfiguration = control;
   try {
     // The context at the stream's rate: Web Audio resamples nothing then.
@@ -461,7 +471,7 @@ function stopSounds() {
 }
 
 function scheduleSounds() {
-  if (!audioContext || audioContext.state !== 'running' || live) return;
+  if (!audioContext || audioContext.state !== 'running' || (live && !liveWithSound())) return;
   if (clock.rate <= 0 || clock.waitingForFirstFrame) return;
   const stamp = audioContext.getOutputTimestamp();
   if (!stamp.performanceTime) return;
@@ -522,7 +532,28 @@ function measureSkew(timestamp) {
 // Each animation frame: draw the frame whose time has come, drop those it supersedes.
 function tick(animating) {
   if (frames.length > 0) {
-    if (live) {
+    if (liveWithSound()) {
+      if (clock.waitingForFirstFrame) {
+        // The clock starts behind the first picture: sound decoded meanwhile is heard with it.
+        if (firstFrameAt === null) showPoster(frames[0]);
+        setClock(frames[0].frame.timestamp / 1e6 - LIVE_SOUND_DELAY_S, 1);
+        clock.waitingForFirstFrame = false;
+      }
+      const now = clockTime() * 1e6 + 500;
+      let due = -1;
+      for (let i = 0; i < frames.length && frames[i].frame.timestamp <= now; i++) due = i;
+      for (let i = 0; i < due; i++) {
+        const superseded = frames[i];
+        if (captures.has(superseded.frame.timestamp)) { draw(superseded); counts.presented--; } else { superseded.frame.close(); }
+        counts.dropped++;
+      }
+      if (due >= 0) {
+        const entry = frames[due];
+        lateness.add(performance.now() - dueAt(entry.frame.timestamp));
+        frames = frames.slice(due + 1);
+        draw(entry);
+      }
+    } else if (live) {
       while (frames.length > 1) {
         const superseded = frames.shift();
         if (captures.has(superseded.frame.timestamp)) { draw(superseded); counts.presented--; counts.dropped++; } else { superseded.frame.close(); counts.dropped++; }

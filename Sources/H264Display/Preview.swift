@@ -2,12 +2,13 @@ import Logging
 import H264Network
 public import H264Streaming
 import SampleFlow
-import MediaCore
+public import MediaCore
 import SystemIO
 
 /// `h264kit preview` as one call: a ``DisplayServer`` showing a file (each page gets it from
 /// its start, with its own seeks) or a live RTP/RTSP source (every page watches the same layer,
-/// frames drawn as they arrive), until the task is cancelled or, with
+/// frames drawn as they arrive; a source made to receive its sound, `LiveSource`'s `audio`,
+/// plays its AAC with the picture, both on the page's clock a little behind the stream), until the task is cancelled or, with
 /// ``Options/exitsAfterPlayback``, until a page has shown the stream to its end or stopped
 /// on an error it cannot go past (``PageReport/error``: a stream the browser cannot decode).
 public struct Preview: Sendable {
@@ -39,6 +40,12 @@ public struct Preview: Sendable {
             self.exitsAfterPlayback = exitsAfterPlayback
             self.captures = captures
         }
+    }
+
+    /// Why the page cannot play a live source's sound of `format` (nil: it can): the page
+    /// decodes AAC (WebCodecs' `AudioDecoder`).
+    @Sendable public static func soundRefusal(_ format: AudioFormatDescription) -> String? {
+        format.isAAC ? nil : "the page plays AAC, not \(format.codecString)"
     }
 
     /// What is shown.
@@ -131,14 +138,17 @@ public struct Preview: Sendable {
                 if let shared {
                     group.addTask { await watch(shared) }
                     group.addTask {
-                        // A live source: samples to the layer as they come, the end told.
+                        // A live source: samples to the layer as they come, the end told when
+                        // the stream ends (a BYE, a TEARDOWN, the idle timeout) or fails.
                         defer { shared.endOfStream() }
                         if case .live(let live) = source {
-                            let report = try await live.withReceiverOptions { $0.isLowLatency = true }.receive { shared.enqueue($0) }
+                            let report = try await live.withReceiverOptions { $0.isLowLatency = true }
+                                .receive(soundRefusal: Preview.soundRefusal) { shared.enqueue($0) }
                             for medium in report.mediaNotReceived {
-                                Logger(label: "h264kit.display").warning("\(medium) not shown (a live source's H.264 video only so far)")
+                                Logger(label: "h264kit.display").warning("\(medium) not played (the page plays H.264 and AAC)")
                             }
                         }
+                        shared.endOfStream()
                         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
                     }
                 }

@@ -13,8 +13,9 @@ struct PreviewCommand: AsyncParsableCommand {
             starts the desktop's browser). A file plays in each page from its start, paced by the control \
             timebase, with play/pause, rate, seek (to the exact frame) and frame step; a live source \
             (rtp://@:PORT, FILE.sdp, rtsp://HOST:PORT/PATH) is drawn as it arrives. A file's first AAC track \
-            plays with the picture on the same clock (--no-audio: the picture alone; a browser starts sound \
-            after a click on the page). The server stops reading while the page is saturated, so memory \
+            plays with the picture on the same clock, and so does a live source's AAC (both 0.3 s behind the \
+            stream then, for the sound to be decoded before it is heard; --no-audio: the picture alone, as it \
+            arrives; a browser starts sound after a click on the page). The server stops reading while the page is saturated, so memory \
             stays flat for any file length. Localhost by default.
             """
     )
@@ -37,7 +38,7 @@ struct PreviewCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start at this time of the file.", valueName: "SECONDS"))
     var start: Double?
 
-    @Flag(help: "Show the picture alone (a file's first AAC track plays with it otherwise).")
+    @Flag(help: "Show the picture alone (a file's first AAC track, or a live source's AAC, plays with it otherwise).")
     var noAudio = false
 
     @Flag(help: "Open the page in the desktop's browser (xdg-open).")
@@ -80,7 +81,7 @@ struct PreviewCommand: AsyncParsableCommand {
             if LiveSource.isLive(source) {
                 // RTP has no session to end it: it waits for packets an hour; RTSP keeps its client's timeout.
                 let rtsp = source.lowercased().hasPrefix("rtsp://")
-                previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600))))
+                previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600)), audio: !noAudio))
             } else {
                 let file = FilePreview(path: source, options: limits.mediaSource, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) },
                                        rate: rate, playsSound: !noAudio)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import H264Display
+import H264Streaming
 import MediaCore
 import TestSupport
 import Testing
@@ -9,11 +10,13 @@ import Testing
 extension RealTimeDisplay {
 @Suite("Preview with sound in headless Chromium", .requires(.chromium, .ffmpeg), .timely)
 struct PreviewSoundTests {
-    /// A 10-s H.264 (B-frames) + AAC 48 kHz stereo file made by ffmpeg, as `container`.
-    static func soundFile(_ container: String) throws -> String {
+    /// A 10-s (or `seconds`) H.264 (B-frames; a keyframe every `keyframeInterval` frames, x264's
+    /// 250 unless said) + AAC 48 kHz stereo file made by ffmpeg, as `container`.
+    static func soundFile(_ container: String, seconds: Int = 10, keyframeInterval: Int? = nil) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-sound-\(UUID().uuidString).\(container)").path
         let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-                                      "-t", "10", "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-shortest", path])
+                                      "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2"] + (keyframeInterval.map { ["-g", "\($0)"] } ?? [])
+                                      + ["-c:a", "aac", "-b:a", "128k", "-ac", "2", "-shortest", path])
         guard made.status == 0 else { throw TestFailure("ffmpeg: \(made.stderrText)") }
         return path
     }
@@ -46,6 +49,50 @@ struct PreviewSoundTests {
         let (silent, _) = try await RealTimeDisplay.DisplayTests.play(Preview(source: .file(FilePreview(path: path, playsSound: false)),
                                                                               options: .init(server: .init(port: 0), exitsAfterPlayback: true)))
         #expect(silent.first?.sound == nil && silent.first?.framesPresented == 300, "\(String(describing: silent.first))")
+    }
+
+    /// A live source is received from the preview's start; the page joins when the browser has
+    /// started (seconds in, here), at the next sync sample (a keyframe a second), its sound from
+    /// then: the page's clock starts behind its first picture, and what came before is not heard.
+    @Test("a live RTSP source with sound (our RTSP server serving an MP4 with AAC), a page joining it: the page plays the sound with the picture on its own clock, to the stream's end (A/V skew p95 <= 20 ms); without the sound, the picture as it arrives",
+          .requires(.ffprobe))
+    func liveSourceWithSound() async throws {
+        let path = try Self.soundFile("mp4", seconds: 20, keyframeInterval: 30)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let packets = try Self.soundPackets(path)
+        var options = RTSPServer.Options()
+        options.port = 0
+        let server = try RTSPServer(options: options)
+        try server.serve(.file(path: path), at: "/live")
+        let bound = BoundPort()
+        let serving = Task(executorPreference: TimelyExecutor.shared) { try await server.run(onListening: { bound.set($0) }) }
+        defer { serving.cancel() }
+        let port = try #require(await bound.value(within: 60), "the RTSP server never listened")
+        let url = "rtsp://127.0.0.1:\(port)/live"
+
+        let (reports, _) = try await RealTimeDisplay.DisplayTests.play(Preview(source: .live(try LiveSource(parsing: url, audio: true)),
+                                                                               options: .init(server: .init(port: 0), exitsAfterPlayback: true)))
+        let report = try #require(reports.first)
+        let sound = try #require(report.sound, "no sound in the report: \(report)")
+        // The page draws what comes from its first sync sample on: at least the last 10 s (the
+        // browser starts in under 10 s), a frame in 20 at most superseded before it was drawn.
+        #expect(report.ended && report.error == nil && report.framesPresented >= 300 && report.framesDropped * 20 <= report.framesDecoded
+                && report.decodeErrors == 0, "\(report)")
+        #expect(sound.codec == "mp4a.40.2" && sound.sampleRate == 48_000 && sound.channels == 2 && sound.contextState == "running", "\(sound)")
+        // Every AAC frame the page was sent is decoded; those before its clock's start (before its
+        // first picture) are not heard, every one after is: at most a second of them skipped
+        // beside the time to the first sync sample (a second at most).
+        #expect(sound.received >= packets / 2 && sound.decoded >= sound.received - 1 && sound.decodeErrors == 0, "\(sound), \(packets) packets")
+        #expect(sound.skipped <= 2 * 48_000 / 1024 && sound.started + sound.skipped >= sound.decoded - 2, "\(sound), \(packets) packets")
+        #expect(sound.skewSamples >= 250 && sound.skewMs.p95 <= 20, "\(sound)")
+        let latency = try #require(report.liveLatencyMs, "no live latency in \(report)")
+        print("live preview with sound (RTSP, 20 s, the page joining seconds in): skew p50 \(sound.skewMs.p50) / p95 \(sound.skewMs.p95) / max \(sound.skewMs.max) ms, mean \(sound.meanSkewMs) ms; added latency p50 \(latency.p50) / p95 \(latency.p95) ms; \(sound.received) of \(packets) AAC frames received, \(sound.started) heard")
+
+        let (silent, _) = try await RealTimeDisplay.DisplayTests.play(Preview(source: .live(try LiveSource(parsing: url)),
+                                                                              options: .init(server: .init(port: 0), exitsAfterPlayback: true)))
+        let alone = try #require(silent.first)
+        // Drawn as it comes: the latency added is the page's decoding and drawing alone.
+        #expect(alone.sound == nil && alone.framesPresented >= 300 && (alone.liveLatencyMs?.p50 ?? .infinity) < 100, "\(alone)")
     }
 
     /// Seconds of each phase of the timebase test: 2, or `H264KIT_PREVIEW_SOUND_PHASE` (15 plays
