@@ -13,11 +13,17 @@
 # and the rest runs at a lower priority (nice 10, its child processes too): it takes what the
 # timely tests leave (they mostly wait for the clock and their peers), never their turn.
 #
-# Arguments are passed to `swift build` (e.g. `-c release`). Exit status: the first failure's.
+# Arguments are passed to `swift build` (e.g. `-c release`). Exit status: the rest's failure, else
+# the timely tests'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 swift build --build-tests "$@" || exit $?
+# The test binary itself, twice (as `swift test` runs it: two `swift test` at once share SwiftPM's
+# build database, and the second fails on its lock).
+bin="$(swift build --show-bin-path "$@")/H264KitPackageTests.xctest"
+[ -x "$bin" ] || { echo "test.sh: no test binary at $bin" >&2; exit 1; }
+export NO_COLOR=1
 
 # The timely suites: the types declared in the files that use the trait.
 names=$(grep -l "\.timely" Tests/*/*.swift | grep -v "^Tests/TestSupport/" \
@@ -28,13 +34,12 @@ timely="[./]($names)(/|$)"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# (--ignore-lock: the two read the one build; SwiftPM's lock would run them one after the other.)
 # The timely tests run at most TIMELY_WIDTH at once (4): real-time tests beside heavy peers
 # (Chromium, 300 HTTP followers, GStreamer) each slow the others on two cores.
-SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${TIMELY_WIDTH:-4}" \
-    swift test --skip-build --ignore-lock --parallel --filter "$timely" "$@" > >(sed -u 's/^/[timely] /' | tee "$out/timely.log") 2>&1 &
+"$bin" --testing-library swift-testing --parallel --experimental-maximum-parallelization-width "${TIMELY_WIDTH:-4}" --filter "$timely" \
+    > >(sed -u 's/^/[timely] /' | tee "$out/timely.log") 2>&1 &
 timely_pid=$!
-nice -n 10 swift test --skip-build --ignore-lock --parallel --skip "$timely" "$@" 2>&1 | tee "$out/rest.log"
+nice -n 10 "$bin" --testing-library swift-testing --parallel --skip "$timely" 2>&1 | tee "$out/rest.log"
 rest=${PIPESTATUS[0]}
 wait "$timely_pid"
 timely_status=$?
