@@ -372,7 +372,9 @@ struct RTPStreamingTests {
     @Test("a handler slower than the sender: the packets waiting for it stay within maximumQueuedBytes (past it they are dropped and counted as lost, as a full socket drops them); receiving goes on and ends")
     func slowHandlerIsBoundedInBytes() async throws {
         let port = try freeUDPPortPair()
-        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(2), maximumQueuedBytes: 32 << 10))
+        // (The idle timeout is for a BYE lost with the dropped packets; CI saw a loaded machine
+        // take 2 s between the receiver's start and the sender's, which a 2-s timeout ended.)
+        let receiver = RTPReceiver(endpoint: RTPDestination(host: "127.0.0.1", port: port), options: .init(idleTimeout: .seconds(10), maximumQueuedBytes: 32 << 10))
         async let report = receiver.receive { _ in Thread.sleep(forTimeInterval: 0.02) }
         try await Self.waitUntilBound(port)
         let sender = try RTPSender(destination: RTPDestination(host: "127.0.0.1", port: port), options: .init(paced: false))

@@ -220,9 +220,13 @@ struct RTSPServerLoadTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<180 {
                 group.addTask {
-                    // (Answers within 30 s: 200 clients at once on two cores busy with the suite.)
-                    let client = RTSPClient(url: url, options: .init(receiver: .init(idleTimeout: .seconds(30), sampleLimit: 40),
-                                                                     transport: index.isMultiple(of: 2) ? .tcp : .udp, responseTimeout: .seconds(30)))
+                    // (Answers within 60 s: 200 clients at once on two cores busy with the suite,
+                    // the 180 in this process on the server's two event loops. CI saw over 30 s
+                    // with sound beside three other real-time tests and their peers. The figure,
+                    // on a quiet machine, is Benchmarks/rtsp-load.py's: PLAY to first packet p95
+                    // under 100 ms for 330 clients.)
+                    let client = RTSPClient(url: url, options: .init(receiver: .init(idleTimeout: .seconds(60), sampleLimit: 40),
+                                                                     transport: index.isMultiple(of: 2) ? .tcp : .udp, responseTimeout: .seconds(60)))
                     var first: Bool?
                     let report = try await client.receive { sample in if first == nil { first = sample.isSync } }
                     results.all.withLock { $0.append((report.samples, first ?? false, index.isMultiple(of: 2), report.depacketizer.packetsLost, "\(report)")) }

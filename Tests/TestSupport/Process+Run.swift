@@ -180,6 +180,26 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         close(input)
     }
 
+    /// Waits (at most `seconds`) until the child handles `signal` (`SigCgt` in /proc/PID/status)
+    /// or has ended; whether it handles it. A signal sent before a program has installed its
+    /// handler (while it is still being loaded: seconds on a loaded machine) has its default
+    /// action, death, in any program: a test of what a program does at a signal waits for this.
+    @discardableResult public func waitUntilHandling(_ signal: Int32, seconds: Double = 60) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while waited == nil {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+            let fields = Dictionary(status.split(separator: "\n").compactMap { line -> (String, String)? in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            }, uniquingKeysWith: { a, _ in a })
+            if fields["State"]?.hasPrefix("Z") == true { return false }  // ended, not yet waited for
+            if let mask = fields["SigCgt"].flatMap({ UInt64($0, radix: 16) }), mask & (1 << UInt64(signal - 1)) != 0 { return true }
+            if ContinuousClock.now > deadline { return false }
+            usleep(2_000)
+        }
+        return false
+    }
+
     /// Waits for the child to end: its exit status, or 128 + the signal that ended it.
     @discardableResult public func wait() -> Int32 {
         if let waited { return waited }

@@ -112,6 +112,9 @@ struct EarlyStopTests {
         let work = try Self.work()
         defer { try? FileManager.default.removeItem(atPath: work) }
         let process = try ChildProcess(try h264kitURL(), command.arguments(work))
+        // (From the tool's first instruction: CI saw a loaded machine still loading the tool when
+        // a SIGINT sent after the delay alone came, which killed it as it kills any program.)
+        process.waitUntilHandling(SIGINT)
         Thread.sleep(forTimeInterval: command.delay)
         kill(process.pid, SIGINT)
         let status = process.wait(seconds: 60)
@@ -177,6 +180,7 @@ struct EarlyStopTests {
         let process = try ChildProcess(try h264kitURL(), ["mux", "-", work + "/piped.mp4"])
         let stream = try Data(contentsOf: URL(fileURLWithPath: Self.inputs[input]))
         process.write(stream.prefix(20 << 20))
+        process.waitUntilHandling(SIGINT)
         kill(process.pid, SIGINT)
         Thread.sleep(forTimeInterval: 0.2)
         // The rest of the input: 1 MB more. Under load the SIGINT may be handled only after

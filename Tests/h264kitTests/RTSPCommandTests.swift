@@ -89,7 +89,9 @@ struct RTSPCommandTests {
         try #require(made.status == 0, "\(made.stderrText)")
 
         let rtp = try freeUDPPortPair()
-        let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(rtp)", received, "--timeout", "5"])
+        // (It ends on the sender's BYE; the timeout is for a BYE that never comes. CI saw a loaded
+        // machine take over 5 s to start the live encoder: a 5-s timeout ended the receiver first.)
+        let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(rtp)", received, "--timeout", "120"])
         for _ in 0..<1000 where !udpPortIsBound(UInt16(rtp)) { usleep(10_000) }
         let sent = try h264kit(["stream", pictures, "rtp://127.0.0.1:\(rtp)", "--preset", "veryfast", "--frames", "40", "-v"])
         #expect(sent.status == 0 && sent.stderr.contains("40 samples"), "\(sent.stderr)")

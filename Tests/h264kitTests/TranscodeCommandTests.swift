@@ -59,6 +59,7 @@ struct TranscodeCommandTests {
                                              + (chunks ? ["--chunks", "2"] : []), environment: ["TMPDIR": temporary])
         // (A blocking wait: the whole suite keeps the cooperative pool busy, and an async sleep
         // resumed only after the transcode had ended.)
+        transcode.waitUntilHandling(SIGINT)
         _ = transcode.wait(seconds: 1.5)
         #expect(transcode.wait(seconds: 0) == nil, "still transcoding when interrupted")
         kill(transcode.pid, SIGINT)
