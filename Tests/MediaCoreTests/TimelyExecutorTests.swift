@@ -49,3 +49,43 @@ struct TimelyExecutorTests {
         #expect(all, "four blocked jobs at once")
     }
 }
+
+/// The timely tests' turns: shared ones together, an alone one by itself, in order of arrival.
+@Suite("RealTimeTurns: shared and alone turns")
+struct RealTimeTurnsTests {
+    /// A log of the turns' starts and ends.
+    actor Log {
+        var events: [String] = []
+        func add(_ event: String) { events.append(event) }
+    }
+
+    @Test("shared turns run together; an alone turn waits for those running and runs by itself; shared ones asked after it wait for it")
+    func aloneWaitsAndIsWaitedFor() async throws {
+        let turns = RealTimeTurns()
+        let log = Log()
+        await turns.acquire(alone: false)
+        await turns.acquire(alone: false)  // two shared at once
+        let alone = Task {
+            await turns.acquire(alone: true)
+            await log.add("alone")
+            try? await Task.sleep(for: .milliseconds(50))
+            await log.add("alone done")
+            await turns.release(alone: true)
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let later = Task {
+            await turns.acquire(alone: false)
+            await log.add("later")
+            await turns.release(alone: false)
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let early = await log.events
+        #expect(early.isEmpty, "nothing may start while two shared turns run and the alone one waits: \(early)")
+        await turns.release(alone: false)
+        await turns.release(alone: false)
+        await alone.value
+        await later.value
+        let events = await log.events
+        #expect(events == ["alone", "alone done", "later"])
+    }
+}

@@ -43,12 +43,97 @@ extension Trait where Self == ConditionTrait {
 /// The test and its child tasks prefer the timely executor; an unstructured task it starts
 /// names it too (`Task(executorPreference: TimelyExecutor.shared)`). Task-locals go with it
 /// (the test being run, for `#expect`).
+///
+/// Each timely test case also takes a shared turn (``RealTimeTurns``), which an ``AloneTrait``
+/// test waits for every other to give back.
 public struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
+        // (A test applies the trait once a level: its suite's, its own. One turn a test; an
+        // `.alone` test takes its own turn instead.)
+        if RealTimeTurns.holdsTurn || test.traits.contains(where: { $0 is AloneTrait }) {
+            try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
+            return
+        }
+        await RealTimeTurns.shared.acquire(alone: false)
+        do {
+            try await RealTimeTurns.$holdsTurn.withValue(true) {
+                try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
+            }
+        } catch {
+            await RealTimeTurns.shared.release(alone: false)
+            throw error
+        }
+        await RealTimeTurns.shared.release(alone: false)
     }
+}
+
+/// Runs a test case with no other timely test case running in this process (it waits for
+/// those running to end; those that come meanwhile wait for it): for a test that measures
+/// latency under hundreds of clients, which the peers of three other real-time tests on two
+/// cores turn into a measure of the machine (CI: 300 HLS followers at p95 5.2 s beside them,
+/// 170 ms alone). The rest of the run, at a lower priority, goes on. Use it with `.timely`,
+/// at the test (not the suite), and not with `.exclusive` (alone is more than exclusive; the
+/// two together could deadlock: one test holding the exclusive turn waiting to be alone,
+/// another holding its shared turn waiting for the exclusive one).
+public struct AloneTrait: TestTrait, TestScoping {
+    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        await RealTimeTurns.shared.acquire(alone: true)
+        do {
+            try await RealTimeTurns.$holdsTurn.withValue(true) {
+                try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
+            }
+        } catch {
+            await RealTimeTurns.shared.release(alone: true)
+            throw error
+        }
+        await RealTimeTurns.shared.release(alone: true)
+    }
+}
+
+extension Trait where Self == AloneTrait {
+    /// Runs each test case with no other timely test case beside it (see ``AloneTrait``).
+    public static var alone: Self { AloneTrait() }
+}
+
+/// The timely test cases' turns: any number share, one runs alone; granted in order of
+/// arrival (a test that wants to run alone is not starved by those that share).
+public actor RealTimeTurns {
+    /// The process's turns.
+    public static let shared = RealTimeTurns()
+
+    /// Whether the current task's test holds a turn already.
+    @TaskLocal public static var holdsTurn = false
+
+    private var sharing = 0
+    private var isAlone = false
+
+    /// Turns of their own (the timely tests use ``shared``).
+    public init() {}
+    private var waiting: [(alone: Bool, continuation: CheckedContinuation<Void, Never>)] = []
+
+    /// Waits for a turn: shared with the other timely tests, or `alone`.
+    public func acquire(alone: Bool) async {
+        if waiting.isEmpty && fits(alone) {
+            take(alone)
+            return
+        }
+        await withCheckedContinuation { waiting.append((alone, $0)) }
+    }
+
+    /// Gives a turn back; the next ones in order that fit start.
+    public func release(alone: Bool) {
+        if alone { isAlone = false } else { sharing -= 1 }
+        while let next = waiting.first, fits(next.alone) {
+            waiting.removeFirst()
+            take(next.alone)
+            next.continuation.resume()
+        }
+    }
+
+    private func fits(_ alone: Bool) -> Bool { alone ? !isAlone && sharing == 0 : !isAlone }
+    private func take(_ alone: Bool) { if alone { isAlone = true } else { sharing += 1 } }
 }
 
 extension Trait where Self == TimelyTrait {

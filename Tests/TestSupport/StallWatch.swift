@@ -81,3 +81,25 @@ public func expectations(unless cause: String?, _ body: () throws -> Void) rethr
         try body()
     }
 }
+
+/// The machine's CPU times (the first line of /proc/stat, in clock ticks): how busy the
+/// machine was between two readings, whoever kept it busy.
+public struct MachineCPU: Sendable {
+    /// Ticks spent idle (idle and waiting for I/O), and in all.
+    public var idle: UInt64, total: UInt64
+
+    /// The times now (zero when /proc/stat cannot be read).
+    public static func now() -> MachineCPU {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return MachineCPU(idle: 0, total: 0) }
+        let ticks = line.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+        guard ticks.count >= 5 else { return MachineCPU(idle: 0, total: 0) }
+        return MachineCPU(idle: ticks[3] + ticks[4], total: ticks.prefix(8).reduce(0, +))
+    }
+
+    /// The share of the CPU left idle since `earlier` (1 when no time passed or it cannot tell).
+    public func idleFraction(since earlier: MachineCPU) -> Double {
+        guard total > earlier.total, idle >= earlier.idle else { return 1 }
+        return Double(idle - earlier.idle) / Double(total - earlier.total)
+    }
+}

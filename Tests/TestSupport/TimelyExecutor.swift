@@ -9,10 +9,13 @@ import Foundation
 /// socket had. This executor starts a thread whenever a job comes and every thread it has is
 /// busy (running or blocked), up to ``maximumThreads``; threads that run dry wait for the next
 /// job. The operating system then shares the cores among everything runnable, so a real-time
-/// test is slowed by a loaded machine, never stopped by it.
+/// test is slowed by a loaded machine, never stopped by it. The shared executor has 16: room
+/// for the four timely tests at a time to block several each, while the 180 in-process
+/// clients of one test take less of the cores from the two event loops that serve them (with
+/// 64, an RTSP server's answers took over a minute in a CI run here).
 public final class TimelyExecutor: TaskExecutor, @unchecked Sendable {  // `condition` guards the mutable fields
     /// The executor every timely test and its tasks prefer.
-    public static let shared = TimelyExecutor(maximumThreads: 64)
+    public static let shared = TimelyExecutor(maximumThreads: 16)
 
     /// The most threads this executor starts.
     public let maximumThreads: Int
