@@ -137,4 +137,21 @@ func offset(of type: String, in bytes: [UInt8]) -> Int? {
         let copied = try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", entry == "ulaw" ? "mulaw" : "alaw", "-"]).stdout
         #expect(bytes == [UInt8](copied), "\(bytes.count) bytes read, FFmpeg copies \(copied.count)")
     }
+
+    @Test("G.711 runs end where the file or the times are not contiguous, at the limit, and at a new sample description; a damaged size never overflows")
+    func g711RunsStopWhereTheyMust() {
+        func entry(_ offset: UInt64, _ time: Int64, size: UInt32 = 1, description: UInt32 = 1) -> MovieReader.SampleEntry {
+            MovieReader.SampleEntry(offset: offset, size: size, decodeTime: time, compositionOffset: 0, duration: size, isSync: true, descriptionIndex: description, dependency: nil)
+        }
+        var samples = (0..<10).map { entry(100 + UInt64($0), Int64($0)) }   // one chunk: 10 samples
+        samples += (10..<14).map { entry(500 + UInt64($0), Int64($0)) }     // the next chunk, elsewhere in the file
+        samples.append(entry(600, 20))                                      // a gap in time
+        samples.append(entry(601, 21, description: 2))                      // another description
+        samples.append(entry(602, 22, size: UInt32.max))                    // a damaged size
+        samples.append(entry(602 &+ UInt64(UInt32.max), 22 &+ Int64(UInt32.max)))
+        let runs = Parser.gatheredRuns(samples, limit: 4)
+        #expect(runs.map(\.size) == [4, 4, 2, 4, 1, 1, UInt32.max, 1], "\(runs.map(\.size))")
+        #expect(runs.map(\.decodeTime) == [0, 4, 8, 10, 20, 21, 22, 22 + Int64(UInt32.max)])
+        #expect(runs.reduce(0) { $0 + Int($1.duration) } == samples.reduce(0) { $0 + Int($1.duration) })
+    }
 }

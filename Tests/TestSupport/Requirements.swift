@@ -56,16 +56,7 @@ public struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
             try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
             return
         }
-        await RealTimeTurns.shared.acquire(alone: false)
-        do {
-            try await RealTimeTurns.$holdsTurn.withValue(true) {
-                try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
-            }
-        } catch {
-            await RealTimeTurns.shared.release(alone: false)
-            throw error
-        }
-        await RealTimeTurns.shared.release(alone: false)
+        try await RealTimeTurns.shared.holding(alone: false, function)
     }
 }
 
@@ -79,16 +70,7 @@ public struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
 /// another holding its shared turn waiting for the exclusive one).
 public struct AloneTrait: TestTrait, TestScoping {
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        await RealTimeTurns.shared.acquire(alone: true)
-        do {
-            try await RealTimeTurns.$holdsTurn.withValue(true) {
-                try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
-            }
-        } catch {
-            await RealTimeTurns.shared.release(alone: true)
-            throw error
-        }
-        await RealTimeTurns.shared.release(alone: true)
+        try await RealTimeTurns.shared.holding(alone: true, function)
     }
 }
 
@@ -130,6 +112,21 @@ public actor RealTimeTurns {
             take(next.alone)
             next.continuation.resume()
         }
+    }
+
+    /// Runs a test case's `function` on the timely executor while holding a turn (shared, or
+    /// `alone`), given back however it ends.
+    public nonisolated func holding(alone: Bool, _ function: @Sendable () async throws -> Void) async throws {
+        await acquire(alone: alone)
+        do {
+            try await Self.$holdsTurn.withValue(true) {
+                try await withTaskExecutorPreference(TimelyExecutor.shared) { try await function() }
+            }
+        } catch {
+            await release(alone: alone)
+            throw error
+        }
+        await release(alone: alone)
     }
 
     private func fits(_ alone: Bool) -> Bool { alone ? !isAlone && sharing == 0 : !isAlone }
