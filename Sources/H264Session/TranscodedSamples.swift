@@ -32,7 +32,7 @@ public struct TranscodedSamples<Base: AsyncSequence & Sendable>: AsyncSequence, 
         public var encoder: EncoderSettings
         /// An IDR picture at the first picture and at every multiple of this much presentation
         /// time after it (a live segment's length); nil leaves keyframes to x264
-        /// (``EncoderSettings/maximumKeyframeInterval``).
+        /// (`EncoderSettings.maximumKeyframeInterval`).
         public var keyframeInterval: MediaTime?
         /// The decoder's threading.
         public var decoderThreading: H264Decoder.Threading
