@@ -50,7 +50,8 @@ var targets: [Target] = [
 
     // RTP (RFC 6184), RTCP, SDP, RTSP, HLS playlists and the live window, the DASH MPD: pure
     // state machines and values, packets and requests in, packets and answers out.
-    .target(name: "H264Network", dependencies: ["H264Bitstream", "MPEG4Audio", "MediaCore"]),
+    // (swift-crypto for the HMAC of signed URLs.)
+    .target(name: "H264Network", dependencies: ["H264Bitstream", "MPEG4Audio", "MediaCore", .product(name: "Crypto", package: "swift-crypto")]),
     // HLS/DASH packaging of files (and of renditions encoded for a ladder): no socket, no
     // SwiftNIO; the streaming error every streaming module throws.
     .target(name: "H264Packaging", dependencies: [
@@ -62,6 +63,7 @@ var targets: [Target] = [
         "H264Packaging", "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "HummingbirdHTTP2", package: "hummingbird"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Logging", package: "swift-log"), .product(name: "CompressNIO", package: "compress-nio"),
     ]),
 
@@ -127,6 +129,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // gzip for playlists (low-latency HLS asks for it); hummingbird-websocket brings it already.
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // TLS for the servers (Hummingbird's HTTP/2 builds on it and on swift-nio-http2).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // HMAC-SHA256 for signed URLs (hummingbird-websocket resolves it already).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // `swift package generate-documentation`: the DocC catalogs (a plugin; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],

@@ -3,7 +3,7 @@
 public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of problem was found.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported, socket, source, output, transportRefused }
+        enum Base: Hashable, Sendable { case truncated, invalidHeader, invalidPayload, tooLarge, invalidDescription, unsupported, socket, source, output, transportRefused, invalidKey }
         let base: Base
         init(_ base: Base) { self.base = base }
 
@@ -28,6 +28,8 @@ public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
         /// An RTSP server refused the transport the client asked for in its SETUP (461
         /// Unsupported Transport): a client with another lower transport tries it next.
         public static let transportRefused = Code(.transportRefused)
+        /// An access key that cannot be made (a secret too short) or a URL it cannot sign.
+        public static let invalidKey = Code(.invalidKey)
 
         /// The code's name.
         public var description: String { "\(base)" }

@@ -3,7 +3,10 @@
 // Transport header through the transport parser; every request through the server's state
 // machine (with credentials or not: each answer a response that parses, its CSeq echoed) and
 // every response through the client's; authentication headers and URLs through their parsers;
-// the bytes, and every request URL's query, as a low-latency HLS request's delivery directives.
+// the bytes, and every request URL's query, as a low-latency HLS request's delivery directives;
+// the bytes and every request URL's path as a signed URL's path (URLSigningKey.check: never a
+// trap, never allowed without the key's token), and signed again then checked (allowed, the
+// path given back).
 import FuzzSupport
 import H264Network
 
@@ -26,6 +29,7 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
         let withCredentials = choice.byte() & 1 == 0
         let bytes = [UInt8](choice.rest)
         checkDirectives(Substring(decoding: bytes.prefix(4096), as: UTF8.self))
+        checkSignedPath(String(decoding: bytes.prefix(4096), as: UTF8.self))
         var whole = RTSPMessageParser()
         let all = try? whole.append(bytes)
         var pieces = RTSPMessageParser()
@@ -56,6 +60,7 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
             case .request(let method, let url):
                 _ = try? RTSPURL(parsing: url)
                 if let query = url.split(separator: "?", maxSplits: 1).dropFirst().first { checkDirectives(query) }
+                checkSignedPath(String(url.prefix { $0 != "?" }))
                 let (response, _) = server.respond(to: message) { path in
                     path == "/live" ? .playable(format) : path == "/av" ? .playableMedia([.h264(format), .mpeg4Generic(audio)]) : path == "/publish" ? .recordable : nil
                 }
@@ -91,6 +96,20 @@ func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
 }
 
 /// `_HLS_msn`/`_HLS_part`/`_HLS_skip`: never a part without its segment, never a negative number.
+/// The key the signed paths are checked with.
+let signingKey = try! URLSigningKey(secret: Array("the fuzz target's own secret".utf8))
+
+/// `path` as a request's path: a random one is never allowed (it would need the key's HMAC);
+/// signed with the key, it is allowed and given back as it was.
+func checkSignedPath(_ path: String) {
+    let verdict = signingKey.check(path, now: 1_000)
+    if case .allowed = verdict { fuzzCheck(false, "a path allowed without being signed: \(path.prefix(200))") }
+    if let signed = try? signingKey.signedPath(path, expires: 2_000) {
+        fuzzCheck(signingKey.check(signed, now: 1_000) == .allowed(path: path), "a signed path refused: \(path.prefix(200))")
+        fuzzCheck(signingKey.check(signed, now: 2_001) == .denied(.expired), "a signed path not expired: \(path.prefix(200))")
+    }
+}
+
 func checkDirectives(_ query: Substring) {
     guard let directives = HLSDeliveryDirectives(query: query) else { return }
     fuzzCheck(directives.part == nil || directives.mediaSequence != nil, "a part without its segment")
