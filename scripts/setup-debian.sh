@@ -5,7 +5,7 @@
 # headless Chromium as the display; nginx as the caching proxy in front of the HLS origin), and Ray (PyPI `ray`) with the namespace tools
 # its cluster tests run in (unshare, ip). Swift itself is expected on PATH.
 set -euo pipefail
-packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine python3 python3-pip time util-linux iproute2 curl
+packages=(pkg-config libx264-dev libavcodec-dev libavutil-dev libswscale-dev x264 ffmpeg mediainfo hyperfine python3 python3-pip time util-linux iproute2 curl openssl nghttp2-client python3-h2
           gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
           gstreamer1.0-rtsp gir1.2-gst-rtsp-server-1.0 python3-gi chromium nginx)
 missing=()

@@ -1,9 +1,11 @@
-import H264Network
+public import H264Network
 import Hummingbird
 import HummingbirdCore
+import HummingbirdHTTP2
 public import Logging
 public import MediaCore
 import NIOCore
+import NIOSSL
 public import SampleFlow
 import SystemIO
 
@@ -75,6 +77,13 @@ public final class HLSOrigin: Sendable {
         /// Low-latency HLS, when set (fMP4 segments only). The window is then made long
         /// enough that a delta update has segments to skip (past `CAN-SKIP-UNTIL`).
         public var lowLatency: LowLatency?
+        /// When set, only requests whose path begins with a valid token of this key are
+        /// answered (``URLSigningKey``); any other gets 403 and is counted
+        /// (``Statistics/forbidden``). Hand out ``HLSOrigin/url(port:signedBy:expires:)``.
+        public var accessKey: URLSigningKey?
+        /// HTTP/1.1 in the clear (the default), TLS with HTTP/2 and HTTP/1.1 by ALPN, or
+        /// cleartext HTTP/2 for a proxy in front.
+        public var transport: HTTPTransport = .cleartext
 
         /// Options for `path` on `host:port`: 2 s fMP4 segments, a window of 6, DASH beside.
         public init(host: String = "127.0.0.1", port: Int = 8080, path: String = "/live/index.m3u8",
@@ -139,6 +148,9 @@ public final class HLSOrigin: Sendable {
         public var heldRequestsRefused = 0
         /// Answered 400: a malformed `_HLS_` query, or a segment more than two ahead.
         public var badRequests = 0
+        /// Answered 403: no token, or a malformed, wrong or expired one, when the origin has an
+        /// access key.
+        public var forbidden = 0
         /// Playlists sent gzip-compressed.
         public var compressedPlaylists = 0
         /// Samples the publishers were given and did not publish: tracks other than a
@@ -150,6 +162,8 @@ public final class HLSOrigin: Sendable {
     public let options: Options
     private let store: OriginStore
     private let logger: Logger
+    /// The TLS configuration, loaded and checked at init (``HTTPTransport/tls(_:)``).
+    private let tls: TLSConfiguration?
 
     /// An origin with `options`; throws when they are out of range.
     public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.origin")) throws(StreamingError) {
@@ -171,6 +185,7 @@ public final class HLSOrigin: Sendable {
             options.segmenter.partDuration = part
         }
         do { _ = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
+        if case .tls(let files) = options.transport { tls = try files.serverConfiguration() } else { tls = nil }
         self.options = options
         self.logger = logger
         store = OriginStore(options: options)
@@ -182,13 +197,20 @@ public final class HLSOrigin: Sendable {
     /// The multivariant playlist's URL on `port`.
     public func url(port: Int) -> String { origin(port: port) + options.path }
 
+    /// The multivariant playlist's URL on `port`, signed with `key` (the origin's
+    /// ``Options/accessKey``) until `expires` (Unix time): it opens the playlist's folder, so
+    /// every playlist, segment and part the player finds from it.
+    public func url(port: Int, signedBy key: URLSigningKey, expires: Int) throws(StreamingError) -> String {
+        do { return origin(port: port) + (try key.signedPath(options.path, expires: expires)) } catch { throw .invalidOption(error.description) }
+    }
+
     /// The URL of the media playlist of `rendition` on `port` (`/live/index-video.m3u8` for
     /// the path `/live/index.m3u8`): `404` until the rendition's first segment is whole.
     public func mediaPlaylistURL(port: Int, rendition: String = "video") -> String {
         origin(port: port) + OriginStore.RenditionPaths(base: String(options.path.dropLast(".m3u8".count)), rendition: rendition).media
     }
 
-    private func origin(port: Int) -> String { "http://\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(port)" }
+    private func origin(port: Int) -> String { "\(options.transport.scheme)://\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(port)" }
 
     /// Publishes `samples` (in decoding order) as the live stream until they end (the playlist
     /// then gets `EXT-X-ENDLIST`) or the task is cancelled; `paced`: each sample waits for its
@@ -295,6 +317,22 @@ public final class HLSOrigin: Sendable {
         }
     }
 
+    /// The server for ``Options/transport``: HTTP/1.1; TLS with HTTP/2 and HTTP/1.1 by ALPN (at
+    /// most 100 concurrent streams a connection, NIOHTTP2's default, and its limits on resets,
+    /// header lists and CONTINUATION frames); or cleartext HTTP/2. Each HTTP/2 stream takes the
+    /// HTTP/1.1 decoder's header limits.
+    private func serverBuilder(idle: TimeAmount, decoding: HTTP1Channel.Configuration.DecoderConfiguration) throws(StreamingError) -> HTTPServerBuilder {
+        let http1 = HTTP1Channel.Configuration(idleTimeout: idle, httpDecoderConfiguration: decoding)
+        let http2 = HTTP2ChannelConfiguration(idleTimeout: options.idleTimeout, gracefulCloseTimeout: .seconds(5), streamConfiguration: http1)
+        switch options.transport {
+        case .cleartext: return .http1(configuration: http1)
+        case .cleartextHTTP2: return .plaintextHTTP2(configuration: http2)
+        case .tls:
+            guard let tls else { throw .invalidOption("TLS without a configuration") }
+            do { return try .http2Upgrade(tlsConfiguration: tls, configuration: http2) } catch { throw .invalidOption("TLS: \(error)") }
+        }
+    }
+
     /// Serves until the task is cancelled; `onListening` gets the multivariant playlist's URL
     /// once the server listens (with the port the system chose for port 0).
     public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws(StreamingError) {
@@ -318,7 +356,7 @@ public final class HLSOrigin: Sendable {
         if logger.logLevel > .debug { frameworkLogger.logLevel = .critical }
         let application = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: idle, httpDecoderConfiguration: decoding)),
+            server: try serverBuilder(idle: idle, decoding: decoding),
             configuration: .init(address: .hostname(host, port: port), serverName: "H264Kit"),
             onServerRunning: { [self] channel in onListening(url(port: channel.localAddress?.port ?? port)) },
             logger: frameworkLogger

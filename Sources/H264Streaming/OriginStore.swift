@@ -422,7 +422,15 @@ final class OriginStore: Sendable {
             headers[.allow] = "GET, HEAD, OPTIONS"
             return Response(status: .methodNotAllowed, headers: headers)
         }
-        let path = request.uri.path
+        var path = request.uri.path
+        if let key = options.accessKey {
+            switch key.check(path, now: Int(WallClock.seconds)) {
+            case .allowed(let opened): path = opened
+            case .denied:
+                state.withLock { $0.statistics.requests += 1; $0.statistics.forbidden += 1 }
+                return Response(status: .forbidden, headers: headers)
+            }
+        }
         let decision = state.withLock { state -> HLSRequestHolding.Decision in
             state.statistics.requests += 1
             return HLSRequestHolding.decide(path: path, query: request.uri.query, lowLatency: options.lowLatency != nil, in: state)

@@ -10,7 +10,7 @@ struct H264KitCommand: AsyncParsableCommand {
         commandName: "h264kit",
         abstract: "Inspect, mux, demux, decode and encode H.264 video.",
         version: "0.2.0",
-        subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Transcode.self, Split.self, Concat.self, PackageCommand.self, SDP.self, Stream.self, Receive.self, PreviewCommand.self, Bench.self, TimecodeCommand.self]
+        subcommands: [Inspect.self, Mux.self, Demux.self, Decode.self, Encode.self, Transcode.self, Split.self, Concat.self, PackageCommand.self, SDP.self, Stream.self, Receive.self, PreviewCommand.self, Bench.self, TimecodeCommand.self, Sign.self]
     )
 
     /// The tool's entry point: SIGPIPE ignored first, so that a reader closing the tool's

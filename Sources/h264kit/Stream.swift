@@ -41,7 +41,7 @@ struct Stream: AsyncParsableCommand {
     @Argument(help: "An Annex-B or transport stream (or - for standard input), MP4 or MOV; pictures to encode live (.y4m, raw .yuv); or, for http://, a live source (rtsp://, rtp://, .sdp).")
     var input: String
 
-    @Argument(help: ArgumentHelp("Where the stream goes.", valueName: "rtp://HOST:PORT | rtsp://HOST:PORT/PATH | http://HOST:PORT/PATH.m3u8"))
+    @Argument(help: ArgumentHelp("Where the stream goes.", valueName: "rtp://HOST:PORT | rtsp://HOST:PORT/PATH | http(s)://HOST:PORT/PATH.m3u8"))
     var destination: String
 
     @Option(help: ArgumentHelp("HTTP: the target segment length.", valueName: "seconds"))
@@ -98,13 +98,38 @@ struct Stream: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print what is sent: a line a second while serving RTSP, a summary at the end.")
     var verbose = false
 
+    @Option(help: ArgumentHelp("HTTP: answer only URLs signed with this secret (base64 text, or at least 16 raw bytes; `h264kit sign`), 403 to any other; the URL printed is signed.", valueName: "FILE"))
+    var secretFile: String?
+
+    @Option(help: ArgumentHelp("--secret-file: how long the printed URL is good for.", valueName: "seconds"))
+    var expiresIn = 3600
+
+    @Option(help: ArgumentHelp("https://: the certificate chain (PEM: the server's certificate first).", valueName: "FILE"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("https://: the certificate's private key (PEM, unencrypted).", valueName: "FILE"))
+    var key: String?
+
+    @Flag(help: "http://: HTTP/2 in the clear with prior knowledge (h2c), for a proxy in front that speaks it; HTTP/1.1 clients are not served.")
+    var cleartextHTTP2 = false
+
+    /// The certificate and key, when both are given.
+    var tlsFiles: TLSFiles? { cert.flatMap { cert in key.map { TLSFiles(certificateChain: cert, privateKey: $0) } } }
+
+    /// The origin's options from the destination URL and the TLS options.
+    func originOptions() throws -> HLSOrigin.Options {
+        var options = try HLSOrigin.Options(url: destination, tls: tlsFiles)
+        if cleartextHTTP2 { options.transport = .cleartextHTTP2 }
+        return options
+    }
+
     @OptionGroup var pictureInput: PictureInputOptions
     @OptionGroup var encoder: Encode.EncoderOptions
     @OptionGroup var limits: LimitOptions
     @OptionGroup var damage: DamageOptions
 
     var isRTSP: Bool { destination.lowercased().hasPrefix("rtsp://") }
-    var isHTTP: Bool { destination.lowercased().hasPrefix("http://") }
+    var isHTTP: Bool { destination.lowercased().hasPrefix("http://") || destination.lowercased().hasPrefix("https://") }
     var isLive: Bool { pictureInput.isPictures(input) }
 
     func validate() throws {
@@ -116,6 +141,9 @@ struct Stream: AsyncParsableCommand {
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
         if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
+        if secretFile != nil, !isHTTP { throw ValidationError("--secret-file is for http:// and https:// (signed URLs for RTSP are not built yet)") }
+        if !isHTTP, cert != nil || key != nil || cleartextHTTP2 { throw ValidationError("--cert, --key and --cleartext-http2 are for an HTTP origin (http://, https://)") }
+        guard expiresIn > 0, expiresIn <= 10 * 365 * 86_400 else { throw ValidationError("--expires-in \(expiresIn): 1 s to ten years") }
         if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
@@ -136,7 +164,9 @@ struct Stream: AsyncParsableCommand {
             for other in renditions where other.lowercased().hasSuffix(".y4m") || other.lowercased().hasSuffix(".yuv") {
                 throw ValidationError("--rendition \(other): pictures are encoded live for INPUT only; give an encoded stream or a live source")
             }
-            do { _ = try HLSOrigin.Options(url: destination) } catch { throw ValidationError("\(error)") }
+            if (cert == nil) != (key == nil) { throw ValidationError("--cert and --key go together") }
+            if cleartextHTTP2, destination.lowercased().hasPrefix("https://") { throw ValidationError("--cleartext-http2 is for http:// (https:// offers HTTP/2 by ALPN)") }
+            do { _ = try originOptions() } catch { throw ValidationError("\(error)") }
         } else if LiveSource.isLive(input), !isRTSP {
             throw ValidationError("\(input): a live source is relayed to an http:// origin or an rtsp:// server; receive records it")
         }
@@ -271,20 +301,28 @@ struct Stream: AsyncParsableCommand {
 
     /// A live HLS/DASH origin of INPUT, until SIGINT or the input's end.
     func serveHLS(live: LivePictureSamples?, tracks: StreamedTracks?) async throws {
-        var options = try HLSOrigin.Options(url: destination)
+        var options = try originOptions()
         options.segmenter = MediaSegmenter.Options(format: MediaSegmenter.Format(rawValue: segmentFormat)!,
                                                    segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000))
         options.segmenter.transportStream = .init()
         options.windowSize = window
         options.servesDASH = options.segmenter.format == .fragmentedMP4
         options.lowLatency = lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil
+        let key = try secretFile.map(URLSigningKey.init(secretFile:))
+        options.accessKey = key
         let origin = try HLSOrigin(options: options)
+        let expires = Int(WallClock.seconds) + expiresIn
         let (input, loop, paced, verbose, media, carriesSound) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource), !noAudio)
         // (--transcode: the stream's size, format and rate replace these.)
         let transcoding = transcode ? TranscodedSamples<MediaFileSamples>.Options(
             encoder: encoder.settings(width: 16, height: 16, format: .yuv420p, frameRate: FrameRate(25, 1)),
             keyframeInterval: options.segmenter.segmentDuration, limits: limits.pictures) : nil
-        let serving = Task { try await origin.run(onListening: { url in printError("serving \(url)") }) }
+        let serving = Task {
+            try await origin.run(onListening: { url in
+                guard let key, let port = Int(url.split(separator: ":").last?.prefix { $0.isNumber } ?? "") else { return printError("serving \(url)") }
+                printError("serving \((try? origin.url(port: port, signedBy: key, expires: expires)) ?? url) (signed, good for \(expiresIn) s)")
+            })
+        }
         // One rendition from INPUT ("video"), and one from each --rendition source (video2, …).
         @Sendable func publish(_ input: String, as rendition: String, tracks: StreamedTracks?) async throws {
             if LiveSource.isLive(input) {

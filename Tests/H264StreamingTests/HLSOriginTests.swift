@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import H264Network
 import H264Streaming
 import MediaCore
 import SampleFlow
@@ -26,10 +27,13 @@ struct HLSOriginTests {
         private let tasks: [Task<Void, any Error>]
 
         init(format: MediaSegmenter.Format = .fragmentedMP4, segmentDuration: Double = 2, window: Int = 6, source: String = HLSOriginTests.source,
-             lowLatency: HLSOrigin.LowLatency? = nil) async throws {
+             lowLatency: HLSOrigin.LowLatency? = nil, accessKey: URLSigningKey? = nil, transport: HTTPTransport = .cleartext) async throws {
             let port = try freeTCPPort()
-            origin = try HLSOrigin(options: .init(port: port, segmenter: .init(format: format, segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000)),
-                                                  windowSize: window, servesDASH: format == .fragmentedMP4, lowLatency: lowLatency))
+            var options = HLSOrigin.Options(port: port, segmenter: .init(format: format, segmentDuration: MediaTime(seconds: segmentDuration, preferredTimescale: 90_000)),
+                                            windowSize: window, servesDASH: format == .fragmentedMP4, lowLatency: lowLatency)
+            options.accessKey = accessKey
+            options.transport = transport
+            origin = try HLSOrigin(options: options)
             let origin = self.origin
             tasks = [
                 Task(executorPreference: TimelyExecutor.shared) { try await origin.run() },
@@ -150,6 +154,132 @@ struct HLSOriginTests {
         let frames = stride(from: 0, to: raw.count - size + 1, by: size).map { md5Hex(raw[$0..<($0 + size)]) }
         #expect(frames.count >= 1000, "GStreamer decoded \(frames.count) frames")
         #expect(Self.isContiguous(frames, in: piece), "GStreamer's frames skip or repeat")
+    }
+
+    @Test("a signed origin: ffmpeg plays a signed URL (low latency, every playlist, part and segment found from it carrying the token); no token, another key's, a changed or an expired one get 403, counted")
+    func signedURLsOpenTheStreamAndNothingElse() async throws {
+        let key = try URLSigningKey(secret: Array("a secret of the signed-origin test".utf8))
+        let running = try await Running(segmentDuration: 1, lowLatency: .init(partDuration: MediaTime(value: 1, timescale: 4)), accessKey: key)
+        defer { running.stop() }
+        try await running.waitForSegments(2)
+        let port = Int(running.url.split(separator: ":")[2].split(separator: "/")[0])!
+        let now = Int(Date().timeIntervalSince1970)
+        let signed = try running.origin.url(port: port, signedBy: key, expires: now + 60)
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-signed-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let ffmpeg = try ChildProcess(try #require(which("ffmpeg")), ["-v", "warning", "-i", signed, "-t", "5", "-map", "0:v:0", "-f", "framemd5", work + "/signed.md5"])
+        #expect(ffmpeg.wait(seconds: 60) == 0, "\(ffmpeg.stderrText)")
+        let pulled = framemd5Hashes(try String(contentsOfFile: work + "/signed.md5", encoding: .utf8))
+        #expect(pulled.count >= 140, "ffmpeg pulled \(pulled.count) frames in 5 s through the signed URL")
+        #expect(Self.isContiguous(pulled, in: try ffmpegFrameHashes(Self.source, format: "h264")), "ffmpeg's frames skip or repeat")
+        #expect(running.origin.statistics.forbidden == 0, "ffmpeg was refused \(running.origin.statistics.forbidden) times")
+        // The playlists name their files relatively: the token rides along without a rewrite.
+        let media = await Self.get(signed.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8"))
+        #expect(media.status == 200)
+        let playlist = String(decoding: media.body, as: UTF8.self)
+        #expect(playlist.contains("#EXT-X-PART:") && !playlist.contains("token."), "\(playlist.prefix(400))")
+        let newest = try #require(HLSChecker.media(playlist).entries.last?.uri)
+        let signedFolder = String(signed.dropLast("index.m3u8".count))
+        #expect(await Self.get(signedFolder + newest).status == 200)
+        // Refused: no token, another key's, a later expiry than signed, an expired one, junk.
+        let base = "http://127.0.0.1:\(port)"
+        let other = try URLSigningKey(secret: Array("another secret, not the origin's".utf8))
+        let token = String(signed.dropFirst(base.count).split(separator: "/")[0])
+        let parts = token.split(separator: ".")
+        let refused = [
+            running.url, signedFolder + newest.replacingOccurrences(of: ".m4s", with: ".mp4"),
+            base + (try other.signedPath("/live/index.m3u8", expires: now + 60)),
+            base + "/token.\(Int(parts[1])! + 1).\(parts[2])/live/index.m3u8",
+            base + (try key.signedPath("/live/index.m3u8", expires: now - 5)),
+            base + "/token.x.y/live/index.m3u8", base + "/token.\(parts[1]).\(parts[2])/../live/index.m3u8".replacingOccurrences(of: "/../", with: "/%2e%2e/"),
+        ]
+        let before = running.origin.statistics.forbidden
+        for url in refused.dropFirst(2) + [refused[0]] {
+            let answer = await Self.get(url)
+            #expect(answer.status == 403 && answer.body.isEmpty, "\(url): \(answer.status)")
+        }
+        #expect(await Self.get(refused[1]).status == 404, "a signed name that is not published is 404, as without a key")
+        #expect(running.origin.statistics.forbidden == before + refused.count - 1, "\(running.origin.statistics)")
+        let unsigned = try ChildProcess(try #require(which("ffmpeg")), ["-v", "error", "-i", running.url, "-t", "1", "-f", "null", "-"])
+        #expect(unsigned.wait(seconds: 30) != 0)
+        #expect(unsigned.stderrText.contains("403"), "\(unsigned.stderrText)")
+    }
+
+    /// A self-signed certificate for 127.0.0.1 and its key (EC P-256), made by OpenSSL in `directory`.
+    static func selfSignedCertificate(in directory: String) throws -> TLSFiles {
+        let files = TLSFiles(certificateChain: directory + "/cert.pem", privateKey: directory + "/key.pem")
+        let made = try run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                                       "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", files.privateKey, "-out", files.certificateChain])
+        guard made.status == 0 else { throw TestFailure("openssl: \(made.stderrText)") }
+        return files
+    }
+
+    /// curl's body and HTTP version for `url` (`--http2` or `--http1.1` over TLS, trusting `ca`;
+    /// `--http2-prior-knowledge` in the clear).
+    static func curl(_ url: String, _ version: String, ca: String? = nil) throws -> (body: Data, version: String) {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-curl-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try run("curl", ["-sS", "--fail", "--max-time", "10", version, "-o", out, "-w", "%{http_version}"] + (ca.map { ["--cacert", $0] } ?? []) + [url])
+        guard result.status == 0 else { throw TestFailure("curl \(version) \(url): \(result.status) \(result.stderrText)") }
+        return (try Data(contentsOf: URL(fileURLWithPath: out)), result.stdoutText)
+    }
+
+    @Test("over TLS: curl gets the same playlists and segments by HTTP/2 and HTTP/1.1 (ALPN), the certificate verified; ffmpeg plays https://; h2c with prior knowledge; a bad certificate or key is an error naming the file",
+          .requires(.openssl, .curl))
+    func tlsOffersHTTP2AndHTTP1() async throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let files = try Self.selfSignedCertificate(in: work)
+        let running = try await Running(segmentDuration: 1, lowLatency: .init(), transport: .tls(files))
+        defer { running.stop() }
+        #expect(running.url.hasPrefix("https://127.0.0.1:"))
+        try await running.waitForSegments(2)
+        // The same multivariant playlist and init section both ways; the media playlist's
+        // newest segment fetched both ways is the same bytes.
+        let (h2, v2) = try Self.curl(running.url, "--http2", ca: files.certificateChain)
+        let (h1, v1) = try Self.curl(running.url, "--http1.1", ca: files.certificateChain)
+        #expect(v2 == "2" && v1 == "1.1", "HTTP versions: \(v2), \(v1)")
+        #expect(h2 == h1 && String(decoding: h2, as: UTF8.self).hasPrefix("#EXTM3U"))
+        let mediaURL = running.url.replacingOccurrences(of: "index.m3u8", with: "index-video.m3u8")
+        let playlist = HLSChecker.media(String(decoding: try Self.curl(mediaURL, "--http2", ca: files.certificateChain).body, as: UTF8.self))
+        #expect(playlist.problems.isEmpty, "\(playlist.problems)")
+        let segment = try #require(playlist.entries.first?.uri)
+        let segmentURL = mediaURL.replacingOccurrences(of: "index-video.m3u8", with: segment)
+        let (s2, _) = try Self.curl(segmentURL, "--http2", ca: files.certificateChain)
+        let (s1, _) = try Self.curl(segmentURL, "--http1.1", ca: files.certificateChain)
+        #expect(s2 == s1 && Self.boxes(s2)?.first == "styp", "\(s2.count) and \(s1.count) bytes")
+        // A blocking reload over HTTP/2 is held and answered.
+        let next = playlist.mediaSequence + playlist.entries.count
+        let (held, _) = try Self.curl(mediaURL + "?_HLS_msn=\(next)&_HLS_part=0", "--http2", ca: files.certificateChain)
+        #expect(String(decoding: held, as: UTF8.self).contains("#EXT-X-PART:"))
+        // ffmpeg plays it over TLS (its TLS does not verify by default).
+        let ffmpeg = try ChildProcess(try #require(which("ffmpeg")), ["-v", "error", "-i", running.url, "-t", "3", "-map", "0:v:0", "-f", "framemd5", work + "/tls.md5"])
+        #expect(ffmpeg.wait(seconds: 60) == 0, "\(ffmpeg.stderrText)")
+        let pulled = framemd5Hashes(try String(contentsOfFile: work + "/tls.md5", encoding: .utf8))
+        let piece = try ffmpegFrameHashes(Self.source, format: "h264")
+        #expect(pulled.count >= 80 && Self.isContiguous(pulled, in: piece), "\(pulled.count) frames")
+
+        // Cleartext HTTP/2 with prior knowledge.
+        let cleartext = try await Running(segmentDuration: 1, transport: .cleartextHTTP2)
+        defer { cleartext.stop() }
+        try await cleartext.waitForSegments(1)
+        let (c2, cv) = try Self.curl(cleartext.url, "--http2-prior-knowledge")
+        #expect(cv == "2" && String(decoding: c2, as: UTF8.self).hasPrefix("#EXTM3U"))
+
+        // Bad files: named at init.
+        try Data("not a certificate".utf8).write(to: URL(fileURLWithPath: work + "/junk.pem"))
+        try FileManager.default.createDirectory(atPath: work + "/other", withIntermediateDirectories: true)
+        let other = try Self.selfSignedCertificate(in: work + "/other")  // (another key pair)
+        for (bad, named) in [(TLSFiles(certificateChain: work + "/junk.pem", privateKey: files.privateKey), work + "/junk.pem"),
+                             (TLSFiles(certificateChain: work + "/missing.pem", privateKey: files.privateKey), work + "/missing.pem"),
+                             (TLSFiles(certificateChain: files.certificateChain, privateKey: work + "/junk.pem"), work + "/junk.pem"),
+                             (TLSFiles(certificateChain: files.certificateChain, privateKey: other.privateKey), other.privateKey)] {
+            var options = HLSOrigin.Options(port: 0)
+            options.transport = .tls(bad)
+            #expect { try HLSOrigin(options: options) } throws: { "\($0)".contains(named) }
+        }
     }
 
     /// Whether `frames` are consecutive frames of `piece` played round and round.

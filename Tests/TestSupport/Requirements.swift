@@ -12,6 +12,12 @@ public enum Tool: String, Sendable, CaseIterable {
     case unshare
     /// nginx, the caching reverse proxy (a CDN's edge) in front of the HLS origin.
     case nginx
+    /// OpenSSL's command line, which makes the tests' self-signed certificates.
+    case openssl
+    /// curl, an HTTP/1.1 and HTTP/2 client (over TLS by ALPN, or h2c with prior knowledge).
+    case curl
+    /// nghttp2's load generator (nghttp2-client), HTTP/2 clients by the hundred.
+    case h2load
 
     /// Whether the program is on the PATH (or, for daemons such as nginx, in /usr/sbin, which a
     /// user's PATH may lack).
