@@ -64,6 +64,7 @@ var targets: [Target] = [
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "HummingbirdHTTP2", package: "hummingbird"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "NIOTLS", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"), .product(name: "CompressNIO", package: "compress-nio"),
     ]),
 
@@ -131,6 +132,7 @@ let package = Package(
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         // TLS for the servers (Hummingbird's HTTP/2 builds on it and on swift-nio-http2).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         // HMAC-SHA256 for signed URLs (hummingbird-websocket resolves it already).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // `swift package generate-documentation`: the DocC catalogs (a plugin; nothing links it).

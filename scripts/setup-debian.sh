@@ -18,12 +18,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# Ray for the chunked-transcode driver (scripts/ray/transcode.py) and its test.
+# Python packages from PyPI for the python3 on PATH (which may not be Debian's): Ray for the
+# chunked-transcode driver (scripts/ray/transcode.py) and its test; h2 for the hostile HTTP/2
+# peers (scripts/h2-hostile.py; Debian's python3-h2 serves Debian's own Python only).
+pip=(python3 -m pip install --quiet --disable-pip-version-check)
+# Debian's own Python refuses pip outside a virtual environment unless told.
+python3 -c "import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')) else 1)" && pip+=(--break-system-packages)
 if ! python3 -c "import ray" 2>/dev/null || ! command -v ray >/dev/null; then
-    pip=(python3 -m pip install --quiet --disable-pip-version-check)
-    # Debian's own Python refuses pip outside a virtual environment unless told.
-    python3 -c "import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')) else 1)" && pip+=(--break-system-packages)
     "${pip[@]}" ray
     command -v pyenv >/dev/null && pyenv rehash || true
 fi
+python3 -c "import h2" 2>/dev/null || "${pip[@]}" h2
 command -v swift >/dev/null || { echo "swift is not on PATH: install Swift 6.1 or later (https://swift.org/install)" >&2; exit 1; }

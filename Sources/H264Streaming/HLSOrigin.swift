@@ -84,6 +84,9 @@ public final class HLSOrigin: Sendable {
         /// HTTP/1.1 in the clear (the default), TLS with HTTP/2 and HTTP/1.1 by ALPN, or
         /// cleartext HTTP/2 for a proxy in front.
         public var transport: HTTPTransport = .cleartext
+        /// With TLS, a connection that has not finished its handshake this long after it
+        /// opened is closed (and counted, ``Statistics/tlsHandshakesTimedOut``).
+        public var tlsHandshakeTimeout: Duration = .seconds(10)
 
         /// Options for `path` on `host:port`: 2 s fMP4 segments, a window of 6, DASH beside.
         public init(host: String = "127.0.0.1", port: Int = 8080, path: String = "/live/index.m3u8",
@@ -151,6 +154,14 @@ public final class HLSOrigin: Sendable {
         /// Answered 403: no token, or a malformed, wrong or expired one, when the origin has an
         /// access key.
         public var forbidden = 0
+        /// TLS handshakes completed.
+        public var tlsHandshakes = 0
+        /// TLS handshakes that failed, or whose connection closed before the end (counted, not
+        /// logged one by one).
+        public var tlsHandshakesFailed = 0
+        /// TLS connections closed for not finishing the handshake within
+        /// ``Options/tlsHandshakeTimeout``.
+        public var tlsHandshakesTimedOut = 0
         /// Playlists sent gzip-compressed.
         public var compressedPlaylists = 0
         /// Samples the publishers were given and did not publish: tracks other than a
@@ -162,8 +173,8 @@ public final class HLSOrigin: Sendable {
     public let options: Options
     private let store: OriginStore
     private let logger: Logger
-    /// The TLS configuration, loaded and checked at init (``HTTPTransport/tls(_:)``).
-    private let tls: TLSConfiguration?
+    /// The TLS context, loaded and checked at init and at each reload (``HTTPTransport/tls(_:)``).
+    private let tls: TLSContextStore?
 
     /// An origin with `options`; throws when they are out of range.
     public init(options: Options = Options(), logger: Logger = Logger(label: "h264kit.origin")) throws(StreamingError) {
@@ -185,7 +196,7 @@ public final class HLSOrigin: Sendable {
             options.segmenter.partDuration = part
         }
         do { _ = try MediaSegmenter(options: options.segmenter) } catch { throw .output(error) }
-        if case .tls(let files) = options.transport { tls = try files.serverConfiguration() } else { tls = nil }
+        if case .tls(let files) = options.transport { tls = try TLSContextStore(files: files) } else { tls = nil }
         self.options = options
         self.logger = logger
         store = OriginStore(options: options)
@@ -328,9 +339,22 @@ public final class HLSOrigin: Sendable {
         case .cleartext: return .http1(configuration: http1)
         case .cleartextHTTP2: return .plaintextHTTP2(configuration: http2)
         case .tls:
-            guard let tls else { throw .invalidOption("TLS without a configuration") }
-            do { return try .http2Upgrade(tlsConfiguration: tls, configuration: http2) } catch { throw .invalidOption("TLS: \(error)") }
+            guard let tls else { throw .invalidOption("TLS without a certificate") }
+            let (store, timeout) = (store, TimeAmount.nanoseconds(Int64(options.tlsHandshakeTimeout.components.seconds) * 1_000_000_000
+                                                                   + options.tlsHandshakeTimeout.components.attoseconds / 1_000_000_000))
+            return HTTPServerBuilder { responder in
+                SecureHTTPChannel(contexts: tls, http1: HTTP1Channel(responder: responder, configuration: http1), http2: HTTP2Channel(responder: responder, configuration: http2),
+                                  handshakeTimeout: timeout, onHandshake: { store.countHandshake($0) })
+            }
         }
+    }
+
+    /// Reads the certificate and key files again (``HTTPTransport/tls(_:)``): connections made
+    /// from now on get the new certificate, open ones keep theirs. On an error (a file half
+    /// written, a key that does not match) the certificate in use stays and the error says why.
+    public func reloadCertificate() throws(StreamingError) {
+        guard let tls else { throw .invalidOption("the origin has no certificate to reload (not https://)") }
+        try tls.reload()
     }
 
     /// Serves until the task is cancelled; `onListening` gets the multivariant playlist's URL

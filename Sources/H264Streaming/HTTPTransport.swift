@@ -32,9 +32,9 @@ public struct TLSFiles: Sendable, Hashable {
         self.privateKey = privateKey
     }
 
-    /// The server's TLS configuration from the files (TLS 1.2 or later), checked now: an
-    /// unreadable or malformed file, or a key that is not the certificate's, is an error that
-    /// names the file.
+    /// The server's TLS configuration from the files (TLS 1.2 or later): an unreadable or
+    /// malformed file is an error that names it (``TLSContextStore`` checks that the key is
+    /// the certificate's).
     func serverConfiguration() throws(StreamingError) -> TLSConfiguration {
         let certificates: [NIOSSLCertificate]
         do { certificates = try NIOSSLCertificate.fromPEMFile(certificateChain) } catch {
@@ -47,9 +47,6 @@ public struct TLSFiles: Sendable, Hashable {
         }
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
-        do { _ = try NIOSSLContext(configuration: configuration) } catch {
-            throw .invalidOption("\(privateKey): not the key of the certificate in \(certificateChain) (\(error))")
-        }
         return configuration
     }
 }

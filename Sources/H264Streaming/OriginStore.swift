@@ -403,6 +403,17 @@ final class OriginStore: Sendable {
 
     private static let cors: HTTPFields = [.accessControlAllowOrigin: "*", .accessControlExposeHeaders: "Content-Length, Content-Range, Accept-Ranges"]
 
+    /// Counts a TLS handshake's end.
+    func countHandshake(_ outcome: TLSHandshakeOutcome) {
+        state.withLock { state in
+            switch outcome {
+            case .completed: state.statistics.tlsHandshakes += 1
+            case .failed: state.statistics.tlsHandshakesFailed += 1
+            case .timedOut: state.statistics.tlsHandshakesTimedOut += 1
+            }
+        }
+    }
+
     /// The answer to a request: a published file (whole or a range), a held request's answer
     /// once it can be given, or a 4xx/5xx, counted.
     func respond(to request: Request) async -> Response {

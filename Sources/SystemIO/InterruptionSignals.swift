@@ -8,33 +8,49 @@ import Glibc
 /// rather than cut off), until ``restore()`` takes the call back; with no call left, the
 /// signals get their default action again.
 ///
-/// A `sigaction` handler writes a byte to a pipe, whichever thread the kernel gives the signal
-/// to, and a thread of its own reads the pipe and makes the calls. (A dispatch signal source
-/// sets the signal to be ignored and watches a signalfd, which sees only a signal that every
-/// thread blocks: when a thread that does not, an event loop's or a codec's, takes it, the
-/// signal is ignored and lost; measured here: 4 SIGINTs in 8 lost by a live RTSP server.)
+/// A `sigaction` handler writes the signal's number to a pipe, whichever thread the kernel
+/// gives the signal to, and a thread of its own reads the pipe and makes the calls. (A dispatch
+/// signal source sets the signal to be ignored and watches a signalfd, which sees only a signal
+/// that every thread blocks: when a thread that does not, an event loop's or a codec's, takes
+/// it, the signal is ignored and lost; measured here: 4 SIGINTs in 8 lost by a live RTSP server.)
 package final class InterruptionSignals: Sendable {
-    private let id: Int
+    private let ids: [Int]
 
     /// Calls `action` at each SIGINT or SIGTERM, until ``restore()``.
     package init(_ action: @escaping @Sendable () -> Void) {
-        id = InterruptionDispatcher.shared.add(action)
+        ids = [SignalDispatcher.shared.add(SIGINT, action), SignalDispatcher.shared.add(SIGTERM, action)]
     }
 
     /// Takes the call back; with no call left, the signals get their default action again.
     package func restore() {
-        InterruptionDispatcher.shared.remove(id)
+        for id in ids { SignalDispatcher.shared.remove(id) }
     }
 }
 
-/// The process's one handler of SIGINT and SIGTERM and the calls it makes.
-private final class InterruptionDispatcher: Sendable {
-    static let shared = InterruptionDispatcher()
+/// SIGHUP turned into a call (a server reading its certificate again, as nginx does), until
+/// ``restore()``; with no call left, SIGHUP gets its default action again (the process ends).
+package final class HangupSignal: Sendable {
+    private let id: Int
+
+    /// Calls `action` at each SIGHUP, until ``restore()``.
+    package init(_ action: @escaping @Sendable () -> Void) {
+        id = SignalDispatcher.shared.add(SIGHUP, action)
+    }
+
+    /// Takes the call back.
+    package func restore() {
+        SignalDispatcher.shared.remove(id)
+    }
+}
+
+/// The process's one handler of the signals it turns into calls, and the calls it makes.
+private final class SignalDispatcher: Sendable {
+    static let shared = SignalDispatcher()
 
     /// The pipe's write end, for the signal handler (which can capture nothing).
     nonisolated(unsafe) static var writeEnd: Int32 = -1
 
-    private let actions = Locked<(next: Int, installed: Bool, calls: [Int: @Sendable () -> Void])>((0, false, [:]))
+    private let calls = Locked<(next: Int, bySignal: [Int32: [Int: @Sendable () -> Void]])>((0, [:]))
     private let readEnd: Int32
 
     private init() {
@@ -49,43 +65,42 @@ private final class InterruptionDispatcher: Sendable {
                 let count = read(readEnd, &byte, 1)
                 if count < 0, errno == EINTR { continue }
                 guard count == 1 else { return }
-                for call in actions.withLock({ Array($0.calls.values) }) { call() }
+                let signal = Int32(byte)
+                for call in calls.withLock({ Array(($0.bySignal[signal] ?? [:]).values) }) { call() }
             }
         }
     }
 
-    func add(_ call: @escaping @Sendable () -> Void) -> Int {
-        let (id, install) = actions.withLock { state -> (Int, Bool) in
+    func add(_ number: Int32, _ call: @escaping @Sendable () -> Void) -> Int {
+        let (id, install) = calls.withLock { state -> (Int, Bool) in
             state.next += 1
-            state.calls[state.next] = call
-            defer { state.installed = true }
-            return (state.next, !state.installed)
+            let first = state.bySignal[number]?.isEmpty ?? true
+            state.bySignal[number, default: [:]][state.next] = call
+            return (state.next, first)
         }
         if install {
             var action = sigaction()
-            action.__sigaction_handler.sa_handler = { _ in
-                var byte: UInt8 = 1
-                _ = write(InterruptionDispatcher.writeEnd, &byte, 1)
+            action.__sigaction_handler.sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(SignalDispatcher.writeEnd, &byte, 1)
             }
             action.sa_flags = SA_RESTART
             sigemptyset(&action.sa_mask)
-            sigaction(SIGINT, &action, nil)
-            sigaction(SIGTERM, &action, nil)
+            sigaction(number, &action, nil)
         }
         return id
     }
 
     func remove(_ id: Int) {
-        let uninstall = actions.withLock { state -> Bool in
-            state.calls[id] = nil
-            guard state.calls.isEmpty, state.installed else { return false }
-            state.installed = false
-            return true
+        let emptied = calls.withLock { state -> [Int32] in
+            var emptied: [Int32] = []
+            for (number, var calls) in state.bySignal where calls.removeValue(forKey: id) != nil {
+                state.bySignal[number] = calls
+                if calls.isEmpty { emptied.append(number) }
+            }
+            return emptied
         }
-        if uninstall {
-            signal(SIGINT, SIG_DFL)
-            signal(SIGTERM, SIG_DFL)
-        }
+        for number in emptied { signal(number, SIG_DFL) }
     }
 }
 

@@ -312,6 +312,18 @@ struct Stream: AsyncParsableCommand {
         options.accessKey = key
         let origin = try HLSOrigin(options: options)
         let expires = Int(WallClock.seconds) + expiresIn
+        // SIGHUP reads the certificate and key again (a renewed certificate, as nginx does).
+        let hangup = tlsFiles.map { files in
+            HangupSignal {
+                do {
+                    try origin.reloadCertificate()
+                    printError("reloaded \(files.certificateChain) and \(files.privateKey)")
+                } catch {
+                    printError("warning: the certificate in use stays: \(error)")
+                }
+            }
+        }
+        defer { hangup?.restore() }
         let (input, loop, paced, verbose, media, carriesSound) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource), !noAudio)
         // (--transcode: the stream's size, format and rate replace these.)
         let transcoding = transcode ? TranscodedSamples<MediaFileSamples>.Options(
