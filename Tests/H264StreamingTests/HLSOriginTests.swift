@@ -282,6 +282,29 @@ struct HLSOriginTests {
         }
     }
 
+    @Test("Chromium's own player plays the low-latency origin over HTTPS (HTTP/2 by ALPN), the test's self-signed certificate trusted by its key's hash", .requires(.openssl, .chromium))
+    func chromiumPlaysTheOriginOverHTTPS() async throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-tls-page-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let files = try Self.selfSignedCertificate(in: work)
+        let running = try await Running(lowLatency: .init(), transport: .tls(files))
+        defer { running.stop() }
+        try await running.waitForSegments(4)  // (more than HOLD-BACK, three targets: Chromium starts that far behind the edge)
+        // The hash Chromium's --ignore-certificate-errors-spki-list takes: SHA-256 of the key, base64.
+        let hash = try run("sh", ["-c", "openssl x509 -in \"$1\" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64", "sh", files.certificateChain])
+        let spki = hash.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(hash.status == 0 && spki.count == 44, "\(hash.stderrText)")
+        try Self.livePage(running.url).write(toFile: work + "/live.html", atomically: true, encoding: .utf8)
+        let pages = try await StaticHTTPServer(directory: work)
+        defer { pages.stop() }
+        let browser = try HeadlessChromium(url: pages.url + "live.html", arguments: ["--ignore-certificate-errors-spki-list=\(spki)"])
+        defer { browser.stop() }
+        let played = await pages.waitForRequest(startingWith: "/report?playing", seconds: 40)
+        #expect(played != nil, "Chromium did not play the HTTPS origin: \(pages.requests.filter { $0.hasPrefix("/report") })")
+        #expect(running.origin.statistics.tlsHandshakes >= 1 && running.origin.statistics.served > 10, "\(running.origin.statistics)")
+    }
+
     /// Whether `frames` are consecutive frames of `piece` played round and round.
     static func isContiguous(_ frames: [String], in piece: [String]) -> Bool {
         guard let first = frames.first, let start = piece.firstIndex(of: first) else { return false }

@@ -8,16 +8,17 @@ public final class HeadlessChromium: @unchecked Sendable {
     public let process: ChildProcess
     public let profile: String
 
-    /// Opens `url` in a new headless Chromium with a profile of its own.
-    public init(url: String) throws {
+    /// Opens `url` in a new headless Chromium with a profile of its own, and `arguments` (a
+    /// test's own flags, such as the key hash of a certificate to trust).
+    public init(url: String, arguments: [String] = []) throws {
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-chromium-\(UUID().uuidString)").path
         // As root, headless Chromium needs --no-sandbox; no GL flags (measured: WebCodecs decodes
         // in software here). Timing is real: no --virtual-time-budget.
         guard let chromium = which("chromium") else { throw TestFailure("chromium is not on the PATH") }
         process = try ChildProcess(chromium, [
             "--headless=new", "--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-            "--user-data-dir=\(profile)", "--autoplay-policy=no-user-gesture-required", url,
-        ])
+            "--user-data-dir=\(profile)", "--autoplay-policy=no-user-gesture-required",
+        ] + arguments + [url])
     }
 
     /// Ends the browser and removes its profile, and the directory of its singleton socket
