@@ -20,6 +20,7 @@ connection (goaway with its error code, closed, reset, or still open when the ti
 and the seconds it took. Loopback only: the script refuses another host.
 """
 import argparse
+import concurrent.futures
 import json
 import select
 import socket
@@ -140,20 +141,22 @@ def attack(name, host, port, path, seconds, count):
     connections = 0
     frames = 0
     if name in ("stalled-handshake", "idle-tls"):
-        sockets = []
-        for _ in range(count):
-            raw = socket.create_connection((host, port), timeout=10)
+        def connect(_):
+            raw = socket.create_connection((host, port), timeout=30)
             if name == "stalled-handshake":
                 # The first bytes of a TLS record holding a ClientHello: a handshake begun, never finished.
                 raw.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]))
-                sockets.append(raw)
-            else:
-                context = ssl.create_default_context()
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-                context.set_alpn_protocols(["h2", "http/1.1"])
-                sockets.append(context.wrap_socket(raw, server_hostname=host))
-            connections += 1
+                return raw
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            context.set_alpn_protocols(["h2", "http/1.1"])
+            return context.wrap_socket(raw, server_hostname=host)
+
+        # Eight at a time, so that the server's event loops all work on handshakes.
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            sockets = list(pool.map(connect, range(count)))
+        connections = len(sockets)
         deadline = time.monotonic() + seconds
         open_sockets = list(sockets)
         while open_sockets and time.monotonic() < deadline:

@@ -27,6 +27,11 @@ public struct RTSPServerConnection: Sendable {
         /// The transports offered: UDP, TCP interleaved, or both (a `SETUP` asking for another
         /// is answered 461, and a client falls back to the other).
         public var transports: Set<RTSPTransport.Lower>
+        /// When set, only request URLs whose path begins with a valid token of this key are
+        /// answered (``URLSigningKey``, scoped to the presentation: a URL signed for
+        /// `rtsp://host/cam` opens `/cam` and its tracks); any other gets 403. `OPTIONS` needs
+        /// none. The time a token is checked at is the `now` given to ``respond(to:now:resource:)``.
+        public var accessKey: URLSigningKey?
 
         /// Settings.
         public init(authenticator: RTSPAuthenticator? = nil, sessionTimeout: Int = 60, serverPorts: ClosedRange<Int>, serverName: String = "H264Kit",
@@ -148,16 +153,37 @@ public struct RTSPServerConnection: Sendable {
     /// The sessions of this connection.
     public var activeSessions: [Session] { sessions.values.map(\.session).sorted { $0.id < $1.id } }
 
-    /// Answers `request`; `resource` looks up what the server has at a path (`/live`).
+    /// Answers `request`; `resource` looks up what the server has at a path (`/live`). With an
+    /// ``Configuration/accessKey``, use ``respond(to:now:resource:)``: here no time is known,
+    /// so every token counts as expired.
     public mutating func respond(to request: RTSPMessage, resource: (String) -> Resource?) -> (response: RTSPMessage, event: Event?) {
-        guard case .request(let method, let url) = request.startLine else {
+        respond(to: request, now: .max, resource: resource)
+    }
+
+    /// Answers `request` at Unix time `now` (the time an ``Configuration/accessKey``'s tokens
+    /// are checked at); `resource` looks up what the server has at a path (`/live`).
+    public mutating func respond(to request: RTSPMessage, now: Int, resource: (String) -> Resource?) -> (response: RTSPMessage, event: Event?) {
+        guard case .request(let method, let given) = request.startLine else {
             return (reply(400, "Bad Request", to: request), nil)
         }
         guard request.sequenceNumber != nil else { return (reply(400, "Bad Request", to: request, note: "no CSeq"), nil) }
-        if method != "OPTIONS", let authenticator = configuration.authenticator, !authenticator.accepts(request["Authorization"], method: method, url: url) {
+        if method != "OPTIONS", let authenticator = configuration.authenticator, !authenticator.accepts(request["Authorization"], method: method, url: given) {
             var response = reply(401, "Unauthorized", to: request)
             for challenge in authenticator.challenges { response.headers.append(("WWW-Authenticate", challenge)) }
             return (response, nil)
+        }
+        // A signed URL: its token taken off for the lookups, kept in the URLs the client is
+        // told (Content-Base, RTP-Info), so that its next requests carry it too.
+        var url = given, token = ""
+        if method != "OPTIONS", let key = configuration.accessKey {
+            let (prefix, path, rest) = Self.split(given)
+            switch key.check(path, now: now) {
+            case .allowed(let opened):
+                url = prefix + opened + rest
+                token = String(path.dropLast(opened.count))
+            case .denied(let why):
+                return (reply(403, "Forbidden", to: request, note: why.description), nil)
+            }
         }
         let path = Self.normalizedPath(url)
         switch method {
@@ -167,7 +193,7 @@ public struct RTSPServerConnection: Sendable {
             return (response, nil)
         case "DESCRIBE":
             guard let media = resource(path)?.media else { return (reply(404, "Not Found", to: request), nil) }
-            let base = url.hasSuffix("/") ? url : url + "/"
+            let base = given.hasSuffix("/") ? given : given + "/"
             let description = SessionDescription(origin: "- \(random.next() >> 33) 1 IN IP4 0.0.0.0", name: configuration.serverName, connection: "IN IP4 0.0.0.0",
                                                  attributes: ["tool:\(configuration.serverName)", "range:npt=0-", "control:*"],
                                                  media: media.map { $0.medium(port: 0) })
@@ -200,7 +226,7 @@ public struct RTSPServerConnection: Sendable {
         case "SETUP":
             return setup(request, url: url, path: path, resource: resource)
         case "PLAY", "PAUSE", "RECORD", "TEARDOWN", "GET_PARAMETER", "SET_PARAMETER":
-            return sessionRequest(request, method: method)
+            return sessionRequest(request, url: url, token: token, method: method)
         default:
             var response = reply(501, "Not Implemented", to: request)
             response.headers.append(("Public", Self.methods.joined(separator: ", ")))
@@ -319,7 +345,9 @@ public struct RTSPServerConnection: Sendable {
         return (response, nil)
     }
 
-    private mutating func sessionRequest(_ request: RTSPMessage, method: String) -> (response: RTSPMessage, event: Event?) {
+    /// A request of a session; `url` is the request's without its token, `token` that token's
+    /// path segment (`/token.…`, or empty), put back into the URLs the answer names.
+    private mutating func sessionRequest(_ request: RTSPMessage, url: String, token: String, method: String) -> (response: RTSPMessage, event: Event?) {
         guard let id = request["Session"].map(Self.sessionID) else {
             // A keep-alive without a session (GStreamer and ffmpeg send GET_PARAMETER so) is fine.
             if method == "GET_PARAMETER" || method == "SET_PARAMETER" { return (reply(200, "OK", to: request), nil) }
@@ -339,10 +367,14 @@ public struct RTSPServerConnection: Sendable {
             }
             response.headers.append(("Range", "npt=\(Self.format(start ?? 0))-"))
             // The aggregate URL (a PLAY of one medium's URL names its resource all the same).
-            var base = Self.url(of: request)
+            var base = url
             if let query = base.firstIndex(of: "?") { base = String(base[..<query]) }
             while base.count > 1, base.hasSuffix("/") { base.removeLast() }
             if Self.normalizedPath(base) != state.session.path, let slash = base.lastIndex(of: "/") { base = String(base[..<slash]) }
+            if !token.isEmpty {
+                let (prefix, path, rest) = Self.split(base)
+                base = prefix + token + path + rest
+            }
             let info = state.session.streams.map { stream in
                 let control = stream.format.control ?? "*"
                 let trackURL = control == "*" || control.lowercased().hasPrefix("rtsp://") ? base
@@ -402,9 +434,18 @@ public struct RTSPServerConnection: Sendable {
         return rest == "*" || rest.hasPrefix("/") ? String(rest) : "/" + rest
     }
 
-    private static func url(of request: RTSPMessage) -> String {
-        if case .request(_, let url) = request.startLine { return url }
-        return "*"
+    /// A request URL in three: `rtsp://host:port`, the path (`/` when none), and the query.
+    static func split(_ url: String) -> (prefix: String, path: String, rest: String) {
+        var prefix = Substring(""), rest = Substring(url)
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
+            let afterScheme = rest[rest.index(colon, offsetBy: 3)...]
+            let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+            prefix = rest[..<pathStart]
+            rest = rest[pathStart...]
+        }
+        let queryStart = rest.firstIndex(of: "?") ?? rest.endIndex
+        let path = rest[..<queryStart]
+        return (String(prefix), path.isEmpty ? "/" : String(path), String(rest[queryStart...]))
     }
 
     /// The identifier of a `Session` header (`ABC123;timeout=60` → `ABC123`).

@@ -38,8 +38,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     init(core: ServerCore) {
         self.core = core
-        machine = RTSPServerConnection(configuration: .init(authenticator: core.authenticator, sessionTimeout: core.options.sessionTimeout,
-                                                            serverPorts: core.serverPorts, transports: core.options.transports))
+        var configuration = RTSPServerConnection.Configuration(authenticator: core.authenticator, sessionTimeout: core.options.sessionTimeout,
+                                                               serverPorts: core.serverPorts, transports: core.options.transports)
+        configuration.accessKey = core.options.accessKey
+        machine = RTSPServerConnection(configuration: configuration)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -113,7 +115,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func handle(_ message: RTSPMessage, context: ChannelHandlerContext) {
         guard case .request = message.startLine else { return }  // a response to nothing we asked: ignored
         lastRequest = .now()
-        let (response, event) = machine.respond(to: message) { [core] path in core.mount(for: path)?.resource }
+        let (response, event) = machine.respond(to: message, now: Int(WallClock.seconds)) { [core] path in core.mount(for: path)?.resource }
         let newErrors = machine.errorsAnswered - errorsSeen
         errorsSeen = machine.errorsAnswered
         core.counts.withLock {

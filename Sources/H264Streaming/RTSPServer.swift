@@ -59,6 +59,11 @@ public final class RTSPServer: Sendable {
         /// AAC-hbr, a frame a packet, timed at its sample rate; `trackID=1`), which a client
         /// sets up with the video and plays with it: on by default. Off: the video alone.
         public var carriesAudio = true
+        /// When set, only URLs signed with this key are answered (`OPTIONS` aside), 403 to any
+        /// other (counted in ``Statistics/errorsAnswered``): a URL signed for
+        /// `rtsp://host:port/cam` opens that presentation and its tracks until it expires
+        /// (``URLSigningKey/signedURL(_:scope:expires:)``).
+        public var accessKey: URLSigningKey?
 
         /// Options: 127.0.0.1:8554, no credentials, a 60-second session timeout.
         public init(host: String = "127.0.0.1", port: Int = 8554, credentials: RTSPCredentials? = nil, sessionTimeout: Int = 60, idleConnectionTimeout: Int = 30,

@@ -98,7 +98,7 @@ struct Stream: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print what is sent: a line a second while serving RTSP, a summary at the end.")
     var verbose = false
 
-    @Option(help: ArgumentHelp("HTTP: answer only URLs signed with this secret (base64 text, or at least 16 raw bytes; `h264kit sign`), 403 to any other; the URL printed is signed.", valueName: "FILE"))
+    @Option(help: ArgumentHelp("HTTP, RTSP: answer only URLs signed with this secret (base64 text, or at least 16 raw bytes; `h264kit sign`), 403 to any other; the URL printed is signed.", valueName: "FILE"))
     var secretFile: String?
 
     @Option(help: ArgumentHelp("--secret-file: how long the printed URL is good for.", valueName: "seconds"))
@@ -141,7 +141,7 @@ struct Stream: AsyncParsableCommand {
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
         if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
-        if secretFile != nil, !isHTTP { throw ValidationError("--secret-file is for http:// and https:// (signed URLs for RTSP are not built yet)") }
+        if secretFile != nil, !isHTTP, !isRTSP { throw ValidationError("--secret-file is for an HTTP origin or an RTSP server (http://, https://, rtsp://)") }
         if !isHTTP, cert != nil || key != nil || cleartextHTTP2 { throw ValidationError("--cert, --key and --cleartext-http2 are for an HTTP origin (http://, https://)") }
         guard expiresIn > 0, expiresIn <= 10 * 365 * 86_400 else { throw ValidationError("--expires-in \(expiresIn): 1 s to ten years") }
         if let user { _ = try RTSPCredentials(parsing: user) }
@@ -262,10 +262,18 @@ struct Stream: AsyncParsableCommand {
         var serverOptions = RTSPServer.Options(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
                                                packetizer: packetizer, paced: !noPace, rate: rate)
         serverOptions.carriesAudio = !noAudio
+        let key = try secretFile.map(URLSigningKey.init(secretFile:))
+        serverOptions.accessKey = key
         let server = try RTSPServer(options: serverOptions)
-        let verbose = verbose
+        let (verbose, expiresIn) = (verbose, expiresIn)
+        let expires = Int(WallClock.seconds) + expiresIn
         let listening: @Sendable (Int) -> Void = { port in
-            if verbose { printError("serving rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)") }
+            let plain = "rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)"
+            if let key, let signed = try? key.signedURL(plain, expires: expires) {
+                printError("serving \(signed) (signed, good for \(expiresIn) s)")
+            } else if verbose {
+                printError("serving \(plain)")
+            }
         }
         // A live source is served until its pictures end (each client told by a BYE), a file
         // until SIGINT; a relayed source until it ends.

@@ -119,6 +119,41 @@ struct RTSPSessionTests {
         #expect(try RTSPTransport.parse(header: next.response["Transport"] ?? "").first?.interleaved == 6...7)
     }
 
+    @Test("with an access key: a signed URL's session runs (Content-Base and RTP-Info keep the token, so every later URL carries it); no token, an expired one or another presentation's is 403; OPTIONS needs none")
+    func signedURLs() throws {
+        let key = try URLSigningKey(secret: Array("the RTSP test's secret key".utf8))
+        var configuration = RTSPServerConnection.Configuration(serverPorts: 6970...6971)
+        configuration.accessKey = key
+        var server = RTSPServerConnection(configuration: configuration, seed: 12)
+        let signed = try key.signedURL("rtsp://127.0.0.1:8554/av", expires: 1000)
+        let token = String(signed.dropFirst("rtsp://127.0.0.1:8554".count).dropLast("/av".count))
+        #expect(token.hasPrefix("/token.1000."))
+        func respond(_ method: String, _ url: String, _ sequence: Int, _ headers: [(name: String, value: String)] = [], now: Int = 500) -> (response: RTSPMessage, event: RTSPServerConnection.Event?) {
+            server.respond(to: Self.request(method, url, sequence, headers), now: now, resource: Self.resource)
+        }
+        #expect(Self.status(respond("OPTIONS", "rtsp://127.0.0.1:8554/av", 1).response) == 200)
+        for refused in ["rtsp://127.0.0.1:8554/av", "rtsp://127.0.0.1:8554" + token + "/live", "rtsp://127.0.0.1:8554/token.1000.00/av"] {
+            #expect(Self.status(respond("DESCRIBE", refused, 2).response) == 403, "\(refused)")
+        }
+        #expect(Self.status(respond("DESCRIBE", signed, 3, now: 1001).response) == 403)
+        // The whole play, as FFmpeg asks it: every URL from the Content-Base.
+        let describe = respond("DESCRIBE", signed, 4)
+        #expect(Self.status(describe.response) == 200 && describe.response["Content-Base"] == signed + "/")
+        let video = respond("SETUP", signed + "/trackID=0", 5, [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")])
+        let id = try #require(server.activeSessions.first?.id)
+        let audio = respond("SETUP", signed + "/trackID=1", 6, [("Transport", "RTP/AVP/TCP;unicast;interleaved=2-3"), ("Session", id)])
+        #expect(Self.status(video.response) == 200 && Self.status(audio.response) == 200 && server.activeSessions.first?.path == "/av")
+        #expect(Self.status(respond("SETUP", "rtsp://127.0.0.1:8554/av/trackID=1", 7, [("Transport", "RTP/AVP/TCP;unicast;interleaved=2-3"), ("Session", id)]).response) == 403)
+        let play = respond("PLAY", signed + "/", 8, [("Session", id)])
+        let session = try #require(server.activeSessions.first)
+        #expect(Self.status(play.response) == 200 && play.event == .play(session, from: nil))
+        let info = session.streams.map { "url=\(signed)/trackID=\($0 == session.streams[0] ? 0 : 1);seq=\($0.initialSequenceNumber);rtptime=\($0.initialTimestamp)" }
+        #expect(play.response["RTP-Info"] == info.joined(separator: ","))
+        #expect(respond("TEARDOWN", signed, 9, [("Session", id)]).event == .teardown(session))
+        // Without a time (the old call), every token counts as expired.
+        #expect(Self.status(server.respond(to: Self.request("DESCRIBE", signed, 10), resource: Self.resource).response) == 403)
+    }
+
     @Test("two media set up sound first are listed in the description's order; a SETUP after PLAY (or after PAUSE) is 455; PLAY on a medium's URL, with a slash or a query, names every medium by the aggregate URL")
     func twoMediaOrderAndLateSetup() throws {
         var server = RTSPServerConnection(configuration: .init(serverPorts: 6970...6971), seed: 13)

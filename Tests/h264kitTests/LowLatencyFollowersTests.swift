@@ -16,6 +16,7 @@ import Glibc
 struct LowLatencyFollowersTests {
     static let followers = Checkout.root.appendingPathComponent("scripts/llhls-followers.py").path
     static let nginxTemplate = Checkout.root.appendingPathComponent("scripts/nginx/llhls-cache.conf").path
+    static let nginxTLSTemplate = Checkout.root.appendingPathComponent("scripts/nginx/llhls-cache-https.conf").path
 
     /// The issue's source: 640x360 at 30 fps, an IDR picture every 2 s, 10 s (looped).
     static func makeSource(_ path: String) throws {
@@ -78,8 +79,8 @@ struct LowLatencyFollowersTests {
         var requests: Int
     }
 
-    static func follow(_ url: String, count: Int = 300, seconds: Int = 15) throws -> Report {
-        let result = try run("python3", [followers, url, "--followers", String(count), "--seconds", String(seconds)])
+    static func follow(_ url: String, count: Int = 300, seconds: Int = 15, http2: Bool = false) throws -> Report {
+        let result = try run("python3", [followers, url, "--followers", String(count), "--seconds", String(seconds)] + (http2 ? ["--http2"] : []))
         try #require(result.status == 0, "\(result.stderrText)")
         return try JSONDecoder().decode(Report.self, from: result.stdout)
     }
@@ -117,9 +118,9 @@ struct LowLatencyFollowersTests {
         #expect(cores <= 1.0, "origin CPU \(cores) cores")
     }
 
-    @Test("300 followers through nginx (a caching proxy, the CDN's edge): each served as directly, at most 3 origin requests per part",
-          .requires(.nginx), .alone)
-    func threeHundredFollowersThroughNginx() async throws {
+    @Test("300 followers through nginx (a caching proxy, the CDN's edge; plain, and TLS with HTTP/2 at the edge, each follower on one h2 connection): each served as directly, at most 3 origin requests per part",
+          .requires(.nginx, .openssl), .alone, arguments: [false, true])
+    func threeHundredFollowersThroughNginx(tls: Bool) async throws {
         let source = StreamCommandTests.temporaryPath(".mp4")
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-nginx-\(UUID().uuidString)").path
         defer {
@@ -131,9 +132,11 @@ struct LowLatencyFollowersTests {
         defer { origin.stop() }
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
         let edge = try freeTCPPort()
-        let configuration = try String(contentsOfFile: Self.nginxTemplate, encoding: .utf8)
+        let certificate = try HTTPSOriginTests.certificate(in: prefix)
+        let configuration = try String(contentsOfFile: tls ? Self.nginxTLSTemplate : Self.nginxTemplate, encoding: .utf8)
             .replacingOccurrences(of: "@PREFIX@", with: prefix).replacingOccurrences(of: "@LISTEN@", with: "127.0.0.1:\(edge)")
             .replacingOccurrences(of: "@ORIGIN@", with: "127.0.0.1:\(origin.port)")
+            .replacingOccurrences(of: "@CERTIFICATE@", with: certificate.certificate).replacingOccurrences(of: "@KEY@", with: certificate.key)
         try configuration.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
         let nginx = try ChildProcess(try #require(Tool.nginx.location), ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"])
         defer {
@@ -143,7 +146,7 @@ struct LowLatencyFollowersTests {
         try #require(await waitUntilListening(edge), "nginx did not listen: \(nginx.stderrText)")
         let before = origin.counts
         let machineBefore = MachineCPU.now()
-        let report = try Self.follow("http://127.0.0.1:\(edge)/live/index-video.m3u8")
+        let report = try Self.follow("\(tls ? "https" : "http")://127.0.0.1:\(edge)/live/index-video.m3u8", http2: tls)
         let idle = MachineCPU.now().idleFraction(since: machineBefore)
         try await Task.sleep(for: .milliseconds(1100))
         let after = origin.counts
@@ -156,7 +159,9 @@ struct LowLatencyFollowersTests {
         let p95 = (report.latency_ms["p95"] ?? nil) ?? .infinity
         expectations(unless: idle < 0.05 ? "the machine had \(Int(idle * 100))% of its CPU idle over the run (the rest of the suite beside it): the followers lagged" : nil) {
             #expect(report.worst_share >= 0.8, "the worst follower got \(report.parts_fetched_min) of \(report.parts_published) parts")
-            #expect(p95 <= 600, "latency p95 \(p95) ms through nginx")
+            // (Over TLS and HTTP/2 the 300 Python followers spend most of a core of their own on
+            // TLS and h2's framing, measured: 12 s of CPU in 16; their own lag adds to the figure.)
+            #expect(p95 <= (tls ? 800 : 600), "latency p95 \(p95) ms through nginx")
         }
         #expect(report.worst_share >= 0.2, "the worst follower got \(report.parts_fetched_min) of \(report.parts_published) parts")
         #expect(parts > 20 && Double(requests) / Double(parts) <= 3, "the origin answered \(requests) requests for \(parts) parts")

@@ -61,8 +61,33 @@ struct SignCommandTests {
             #expect(stream.status != 0 && stream.stderr.contains(file), "\(stream)")
             #expect(!stream.stderr.contains("too short"), "the secret's bytes are never printed")
         }
-        let rtsp = try h264kit(["stream", Self.source, "rtsp://127.0.0.1:9/cam", "--secret-file", short])
-        #expect(rtsp.status != 0 && rtsp.stderr.contains("--secret-file is for http://"), "\(rtsp)")
+        let rtp = try h264kit(["stream", Self.source, "rtp://127.0.0.1:9", "--secret-file", short])
+        #expect(rtp.status != 0 && rtp.stderr.contains("--secret-file is for an HTTP origin or an RTSP server"), "\(rtp)")
+    }
+
+    @Test("an RTSP server with --secret-file: FFmpeg plays the signed URL it prints (TCP and UDP), an unsigned URL gets 403", .requires(.ffmpeg))
+    func rtspServesSignedURLs() async throws {
+        let file = try Self.secretFile(Self.secret)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let port = try freeTCPPort()
+        let plain = "rtsp://127.0.0.1:\(port)/cam"
+        let server = try ChildProcess(try h264kitURL(), ["stream", Self.source, plain, "--loop", "--secret-file", file])
+        defer { kill(server.pid, SIGKILL); _ = server.wait(seconds: 10) }
+        var printed: String?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while printed == nil, ContinuousClock.now < deadline {
+            printed = server.stderrText.firstMatch(of: /serving (rtsp:\/\/\S+\/token\.\S+\/cam) \(signed/).map { String($0.1) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let signed = try #require(printed, "\(server.stderrText)")
+        let piece = try ffmpegFrameHashes(Self.source, format: "h264")
+        for transport in ["tcp", "udp"] {
+            let played = try run("ffmpeg", ["-v", "error", "-rtsp_transport", transport, "-i", signed, "-frames:v", "30", "-f", "framemd5", "-"])
+            let frames = framemd5Hashes(played.stdoutText)
+            #expect(played.status == 0 && frames.count == 30 && piece.contains(frames.first ?? ""), "\(transport): \(played.stderrText)")
+        }
+        let refused = try run("ffmpeg", ["-v", "error", "-rtsp_transport", "tcp", "-i", plain, "-frames:v", "1", "-f", "null", "-"])
+        #expect(refused.status != 0 && refused.stderrText.contains("403"), "\(refused.stderrText)")
     }
 
     @Test("stream --secret-file serves the signed URL it prints and those sign makes; anything else 403")
