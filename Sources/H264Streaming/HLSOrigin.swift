@@ -340,8 +340,7 @@ public final class HLSOrigin: Sendable {
         case .cleartextHTTP2: return .plaintextHTTP2(configuration: http2)
         case .tls:
             guard let tls else { throw .invalidOption("TLS without a certificate") }
-            let (store, timeout) = (store, TimeAmount.nanoseconds(Int64(options.tlsHandshakeTimeout.components.seconds) * 1_000_000_000
-                                                                   + options.tlsHandshakeTimeout.components.attoseconds / 1_000_000_000))
+            let (store, timeout) = (store, TimeAmount(options.tlsHandshakeTimeout))
             return HTTPServerBuilder { responder in
                 SecureHTTPChannel(contexts: tls, http1: HTTP1Channel(responder: responder, configuration: http1), http2: HTTP2Channel(responder: responder, configuration: http2),
                                   handshakeTimeout: timeout, onHandshake: { store.countHandshake($0) })
@@ -374,7 +373,7 @@ public final class HLSOrigin: Sendable {
         decoding.maxHeaderFieldSize = 16 << 10
         decoding.maxHeaderListSize = 16 << 10
         decoding.maxHeaderFieldCount = 100
-        let idle = TimeAmount.nanoseconds(Int64(options.idleTimeout.components.seconds) * 1_000_000_000 + options.idleTimeout.components.attoseconds / 1_000_000_000)
+        let idle = TimeAmount(options.idleTimeout)
         let host = options.host, port = options.port
         var frameworkLogger = logger
         if logger.logLevel > .debug { frameworkLogger.logLevel = .critical }
