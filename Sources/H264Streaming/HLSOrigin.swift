@@ -78,7 +78,7 @@ public final class HLSOrigin: Sendable {
         /// enough that a delta update has segments to skip (past `CAN-SKIP-UNTIL`).
         public var lowLatency: LowLatency?
         /// When set, only requests whose path begins with a valid token of this key are
-        /// answered (``URLSigningKey``); any other gets 403 and is counted
+        /// answered (`URLSigningKey`); any other gets 403 and is counted
         /// (``Statistics/forbidden``). Hand out ``HLSOrigin/url(port:signedBy:expires:)``.
         public var accessKey: URLSigningKey?
         /// HTTP/1.1 in the clear (the default), TLS with HTTP/2 and HTTP/1.1 by ALPN, or

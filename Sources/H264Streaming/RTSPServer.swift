@@ -62,7 +62,7 @@ public final class RTSPServer: Sendable {
         /// When set, only URLs signed with this key are answered (`OPTIONS` aside), 403 to any
         /// other (counted in ``Statistics/errorsAnswered``): a URL signed for
         /// `rtsp://host:port/cam` opens that presentation and its tracks until it expires
-        /// (``URLSigningKey/signedURL(_:scope:expires:)``).
+        /// (`URLSigningKey.signedURL(_:scope:expires:)`).
         public var accessKey: URLSigningKey?
 
         /// Options: 127.0.0.1:8554, no credentials, a 60-second session timeout.

@@ -7,7 +7,7 @@ extension URLSigningKey {
     public static let maximumSecretFileSize = 64 << 10
 
     /// A key from the secret file at `path`: base64 text, or at least 16 raw bytes
-    /// (``init(secretFileContents:)``). The error names the file and never shows its bytes.
+    /// (`init(secretFileContents:)`). The error names the file and never shows its bytes.
     public init(secretFile path: String) throws(StreamingError) {
         var contents: [UInt8] = []
         do {
