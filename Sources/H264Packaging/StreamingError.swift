@@ -27,6 +27,9 @@ public enum StreamingError: Error, Sendable, CustomStringConvertible {
     case invalidOption(String)
     /// A rendition of a ladder (named) could not be encoded: the encoder's or decoder's error.
     case rendition(String, underlying: any Error)
+    /// A certificate, key or secret file that could not be read or used: which file and why,
+    /// and the error underneath (the TLS library's, the system's, the key's).
+    case credentials(String, underlying: (any Error)?)
 
     /// What went wrong and where, as the tool prints it.
     public var description: String {
@@ -41,6 +44,7 @@ public enum StreamingError: Error, Sendable, CustomStringConvertible {
         case .samples(let error): String(describing: error)
         case .invalidOption(let text): text
         case .rendition(let name, let underlying): "rendition \(name): " + String(describing: underlying)
+        case .credentials(let what, let underlying): what + (underlying.map { ": " + String(describing: $0) } ?? "")
         }
     }
 }

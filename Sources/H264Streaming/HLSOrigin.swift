@@ -212,7 +212,7 @@ public final class HLSOrigin: Sendable {
     /// ``Options/accessKey``) until `expires` (Unix time): it opens the playlist's folder, so
     /// every playlist, segment and part the player finds from it.
     public func url(port: Int, signedBy key: URLSigningKey, expires: Int) throws(StreamingError) -> String {
-        do { return origin(port: port) + (try key.signedPath(options.path, expires: expires)) } catch { throw .invalidOption(error.description) }
+        do { return origin(port: port) + (try key.signedPath(options.path, expires: expires)) } catch { throw .network(error) }
     }
 
     /// The URL of the media playlist of `rendition` on `port` (`/live/index-video.m3u8` for

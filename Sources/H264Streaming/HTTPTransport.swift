@@ -38,12 +38,12 @@ public struct TLSFiles: Sendable, Hashable {
     func serverConfiguration() throws(StreamingError) -> TLSConfiguration {
         let certificates: [NIOSSLCertificate]
         do { certificates = try NIOSSLCertificate.fromPEMFile(certificateChain) } catch {
-            throw .invalidOption("\(certificateChain): not a readable PEM certificate chain (\(error))")
+            throw .credentials("\(certificateChain): not a readable PEM certificate chain", underlying: error)
         }
         guard !certificates.isEmpty else { throw .invalidOption("\(certificateChain): no certificate in it") }
         let key: NIOSSLPrivateKey
         do { key = try NIOSSLPrivateKey(file: privateKey, format: .pem) } catch {
-            throw .invalidOption("\(privateKey): not a readable, unencrypted PEM private key (\(error))")
+            throw .credentials("\(privateKey): not a readable, unencrypted PEM private key", underlying: error)
         }
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12

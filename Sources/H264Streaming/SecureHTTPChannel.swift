@@ -33,7 +33,7 @@ final class TLSContextStore: Sendable {
         var configuration = try files.serverConfiguration()
         configuration.applicationProtocols = NIOHTTP2SupportedALPNProtocols
         do { return try NIOSSLContext(configuration: configuration) } catch {
-            throw .invalidOption("\(files.privateKey): not the key of the certificate in \(files.certificateChain) (\(error))")
+            throw .credentials("\(files.privateKey): not the key of the certificate in \(files.certificateChain)", underlying: error)
         }
     }
 }

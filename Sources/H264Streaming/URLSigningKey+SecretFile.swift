@@ -22,8 +22,8 @@ extension URLSigningKey {
         } catch let error as StreamingError {
             throw error
         } catch {
-            throw .invalidOption("\(path): the secret file could not be read: \(error)")
+            throw .credentials("\(path): the secret file could not be read", underlying: error)
         }
-        do { try self.init(secretFileContents: contents) } catch { throw .invalidOption("\(path): \(error.reason)") }
+        do { try self.init(secretFileContents: contents) } catch { throw .credentials(path, underlying: error) }
     }
 }

@@ -52,7 +52,7 @@ final class Gathered<T: Sendable>: Sendable {
     var all: [T] { items.withLock { $0 } }
 }
 
-@Suite("CompressionSession")
+@Suite("CompressionSession", .timely)
 struct CompressionSessionTests {
     static let rate = FrameRate(25, 1)
     static func settings(preset: String = "veryfast") -> EncoderSettings {
@@ -98,7 +98,7 @@ struct CompressionSessionTests {
         var configuration = CompressionSession.Configuration(settings: Self.settings(preset: "ultrafast"), isAsynchronous: true, maximumFramesInFlight: 4)
         configuration.settings.bFrames = 0
         let session = try CompressionSession(configuration: configuration)
-        let consumer = Task {
+        let consumer = Task(executorPreference: TimelyExecutor.shared) {
             var count = 0
             for try await _ in try session.frames {
                 count += 1
@@ -120,7 +120,7 @@ struct CompressionSessionTests {
         let configuration = CompressionSession.Configuration(settings: Self.settings(), isAsynchronous: true, maximumFramesInFlight: 4)
         let session = try CompressionSession(configuration: configuration)
         let outcome = try await withDeadline(seconds: 60, "the producer or finish() waited for a consumer that had gone") { () -> (taken: Int, refused: Bool) in
-            let consumer = Task {
+            let consumer = Task(executorPreference: TimelyExecutor.shared) {
                 var taken = 0
                 for try await _ in try session.frames {
                     taken += 1

@@ -60,7 +60,7 @@ struct HTTPSOriginTests {
         // for peers that only ask and never read, keep it within flow control's bounds.
         let attacks: [(name: String, seconds: Int, closes: Bool)] = [
             ("rapid-reset", 4, true), ("settings-flood", 4, true), ("continuation-flood", 4, true), ("huge-headers", 4, true),
-            ("unread-streams", 4, false), ("zero-window", 4, false), ("stalled-handshake", 12, true), ("idle-tls", 4, false),
+            ("unread-streams", 4, false), ("zero-window", 4, false), ("stalled-handshake", 20, true), ("idle-tls", 4, false),
         ]
         for attack in attacks {
             let result = try run("python3", [Self.hostile, media, "--attack", attack.name, "--seconds", String(attack.seconds)])
