@@ -45,6 +45,15 @@ wait "$timely_pid"
 timely_status=$?
 sleep 1  # the prefixing pipe's last lines
 
+# What failed, last (a CI log is often read from its end): each failing test and the issues it
+# recorded that were not known ones, with their detail lines.
+for name in rest timely; do
+    awk '/ recorded an issue/ { show = 1; print; next }
+         show && /(^|\] )↳/ { print; next }
+         { show = 0 }
+         /✘ Test / && !/Test run with/ { print }' "$out/$name.log" \
+        | sed "s/^/test.sh: $name failed: /" | tail -n 60
+done
 echo "test.sh: the rest: $(grep -E "^. Test run with" "$out/rest.log" | tail -n 1)"
 echo "test.sh: the timely: $(grep -E "Test run with" "$out/timely.log" | tail -n 1 | sed 's/^\[timely\] //')"
 if [ "$rest" -ne 0 ]; then exit "$rest"; fi
