@@ -362,16 +362,15 @@ public struct RTPReceiver: Sendable {
             }
         }
         var audioControl: SocketAddress?
-        let ticker = Task {
-            while !Task.isCancelled {
-                try await Task.sleep(for: .milliseconds(10))
-                input.yield(.tick)
-            }
-        }
+        // The clock ticks on the sockets' event loop: when that loop is held up (every core
+        // taken), the ticks wait with the datagrams, which come first when it runs again; and a
+        // stall of the loop or of this task is not counted as quiet (the policy's threshold).
+        let ticker = rtp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(10), delay: .milliseconds(10)) { _ in input.yield(.tick) }
         defer { ticker.cancel() }
 
         var session = RTPReceivingSession(configuration: options.session, formatDescription: try payloadFormat?.formatDescription())
-        var policy = ReceivingPolicy(configuration: .init(idleTimeout: options.idleTimeout.inSeconds, sampleLimit: options.sampleLimit), now: monotonicSeconds())
+        var policy = ReceivingPolicy(configuration: .init(idleTimeout: options.idleTimeout.inSeconds, sampleLimit: options.sampleLimit, stallThreshold: 0.5),
+                                     now: monotonicSeconds())
         var senderControl: SocketAddress?
         receiving: for await event in inputs {
             let now = monotonicSeconds()

@@ -220,7 +220,7 @@ public struct RTSPIngest: Sendable {
                     }
                 }
                 state.receiving = RTPReceivingSession(configuration: configuration, formatDescription: try? format.formatDescription())
-                state.policy = ReceivingPolicy(configuration: .init(idleTimeout: idleTimeout.inSeconds), now: monotonicSeconds())
+                state.policy = ReceivingPolicy(configuration: .init(idleTimeout: idleTimeout.inSeconds, stallThreshold: 0.5), now: monotonicSeconds())
             }
         }
 

@@ -25,14 +25,22 @@ public struct ReceivingPolicy: Sendable {
         public var teardownSettle: Double
         /// Seconds between keep-alive requests (RTSP; nil: none).
         public var keepAliveInterval: Double?
+        /// For a loop that ticks often (every 10-50 ms): a gap between two ticks longer than
+        /// this is a stall of the receiving process (its tasks or its event loop not run: a
+        /// machine with every core taken), not quiet from the sender, and is not counted toward
+        /// the idle and UDP timeouts; the datagrams that came meanwhile are still waiting in the
+        /// socket or the queue. nil: every second counts.
+        public var stallThreshold: Double?
 
         /// Limits; the settle time is 250 ms unless given.
-        public init(idleTimeout: Double, sampleLimit: Int? = nil, udpTimeout: Double? = nil, teardownSettle: Double = 0.25, keepAliveInterval: Double? = nil) {
+        public init(idleTimeout: Double, sampleLimit: Int? = nil, udpTimeout: Double? = nil, teardownSettle: Double = 0.25, keepAliveInterval: Double? = nil,
+                    stallThreshold: Double? = nil) {
             self.idleTimeout = idleTimeout
             self.sampleLimit = sampleLimit
             self.udpTimeout = udpTimeout
             self.teardownSettle = teardownSettle
             self.keepAliveInterval = keepAliveInterval
+            self.stallThreshold = stallThreshold
         }
     }
 
@@ -56,7 +64,10 @@ public struct ReceivingPolicy: Sendable {
     public private(set) var ending: RTPReceiver.Ending?
     /// Whether an RTP packet (not only RTCP) has arrived.
     public private(set) var anyRTP = false
-    private let started: Double
+    /// Seconds of stalls not counted as quiet (``Configuration/stallThreshold``).
+    public private(set) var stalledSeconds = 0.0
+    private var started: Double
+    private var lastTick: Double?
     private var lastArrival: Double
     private var lastKeepAlive: Double
     private var tornDownAt: Double?
@@ -111,6 +122,13 @@ public struct ReceivingPolicy: Sendable {
     /// over UDP (only then does ``Configuration/udpTimeout`` apply).
     public mutating func tick(now: Double, overUDP: Bool = false, isOver: (Double) -> Bool) -> Step {
         if let ending { return .end(ending) }
+        if let threshold = configuration.stallThreshold, let lastTick, now - lastTick > threshold {
+            let stall = now - lastTick
+            lastArrival = min(now, lastArrival + stall)
+            started += stall
+            stalledSeconds += stall
+        }
+        lastTick = now
         if let tornDownAt, now - tornDownAt > configuration.teardownSettle { return end(.teardown) }
         let quiet = quiet(at: now)
         if isOver(quiet) { return end(.goodbye) }

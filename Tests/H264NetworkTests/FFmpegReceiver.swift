@@ -19,7 +19,7 @@ func ffmpegReceiving(sdpPath: String, port: UInt16, output: [String],
         done.signal()
     }
     var waited = 0
-    while !udpPortIsBound(port), waited < 1000 { usleep(10_000); waited += 1 }
+    while !udpPortIsBound(port), waited < 6000 { usleep(10_000); waited += 1 }
     try #require(udpPortIsBound(port), "ffmpeg never listened on 127.0.0.1:\(port)")
     let socket = try LoopbackUDPSocket()
     let sent = try send(socket)

@@ -16,6 +16,21 @@ struct ReceivingPolicyTests {
         #expect(policy.tick(now: 103.8) { _ in false } == .end(.idleTimeout) && policy.ending == .idleTimeout)
     }
 
+    @Test("a stall of the receiving process (ticks 3 s apart where they come every 10 ms) is not quiet: the idle and UDP timeouts count only the time the loop ran")
+    func stallIsNotQuiet() {
+        var policy = ReceivingPolicy(configuration: .init(idleTimeout: 2, udpTimeout: 1, stallThreshold: 0.5), now: 0)
+        #expect(policy.tick(now: 0.01, overUDP: true) { _ in false } == .goOn)
+        #expect(policy.tick(now: 3.01, overUDP: true) { _ in false } == .goOn && abs(policy.stalledSeconds - 3) < 1e-9)
+        #expect(policy.quiet(at: 3.01) < 0.02)
+        // Then time the loop runs counts: the UDP timeout first, then the idle one.
+        var now = 3.01
+        while now < 4.2 { now += 0.01; if policy.tick(now: now, overUDP: true, isOver: { _ in false }) == .fallBackToTCP { break } }
+        #expect(now > 4.0 && now < 4.1, "fell back at \(now)")
+        var unguarded = ReceivingPolicy(configuration: .init(idleTimeout: 2), now: 0)
+        #expect(unguarded.tick(now: 0.01) { _ in false } == .goOn)
+        #expect(unguarded.tick(now: 3.01) { _ in false } == .end(.idleTimeout) && unguarded.stalledSeconds == 0)
+    }
+
     @Test("the sender's BYE: ended when its session says so, given the quiet; before the idle rule")
     func goodbye() {
         var policy = ReceivingPolicy(configuration: .init(idleTimeout: 0.5), now: 0)

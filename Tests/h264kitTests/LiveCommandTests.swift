@@ -50,7 +50,7 @@ struct LiveCommandTests {
             }
         }
         let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(port)", movie, "--timeout", "30", "--stats", stats])
-        for _ in 0..<1000 where !udpPortIsBound(UInt16(port)) { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<6000 where !udpPortIsBound(UInt16(port)) { try await Task.sleep(for: .milliseconds(10)) }
         let sent = try await offThePool {
             try h264kitProcess(["stream", pictures, "rtp://127.0.0.1:\(relayRTP.port)", "--preset", "veryfast", "--keyint", "1000", "-v"])
         }

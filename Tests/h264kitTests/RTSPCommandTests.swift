@@ -16,7 +16,7 @@ struct RTSPCommandTests {
     }
 
     static func waitUntilListening(_ port: Int) throws {
-        for _ in 0..<1000 where !tcpPortIsListening(UInt16(port)) { usleep(10_000) }
+        for _ in 0..<6000 where !tcpPortIsListening(UInt16(port)) { usleep(10_000) }
         try #require(tcpPortIsListening(UInt16(port)), "nothing listened on 127.0.0.1:\(port)")
     }
 
@@ -92,7 +92,7 @@ struct RTSPCommandTests {
         // (It ends on the sender's BYE; the timeout is for a BYE that never comes. CI saw a loaded
         // machine take over 5 s to start the live encoder: a 5-s timeout ended the receiver first.)
         let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(rtp)", received, "--timeout", "120"])
-        for _ in 0..<1000 where !udpPortIsBound(UInt16(rtp)) { usleep(10_000) }
+        for _ in 0..<6000 where !udpPortIsBound(UInt16(rtp)) { usleep(10_000) }
         let sent = try h264kit(["stream", pictures, "rtp://127.0.0.1:\(rtp)", "--preset", "veryfast", "--frames", "40", "-v"])
         #expect(sent.status == 0 && sent.stderr.contains("40 samples"), "\(sent.stderr)")
         #expect(receiver.wait() == 0 && receiver.stderrText.contains("40 samples (goodbye)"), "\(receiver.stderrText)")

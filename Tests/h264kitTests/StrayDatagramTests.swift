@@ -67,7 +67,7 @@ struct StrayDatagramTests {
             }
         }
         let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(port)", movie, "--timeout", "5", "--stats", stats])
-        for _ in 0..<1000 where !udpPortIsBound(UInt16(port)) { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<6000 where !udpPortIsBound(UInt16(port)) { try await Task.sleep(for: .milliseconds(10)) }
         let sent = try await offThePool {
             // (An elementary stream: its parameter sets go in band, as the receiver has no SDP.)
             try run("ffmpeg", ["-v", "error", "-re", "-f", "h264", "-framerate", "30", "-i", source, "-c", "copy", "-f", "rtp", "-ssrc", "1234",

@@ -12,7 +12,7 @@ struct StreamCommandTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
     static func waitUntilBound(_ port: Int) throws {
-        for _ in 0..<1000 where !udpPortIsBound(UInt16(port)) { usleep(10_000) }
+        for _ in 0..<6000 where !udpPortIsBound(UInt16(port)) { usleep(10_000) }
         try #require(udpPortIsBound(UInt16(port)), "nothing listened on 127.0.0.1:\(port)")
     }
 
