@@ -71,7 +71,8 @@ var targets: [Target] = [
     // The display layer: the browser (WebCodecs) as the display, served with Hummingbird 2.
     .target(name: "H264Display", dependencies: [
         "H264Streaming", "H264Network", "SampleFlow", "ISOBMFF", "MPEGTS", "MediaCore", "SystemIO",
-        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+        .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         .product(name: "Logging", package: "swift-log"),
     ], exclude: ["Resources"]),  // the page's sources: compiled in by scripts/embed-player.py (PlayerResources.swift)
 
@@ -99,7 +100,7 @@ var targets: [Target] = [
     .testTarget(name: "H264PackagingTests", dependencies: ["H264Packaging", "H264Network", "SampleFlow", "ISOBMFF", "MPEGTS", "MediaCore", "TestSupport"]),
     .testTarget(name: "H264StreamingTests", dependencies: ["H264Streaming", "H264Network", "SampleFlow", "H264Session", "ISOBMFF", "MPEGTS", "H264Codec", "H264Bitstream", "MediaCore", "MediaIO", "TestSupport",
                                                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
-    .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "SampleFlow", "H264Session", "MediaCore", "TestSupport"]),
+    .testTarget(name: "H264DisplayTests", dependencies: ["H264Display", "H264Streaming", "H264Network", "SampleFlow", "H264Session", "MediaCore", "TestSupport"]),
     .testTarget(name: "CCodecsTests", dependencies: ["CCodecs"]),
     .testTarget(name: "h264kitTests", dependencies: ["H264Bitstream", "TestSupport"]),
 ]

@@ -1,8 +1,9 @@
 import FoundationEssentials
-import H264Network
+public import H264Network
 public import H264Streaming
 import Hummingbird
 import HummingbirdCore
+import HummingbirdHTTP2
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
@@ -42,6 +43,18 @@ public final class DisplayServer: Sendable {
         public var maximumQueuedTextMessages: Int
         /// How each layer made for a page feeds it (``onPage(_:)``).
         public var layer: DisplayLayer.Options
+        /// HTTP/1.1 in the clear (`http://`, the default), or TLS (`https://`: the page over
+        /// HTTP/2 or HTTP/1.1 as ALPN chooses, its WebSocket `wss://` on a connection of its own;
+        /// the page's `AudioDecoder` needs the secure context anywhere but on localhost).
+        /// Cleartext HTTP/2 is refused: a page's WebSocket needs HTTP/1.1 there.
+        public var transport: HTTPTransport = .cleartext
+        /// How long a TLS handshake may take before the connection is closed.
+        public var tlsHandshakeTimeout: Duration = .seconds(10)
+        /// When set, the page and its stream are served only by a URL signed with this key
+        /// (`URLSigningKey.signedURL(_:scope:expires:)` of the page's URL, which opens the page's
+        /// folder: the page finds its stream beside it); anything else gets 403, counted in
+        /// ``Statistics/forbidden``.
+        public var accessKey: URLSigningKey?
 
         /// Options: 127.0.0.1:8080, 256 pages, 32 MiB messages, 64 KiB text messages, 1,024
         /// text messages waiting.
@@ -74,6 +87,16 @@ public final class DisplayServer: Sendable {
         public var pagesClosedForBacklog = 0
         /// Captures no one asked for (ignored).
         public var unrequestedCaptures = 0
+        /// Requests refused for a missing, malformed, wrong or expired token
+        /// (``Options/accessKey``).
+        public var forbidden = 0
+        /// TLS handshakes completed (``Options/transport``).
+        public var tlsHandshakes = 0
+        /// TLS handshakes that failed (a client that does not trust the certificate, a client
+        /// that is not TLS, a connection closed halfway).
+        public var tlsHandshakesFailed = 0
+        /// TLS handshakes that did not end within ``Options/tlsHandshakeTimeout``.
+        public var tlsHandshakesTimedOut = 0
     }
 
     /// How the server runs.
@@ -89,6 +112,7 @@ public final class DisplayServer: Sendable {
     private let page: [UInt8]
     private let script: [UInt8]
     private let logger: Logger
+    private let tls: TLSContextStore?
 
     /// A message's `type`, all the server reads of it before it knows what the message is, and
     /// the fields a control or an error message adds.
@@ -104,6 +128,12 @@ public final class DisplayServer: Sendable {
         guard (0...65535).contains(options.port), options.maximumPages > 0, options.maximumMessageSize >= 1024, options.maximumTextMessageSize >= 1024,
               options.maximumQueuedTextMessages >= 16 else {
             throw .invalidOption("display server options: a port of 0-65535, at least one page, messages of at least 1 KiB, at least 16 text messages waiting")
+        }
+        guard options.tlsHandshakeTimeout > .zero else { throw .invalidOption("display server options: a TLS handshake timeout above 0") }
+        switch options.transport {
+        case .cleartext: tls = nil
+        case .cleartextHTTP2: throw .invalidOption("the preview's page opens a WebSocket, which cleartext HTTP/2 does not carry: http:// or https://")
+        case .tls(let files): tls = try TLSContextStore(files: files)
         }
         self.options = options
         self.logger = logger
@@ -127,25 +157,52 @@ public final class DisplayServer: Sendable {
     /// What the server has done.
     public var statistics: Statistics { counts.withLock { $0 } }
 
+    /// Reads the certificate and key files again (``Options/transport``): connections made from
+    /// now on get the new certificate, open ones (a page's WebSocket) keep theirs. On an error
+    /// the certificate in use stays and the error says why.
+    public func reloadCertificate() throws(StreamingError) {
+        guard let tls else { throw .invalidOption("the display server has no certificate to reload (not https://)") }
+        try tls.reload()
+    }
+
+    /// The path a request asked for, its token taken off (``Options/accessKey``), or `nil`
+    /// when it may not be answered.
+    private func allowedPath(_ uriPath: String) -> String? {
+        guard let key = options.accessKey else { return uriPath }
+        if case .allowed(let path) = key.check(uriPath, now: Int(WallClock.seconds)) { return path }
+        return nil
+    }
+
     /// Serves until the task is cancelled; `onListening` gets the page's URL once the server
     /// listens (with the port the system chose for port 0).
     public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws(StreamingError) {
         let router = Router(context: BasicRequestContext.self)
         let page = ByteBuffer(bytes: self.page), script = ByteBuffer(bytes: self.script)
-        router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: page))
+        // Every path goes to one handler: with an access key the token comes first in it.
+        let respond: @Sendable (Request, BasicRequestContext) async throws -> Response = { [self] request, _ in
+            guard let path = allowedPath(request.uri.path) else {
+                counts.withLock { $0.forbidden += 1 }
+                return Response(status: .forbidden, headers: [.cacheControl: "no-store"])
+            }
+            switch path {
+            case "/":
+                return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: page))
+            case "/player.js":
+                return Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: script))
+            default:
+                return Response(status: .notFound, headers: [.cacheControl: "no-store"])
+            }
         }
-        router.get("/player.js") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: script))
-        }
+        router.get("/", use: respond)
+        router.get("**", use: respond)
         // Frames up to twice the message limit are read, so that the server's own check of each
         // message (which may come in several frames) is what refuses an oversized one, counted.
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: options.maximumMessageSize * 2))
         let connections = self.connections
         // Every connection is noted as it is accepted, so that stopping can close them all.
-        let server = HTTPServerBuilder { responder in
-            TrackingChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration) { [self] head, channel, _ in
-                guard head.path?.split(separator: "?").first == "/stream" else { return .dontUpgrade }
+        let upgrade: @Sendable (HTTPRequest, any Channel, Logger) throws -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { [self] head, channel, _ in
+                // (A request refused here goes on to the router, which answers and counts it.)
+                guard let path = head.path?.split(separator: "?").first, allowedPath(String(path)) == "/stream" else { return .dontUpgrade }
                 let refused = counts.withLock { counts -> Bool in
                     guard activePages.load(ordering: .relaxed) < options.maximumPages else {
                         counts.pagesRefused += 1
@@ -158,9 +215,34 @@ public final class DisplayServer: Sendable {
                     return .dontUpgrade
                 }
                 return .upgrade([:]) { [self] inbound, outbound, _ in await serve(inbound: inbound, outbound: outbound, channel: channel) }
-            }, connections: connections)
         }
-        let host = options.host
+        let server: HTTPServerBuilder
+        if let tls {
+            // TLS: the page by HTTP/2 or HTTP/1.1 as ALPN chose; a browser opens the WebSocket on a
+            // connection of its own by HTTP/1.1 (the HTTP/2 side announces no extended CONNECT).
+            let http2 = HTTP2ChannelConfiguration(idleTimeout: .seconds(60), gracefulCloseTimeout: .seconds(5))
+            let timeout = TimeAmount(options.tlsHandshakeTimeout)
+            let counts = self.counts
+            server = HTTPServerBuilder { responder in
+                TrackingChildChannel(base: SecureHTTPChannel(
+                    contexts: tls, http1: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: upgrade),
+                    http2: HTTP2Channel(responder: responder, configuration: http2), handshakeTimeout: timeout,
+                    onHandshake: { outcome in
+                        counts.withLock { counts in
+                            switch outcome {
+                            case .completed: counts.tlsHandshakes += 1
+                            case .failed: counts.tlsHandshakesFailed += 1
+                            case .timedOut: counts.tlsHandshakesTimedOut += 1
+                            }
+                        }
+                    }), connections: connections)
+            }
+        } else {
+            server = HTTPServerBuilder { responder in
+                TrackingChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: upgrade), connections: connections)
+            }
+        }
+        let host = options.host, scheme = options.transport.scheme
         // Hummingbird's own messages (at error level for a connection cancelled while the
         // server stops) only when tracing: the server's events are logged here.
         var frameworkLogger = logger
@@ -171,7 +253,7 @@ public final class DisplayServer: Sendable {
             configuration: .init(address: .hostname(host, port: options.port), serverName: "H264Kit"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                onListening("http://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
+                onListening("\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
             },
             logger: frameworkLogger
         )

@@ -162,7 +162,10 @@ function dueAt(timestamp) { return clock.wall + (timestamp / 1e6 - clock.time) /
 function isPast(timestamp, at) { return !live && !clock.waitingForFirstFrame && clock.rate > 0 && at > dueAt(timestamp); }
 function setClock(time, rate) { clock.time = time; clock.rate = rate; clock.wall = performance.now(); previousTickTime = null; stopSounds(); }
 
-const socket = new WebSocket(`ws://${location.host}/stream`);
+// The stream beside the page (a signed page's token goes with it): wss:// for a page over https://.
+const socketURL = new URL('stream', location.href);
+socketURL.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+const socket = new WebSocket(socketURL.href);
 socket.binaryType = 'arraybuffer';
 socket.onopen = () => mark('socketOpen');
 socket.onmessage = (event) => {

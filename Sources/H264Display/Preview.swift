@@ -53,10 +53,20 @@ public struct Preview: Sendable {
     /// How the preview runs.
     public let options: Options
 
+    /// The server while ``run(onListening:onCapture:)`` runs.
+    private let server = Locked<DisplayServer?>(nil)
+
     /// A preview of `source`.
     public init(source: Source, options: Options = Options()) {
         self.source = source
         self.options = options
+    }
+
+    /// Reads the certificate and key files of an `https://` preview again (``DisplayServer/reloadCertificate()``):
+    /// pages that come from now on get the new certificate; those open keep theirs.
+    public func reloadCertificate() throws(StreamingError) {
+        guard let server = server.withLock({ $0 }) else { throw .invalidOption("the preview is not running") }
+        try server.reloadCertificate()
     }
 
     /// Serves the preview; `onListening` gets the page's URL, `onCapture` each PNG a page sends
@@ -67,6 +77,8 @@ public struct Preview: Sendable {
         var serverOptions = options.server
         if case .file = source {} else { serverOptions.layer.isLive = true }
         let server = try DisplayServer(options: serverOptions)
+        self.server.withLock { $0 = server }
+        defer { self.server.withLock { $0 = nil } }
         let outcome = Outcome()
         var captureTimes: [MediaTime] = []
         if case .file(let file) = source {

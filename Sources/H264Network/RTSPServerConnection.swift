@@ -377,7 +377,7 @@ public struct RTSPServerConnection: Sendable {
             }
             let info = state.session.streams.map { stream in
                 let control = stream.format.control ?? "*"
-                let trackURL = control == "*" || control.lowercased().hasPrefix("rtsp://") ? base
+                let trackURL = control == "*" || RTSPURL.hasScheme(control) ? base
                     : (base.hasSuffix(control) ? base : base + (base.hasSuffix("/") ? "" : "/") + control)
                 return "url=\(trackURL);seq=\(stream.initialSequenceNumber);rtptime=\(stream.initialTimestamp)"
             }

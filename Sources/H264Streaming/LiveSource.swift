@@ -20,7 +20,7 @@ public enum LiveSource: Sendable {
     /// rather than a media file.
     public static func isLive(_ name: String) -> Bool {
         let lower = name.lowercased()
-        return lower.hasPrefix("rtp://") || lower.hasPrefix("rtsp://") || lower.hasSuffix(".sdp")
+        return lower.hasPrefix("rtp://") || RTSPURL.hasScheme(name) || lower.hasSuffix(".sdp")
     }
 
     /// The source `name` names, receiving with `options`: an RTSP client prefers `transport`,
@@ -28,23 +28,28 @@ public enum LiveSource: Sendable {
     /// stream's, a session description's; track 2, in lip
     /// sync; a consumer of pictures alone leaves it off, and the report names the sound not
     /// received); with `listen`, an `rtsp://` path is served for a publisher, who must give
-    /// `credentials` when set. A session description file is read (at most
+    /// `credentials` when set. An `rtsps://` stream is played over TLS, its certificate checked
+    /// by `trust`. A session description file is read (at most
     /// `SessionDescription.maximumSize` bytes); anything else is an error.
     public init(parsing name: String, options: RTPReceiver.Options = .init(), transport: RTSPClient.TransportPreference = .automatic,
-                listen: Bool = false, credentials: RTSPCredentials? = nil, audio: Bool = false) throws(StreamingError) {
+                listen: Bool = false, credentials: RTSPCredentials? = nil, audio: Bool = false, trust: TLSTrust = .system) throws(StreamingError) {
         let lower = name.lowercased()
+        if listen, lower.hasPrefix("rtsps://") {
+            throw .invalidOption("\(name): serving for a publisher is over plain rtsp:// (RTSP over TLS is for playing)")
+        }
         if listen || credentials != nil, !lower.hasPrefix("rtsp://") {
             throw .invalidOption("\(name): serving for a publisher (and its credentials) is for an rtsp:// path")
         }
         if credentials != nil, !listen {
             throw .invalidOption("\(name): credentials are what a publisher must give; a client gives its own in the URL (rtsp://USER:PASS@HOST/PATH)")
         }
-        if lower.hasPrefix("rtsp://") {
+        if RTSPURL.hasScheme(name) {
             let url = try StreamingError.network { () throws(NetworkError) in try RTSPURL(parsing: name) }
             self = listen ? .publisher(RTSPIngest(url: url, credentials: credentials, options: options, recordsAudio: audio))
                 : .rtsp(RTSPClient(url: url, options: { () -> RTSPClient.Options in
                     var client = RTSPClient.Options(receiver: options, transport: transport)
                     client.receivesAudio = audio
+                    client.trust = trust
                     return client
                 }()))
         } else if lower.hasPrefix("rtp://") {

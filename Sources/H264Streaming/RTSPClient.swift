@@ -2,6 +2,7 @@ public import SampleFlow
 public import H264Network
 public import MediaCore
 import NIOCore
+import NIOSSL
 import NIOPosix
 import SystemIO
 
@@ -56,6 +57,9 @@ public struct RTSPClient: Sendable {
         /// the picture, placed on its timeline by the sender reports (`RTPLipSync`); true by
         /// default. Its samples are on track 2, the picture's on track 1.
         public var receivesAudio = true
+        /// For an `rtsps://` URL: which server certificates are trusted (the system's by
+        /// default).
+        public var trust: TLSTrust = .system
 
         /// Options: UDP then TCP, 3 seconds to get a UDP packet, 10 for an answer.
         public init(receiver: RTPReceiver.Options = .init(), transport: TransportPreference = .automatic, udpTimeout: Duration = .seconds(3),
@@ -86,14 +90,21 @@ public struct RTSPClient: Sendable {
     /// a format (nil: it can): such sound is not received, and the report names it.
     public func receive(soundRefusal: (AudioFormatDescription) -> String? = { _ in nil },
                         _ handle: (SampleBuffer) throws -> Void) async throws(StreamingError) -> RTPReceiver.Report {
-        let attempts: [RTSPTransport.Lower] = switch options.transport {
+        var attempts: [RTSPTransport.Lower] = switch options.transport {
         case .automatic: [.udp, .tcp]
         case .udp: [.udp]
         case .tcp: [.tcp]
         }
+        if url.isSecure {
+            // RTSP over TLS: the packets interleaved in the TLS connection, never in the clear.
+            guard options.transport != .udp else { throw .invalidOption("\(url): rtsps:// carries RTP in the TLS connection (TCP), not over UDP") }
+            attempts = [.tcp]
+        }
+        // (A client context per run: a trusted file is read now, an error before connecting.)
+        let tls = url.isSecure ? try options.trust.context() : nil
         for (index, lower) in attempts.enumerated() {
             let outcome: Outcome
-            do { outcome = try await play(over: lower, canFallBack: index + 1 < attempts.count, soundRefusal: soundRefusal, handle) } catch let error as StreamingError {
+            do { outcome = try await play(over: lower, tls: tls, canFallBack: index + 1 < attempts.count, soundRefusal: soundRefusal, handle) } catch let error as StreamingError {
                 // The server refuses UDP (461): TCP next.
                 if index + 1 < attempts.count, case .network(let network) = error, network.code == .transportRefused { continue }
                 throw error
@@ -144,15 +155,23 @@ public struct RTSPClient: Sendable {
         }
     }
 
-    private func play(over lower: RTSPTransport.Lower, canFallBack: Bool, soundRefusal: (AudioFormatDescription) -> String?,
+    private func play(over lower: RTSPTransport.Lower, tls: NIOSSLContext?, canFallBack: Bool, soundRefusal: (AudioFormatDescription) -> String?,
                       _ handle: (SampleBuffer) throws -> Void) async throws -> Outcome {
         let connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(.seconds(10))
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connect(host: url.host, port: url.port) { channel in
-                    channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+                .connect(host: url.host, port: url.port) { [url] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if let tls {
+                            // The name for SNI and the certificate check; an address literal is
+                            // checked against the certificate's IP addresses instead.
+                            let name = url.host.contains(":") || url.host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : url.host
+                            try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: name))
+                        }
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
                 }
         } catch {
             throw StreamingError.socket("\(url): cannot connect", underlying: error)
@@ -161,6 +180,16 @@ public struct RTSPClient: Sendable {
         // The connection's end when a full buffer dropped its `.closed` input: the next tick
         // that gets through (queued after everything that came before the close) sees it.
         let closed = Locked(false)
+        // Why reading the connection ended, when it was an error (a TLS handshake refused).
+        let failure = Locked<(any Error)?>(nil)
+        let url = url
+        @Sendable func closedError() -> StreamingError {
+            guard let error = failure.withLock({ $0 }) else { return .peer("\(url): the server closed the connection") }
+            if error is NIOSSLError || error is BoringSSLError {
+                return .socket("\(url): the TLS handshake failed (a certificate not trusted? RTSPClient.Options.trust, --cacert)", underlying: error)
+            }
+            return .socket("\(url): the connection failed", underlying: error)
+        }
         let budget = ByteBudget(limit: max(1, options.receiver.maximumQueuedBytes))
         var udp: (rtp: any Channel, rtcp: any Channel)?
         var audioUDP: (rtp: any Channel, rtcp: any Channel)?
@@ -228,7 +257,9 @@ public struct RTSPClient: Sendable {
                                 }
                             }
                         }
-                    } catch {}
+                    } catch {
+                        failure.withLock { $0 = error }
+                    }
                     // Only when the buffer is full: a flag set on every close would let a tick
                     // queued before the last packets end the stream ahead of them.
                     if case .dropped = input.yield(.closed) { closed.withLock { $0 = true } }
@@ -277,9 +308,9 @@ public struct RTSPClient: Sendable {
                             break negotiation
                         }
                     case .closed:
-                        throw StreamingError.peer("\(url): the server closed the connection")
+                        throw closedError()
                     case .tick:
-                        if closed.withLock({ $0 }) { throw StreamingError.peer("\(url): the server closed the connection") }
+                        if closed.withLock({ $0 }) { throw closedError() }
                         if ContinuousClock.now - asked > options.responseTimeout { throw StreamingError.peer("\(url): no answer within \(options.responseTimeout)") }
                     default:
                         // Packets sent before the PLAY answer came in: kept for when it has,
@@ -311,7 +342,7 @@ public struct RTSPClient: Sendable {
                 let audioRTCPChannel = setup.audio?.transport.interleaved.map { UInt8($0.upperBound) }
                 var policy = ReceivingPolicy(configuration: .init(idleTimeout: receiverOptions.idleTimeout.inSeconds, sampleLimit: receiverOptions.sampleLimit,
                                                                   udpTimeout: canFallBack ? options.udpTimeout.inSeconds : nil,
-                                                                  keepAliveInterval: Double(max(1, setup.timeout / 2))),
+                                                                  keepAliveInterval: Double(max(1, setup.timeout / 2)), stallThreshold: 0.5),
                                              now: monotonicSeconds())
                 let rtpChannel = setup.transport.interleaved.map { UInt8($0.lowerBound) }
                 let rtcpChannel = setup.transport.interleaved.map { UInt8($0.upperBound) }

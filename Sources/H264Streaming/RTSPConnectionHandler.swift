@@ -39,7 +39,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     init(core: ServerCore) {
         self.core = core
         var configuration = RTSPServerConnection.Configuration(authenticator: core.authenticator, sessionTimeout: core.options.sessionTimeout,
-                                                               serverPorts: core.serverPorts, transports: core.options.transports)
+                                                               serverPorts: core.serverPorts, transports: core.transports)
         configuration.accessKey = core.options.accessKey
         machine = RTSPServerConnection(configuration: configuration)
     }

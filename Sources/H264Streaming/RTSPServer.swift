@@ -2,6 +2,7 @@ public import SampleFlow
 public import H264Network
 import MediaCore
 import NIOCore
+import NIOSSL
 import NIOPosix
 import Synchronization
 import SystemIO
@@ -64,6 +65,12 @@ public final class RTSPServer: Sendable {
         /// `rtsp://host:port/cam` opens that presentation and its tracks until it expires
         /// (`URLSigningKey.signedURL(_:scope:expires:)`).
         public var accessKey: URLSigningKey?
+        /// RTSP over TLS (`rtsps://`) with this certificate and key: the requests and the RTP
+        /// interleaved in the TLS connection (a `SETUP` for UDP, which would send the media in
+        /// the clear, is answered 461 and a client asks for TCP). nil: plain RTSP.
+        public var tls: TLSFiles?
+        /// How long a TLS handshake may take before the connection is closed.
+        public var tlsHandshakeTimeout: Duration = .seconds(10)
 
         /// Options: 127.0.0.1:8554, no credentials, a 60-second session timeout.
         public init(host: String = "127.0.0.1", port: Int = 8554, credentials: RTSPCredentials? = nil, sessionTimeout: Int = 60, idleConnectionTimeout: Int = 30,
@@ -124,6 +131,13 @@ public final class RTSPServer: Sendable {
         public var strayDatagrams = 0
         /// Picture loss indications received from clients.
         public var pictureLossIndications = 0
+        /// TLS handshakes completed (``Options/tls``).
+        public var tlsHandshakes = 0
+        /// TLS handshakes that failed (a client that does not trust the certificate, a client
+        /// that speaks plain RTSP to the TLS port, a connection closed halfway).
+        public var tlsHandshakesFailed = 0
+        /// TLS handshakes that did not end within ``Options/tlsHandshakeTimeout``.
+        public var tlsHandshakesTimedOut = 0
     }
 
     /// How the server runs.
@@ -138,8 +152,20 @@ public final class RTSPServer: Sendable {
         }
         guard options.rate > 0, options.rate.isFinite else { throw .invalidOption("a pace of \(options.rate) times real time: more than 0") }
         _ = try StreamingError.network { () throws(NetworkError) in try H264Packetizer(configuration: options.packetizer) }
+        guard options.tlsHandshakeTimeout > .zero else { throw .invalidOption("a TLS handshake timeout above 0") }
+        if options.tls != nil, !options.transports.contains(.tcp) {
+            throw .invalidOption("RTSP over TLS carries RTP interleaved in the connection: offer TCP")
+        }
         self.options = options
-        core = ServerCore(options: options)
+        core = ServerCore(options: options, tls: try options.tls.map(TLSContextStore.init(files:)))
+    }
+
+    /// Reads the certificate and key files again (``Options/tls``): connections made from now
+    /// on get the new certificate, open ones keep theirs. On an error the certificate in use
+    /// stays and the error says why.
+    public func reloadCertificate() throws(StreamingError) {
+        guard let tls = core.tls else { throw .invalidOption("the RTSP server has no certificate to reload (not rtsps://)") }
+        try tls.reload()
     }
 
     /// Serves `media` at `path` (`/live`); a file is opened now, for its description. Paths
@@ -253,11 +279,17 @@ final class ServerCore: Sendable {
     let connections = Locked<[ObjectIdentifier: any Channel]>([:])
     let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     let authenticator: RTSPAuthenticator?
+    /// The certificate of RTSP over TLS, if served.
+    let tls: TLSContextStore?
 
-    init(options: RTSPServer.Options) {
+    init(options: RTSPServer.Options, tls: TLSContextStore?) {
         self.options = options
+        self.tls = tls
         authenticator = options.credentials.map { RTSPAuthenticator(credentials: $0) }
     }
+
+    /// The transports a connection offers: over TLS, only RTP interleaved in it.
+    var transports: Set<RTSPTransport.Lower> { tls == nil ? options.transports : [.tcp] }
 
     let subscribers = Locked<[String: RTPSubscriber]>([:])
 
@@ -320,6 +352,18 @@ final class ServerCore: Sendable {
                 .childChannelOption(.socketOption(.so_sndbuf), value: .init(options.clientQueueLimit))
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        if let tls = core.tls {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
+                            try channel.pipeline.syncOperations.addHandler(TLSHandshakeWatch(timeout: TimeAmount(core.options.tlsHandshakeTimeout)) { outcome in
+                                core.counts.withLock { counts in
+                                    switch outcome {
+                                    case .completed: counts.tlsHandshakes += 1
+                                    case .failed: counts.tlsHandshakesFailed += 1
+                                    case .timedOut: counts.tlsHandshakesTimedOut += 1
+                                    }
+                                }
+                            })
+                        }
                         try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(core: core))
                     }
                 }

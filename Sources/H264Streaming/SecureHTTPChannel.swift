@@ -1,30 +1,30 @@
-import HummingbirdCore
-import HummingbirdHTTP2
-import Logging
-import NIOCore
-import NIOHTTP2
-import NIOSSL
+package import HummingbirdCore
+package import HummingbirdHTTP2
+package import Logging
+package import NIOCore
+package import NIOHTTP2
+package import NIOSSL
 import NIOTLS
 import SystemIO
 
 /// The TLS context each new connection takes: read from the PEM files at start and again on
 /// ``reload()``, so that a renewed certificate is served without a restart and without closing
 /// a connection (each keeps the context it began with).
-final class TLSContextStore: Sendable {
+package final class TLSContextStore: Sendable {
     private let files: TLSFiles
     private let current: Locked<NIOSSLContext>
 
     /// The files' context, checked now (an error names the file).
-    init(files: TLSFiles) throws(StreamingError) {
+    package init(files: TLSFiles) throws(StreamingError) {
         self.files = files
         current = Locked(try Self.context(files))
     }
 
     /// The context a connection made now takes.
-    var context: NIOSSLContext { current.withLock { $0 } }
+    package var context: NIOSSLContext { current.withLock { $0 } }
 
     /// Reads the files again; on an error the context in use stays.
-    func reload() throws(StreamingError) {
+    package func reload() throws(StreamingError) {
         let context = try Self.context(files)
         current.withLock { $0 = context }
     }
@@ -39,29 +39,40 @@ final class TLSContextStore: Sendable {
 }
 
 /// How a connection's TLS handshake ended.
-enum TLSHandshakeOutcome: Sendable {
+package enum TLSHandshakeOutcome: Sendable {
     case completed, failed, timedOut
 }
 
 /// A TLS connection that speaks HTTP/2 or HTTP/1.1 as ALPN chose (h2 first; no ALPN is
-/// HTTP/1.1): Hummingbird's HTTP/2 upgrade channel, with a context taken from a
+/// HTTP/1.1): Hummingbird's HTTP/2 upgrade channel (`HTTP1` is Hummingbird's HTTP/1.1 channel, or
+/// its WebSocket upgrade channel for a page that opens a WebSocket: a browser opens those on a
+/// connection of their own, by HTTP/1.1), with a context taken from a
 /// ``TLSContextStore`` at each connection (so a reload needs no restart) and a deadline on the
 /// handshake (a connection that has not finished it in time is closed: half a ClientHello
 /// holds nothing for long). Every handshake's end is told to `onHandshake`, to be counted
 /// rather than logged one by one.
-struct SecureHTTPChannel: ServerChildChannel {
-    struct Value: ServerChildChannelValue {
-        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>>
-        let channel: any Channel
+package struct SecureHTTPChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
+    package struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>>
+        package let channel: any Channel
     }
 
     let contexts: TLSContextStore
-    let http1: HTTP1Channel
+    let http1: HTTP1
     let http2: HTTP2Channel
     let handshakeTimeout: TimeAmount
     let onHandshake: @Sendable (TLSHandshakeOutcome) -> Void
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    /// A connection on `contexts`' certificate, HTTP/1.1 on `http1`, HTTP/2 on `http2`.
+    package init(contexts: TLSContextStore, http1: HTTP1, http2: HTTP2Channel, handshakeTimeout: TimeAmount, onHandshake: @escaping @Sendable (TLSHandshakeOutcome) -> Void) {
+        self.contexts = contexts
+        self.http1 = http1
+        self.http2 = http2
+        self.handshakeTimeout = handshakeTimeout
+        self.onHandshake = onHandshake
+    }
+
+    package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: contexts.context))
             try channel.pipeline.syncOperations.addHandler(TLSHandshakeWatch(timeout: handshakeTimeout, report: onHandshake))
@@ -75,7 +86,7 @@ struct SecureHTTPChannel: ServerChildChannel {
         ).map { Value(negotiated: $0, channel: channel) }
     }
 
-    func handle(value: Value, logger: Logger) async {
+    package func handle(value: Value, logger: Logger) async {
         do {
             switch try await value.negotiated.get() {
             case .http1_1(let connection): await http1.handle(value: connection, logger: logger)

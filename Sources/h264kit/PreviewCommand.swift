@@ -16,7 +16,8 @@ struct PreviewCommand: AsyncParsableCommand {
             plays with the picture on the same clock, and so does a live source's AAC (both 0.3 s behind the \
             stream then, for the sound to be decoded before it is heard; --no-audio: the picture alone, as it \
             arrives; a browser starts sound after a click on the page). The server stops reading while the page is saturated, so memory \
-            stays flat for any file length. Localhost by default.
+            stays flat for any file length. Localhost by default; --https with --cert and --key serves the page \
+            by TLS (HTTP/2 or HTTP/1.1, its WebSocket wss://), --secret-file only by the signed URL printed.
             """
     )
 
@@ -56,6 +57,13 @@ struct PreviewCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where the captures go (DIR/frame-N.png).", valueName: "DIR"))
     var captureDir: String?
 
+    @Flag(help: "Serve the page by TLS (https://, with --cert and --key): the page's sound decoder needs a secure context anywhere but on localhost.")
+    var https = false
+
+    @OptionGroup var access: AccessOptions
+
+    @OptionGroup var tls: TLSClientOptions
+
     @OptionGroup var limits: LimitOptions
 
     var isLive: Bool { LiveSource.isLive(source) }
@@ -72,6 +80,7 @@ struct PreviewCommand: AsyncParsableCommand {
             guard captureDir != nil else { throw ValidationError("--capture needs --capture-dir DIR") }
             if isLive { throw ValidationError("--capture names frames of a file") }
         }
+        if https != (access.tlsFiles != nil) { throw ValidationError("--https and --cert/--key go together") }
         if isLive, loop || start != nil { throw ValidationError("--loop and --start are for a file; a live source plays as it comes") }
     }
 
@@ -80,8 +89,8 @@ struct PreviewCommand: AsyncParsableCommand {
         do {
             if LiveSource.isLive(source) {
                 // RTP has no session to end it: it waits for packets an hour; RTSP keeps its client's timeout.
-                let rtsp = source.lowercased().hasPrefix("rtsp://")
-                previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600)), audio: !noAudio))
+                let rtsp = RTSPURL.hasScheme(source)
+                previewSource = .live(try LiveSource(parsing: source, options: rtsp ? .init() : .init(idleTimeout: .seconds(3600)), audio: !noAudio, trust: tls.trust))
             } else {
                 let file = FilePreview(path: source, options: limits.mediaSource, loops: loop, start: start.map { MediaTime(seconds: $0, preferredTimescale: 90_000) },
                                        rate: rate, playsSound: !noAudio)
@@ -95,10 +104,18 @@ struct PreviewCommand: AsyncParsableCommand {
         } catch { throw ToolError("\(source): \(error)") }
         if let captureDir { try FileManager.default.createDirectory(atPath: captureDir, withIntermediateDirectories: true) }
 
-        let preview = Preview(source: previewSource, options: .init(server: .init(host: host, port: port), exitsAfterPlayback: exitAfterPlayback, captures: captureNumbers))
-        let opens = open, directory = captureDir
+        var server = DisplayServer.Options(host: host, port: port)
+        if let files = access.tlsFiles { server.transport = .tls(files) }
+        let key = try access.accessKey()
+        server.accessKey = key
+        let preview = Preview(source: previewSource, options: .init(server: server, exitsAfterPlayback: exitAfterPlayback, captures: captureNumbers))
+        let hangup = access.reloadingOnHangup { try preview.reloadCertificate() }
+        defer { hangup?.restore() }
+        let opens = open, directory = captureDir, expires = access.expiry
         let task = Task {
-            try await preview.run(onListening: { url in
+            try await preview.run(onListening: { plain in
+                // (With a secret, only the signed URL opens the page.)
+                let url = key.flatMap { try? $0.signedURL(plain, expires: expires) } ?? plain
                 // The URL first, at once (a script or test reads it from a pipe).
                 writeToStandardOutput(url + "\n")
                 if opens { DispatchQueue.global().async { _ = try? SystemIO.ChildProcess.run(["/usr/bin/xdg-open", url]) } }

@@ -15,11 +15,12 @@ struct Receive: AsyncParsableCommand {
             asks the sender for an IDR picture, and decoding resumes at the next one.
             rtsp://[USER:PASS@]HOST:PORT/PATH plays a stream from an RTSP server (UDP, then TCP interleaved when \
             UDP fails; --rtsp-transport picks one). With --listen, serves PATH on HOST:PORT and records what a \
-            publisher pushes to it (ffmpeg -f rtsp rtsp://HOST:PORT/PATH), until its TEARDOWN.
+            publisher pushes to it (ffmpeg -f rtsp rtsp://HOST:PORT/PATH), until its TEARDOWN. rtsps:// plays \
+            over TLS, the packets interleaved in the connection (--cacert FILE trusts a private certificate).
             """
     )
 
-    @Argument(help: ArgumentHelp("A session description file, rtp://@:PORT, or rtsp://HOST:PORT/PATH.", valueName: "SOURCE"))
+    @Argument(help: ArgumentHelp("A session description file, rtp://@:PORT, or rtsp://HOST:PORT/PATH (rtsps:// over TLS).", valueName: "SOURCE"))
     var source: String
 
     @Argument(help: "An .mp4/.mov movie, a .ts/.m2ts transport stream, or an Annex-B stream (- for standard output).")
@@ -49,12 +50,15 @@ struct Receive: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --listen: publishers must give this user and password.", valueName: "USER:PASS"))
     var user: String?
 
+    @OptionGroup var tls: TLSClientOptions
+
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout \(timeout): more than 0 seconds, at most a day") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
         guard (0...4096).contains(reorderDepth) else { throw ValidationError("--reorder-depth \(reorderDepth): 0-4096 packets") }
         let rtsp = source.lowercased().hasPrefix("rtsp://")
         if listen, !rtsp { throw ValidationError("--listen serves an rtsp:// path") }
+        if tls.cacert != nil || tls.insecure, !source.lowercased().hasPrefix("rtsps://") { throw ValidationError("--cacert and --insecure are for an rtsps:// source") }
         if user != nil, !listen { throw ValidationError("--user is for --listen (a client gives credentials in the URL: rtsp://USER:PASS@HOST/PATH)") }
         if let user { _ = try RTSPCredentials(parsing: user) }
     }
@@ -67,7 +71,7 @@ struct Receive: AsyncParsableCommand {
         let live: LiveSource
         do {
             live = try LiveSource(parsing: source, options: options, transport: rtspTransport, listen: listen,
-                                  credentials: try user.map(RTSPCredentials.init(parsing:)), audio: !noAudio)
+                                  credentials: try user.map(RTSPCredentials.init(parsing:)), audio: !noAudio, trust: tls.trust)
         } catch { throw ToolError("\(source): \(error)") }
         let task = Task { try await live.record(to: output) }
         let token = Interruption.shared.onInterrupt { task.cancel() }

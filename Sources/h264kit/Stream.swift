@@ -16,7 +16,8 @@ struct Stream: AsyncParsableCommand {
             rtsp://HOST:PORT/PATH serves INPUT on HOST:PORT at PATH to any number of clients (RTP over UDP or \
             interleaved in TCP): a file to each client from its start, or with --loop as one live stream clients \
             join at its next keyframe; until SIGINT; the input's first AAC or G.711 track is a second medium \
-            beside the video (RFC 3640, PCMU/PCMA; --no-audio: the video alone). --user USER:PASS makes clients authenticate.
+            beside the video (RFC 3640, PCMU/PCMA; --no-audio: the video alone). --user USER:PASS makes clients authenticate. \
+            rtsps://HOST:PORT/PATH (with --cert and --key) is RTSP over TLS, the packets interleaved in the connection.
             A .y4m (or raw .yuv) INPUT is encoded live with x264 (tune zerolatency unless --tune says otherwise), \
             and a receiver's RTCP picture loss indication makes the next picture an IDR picture.
             With --transcode (http://), a file's picture is decoded and encoded again live with x264 (the encoder \
@@ -98,27 +99,16 @@ struct Stream: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print what is sent: a line a second while serving RTSP, a summary at the end.")
     var verbose = false
 
-    @Option(help: ArgumentHelp("HTTP, RTSP: answer only URLs signed with this secret (base64 text, or at least 16 raw bytes; `h264kit sign`), 403 to any other; the URL printed is signed.", valueName: "FILE"))
-    var secretFile: String?
+    @OptionGroup var access: AccessOptions
 
-    @Option(help: ArgumentHelp("--secret-file: how long the printed URL is good for.", valueName: "seconds"))
-    var expiresIn = 3600
-
-    @Option(help: ArgumentHelp("https://: the certificate chain (PEM: the server's certificate first).", valueName: "FILE"))
-    var cert: String?
-
-    @Option(help: ArgumentHelp("https://: the certificate's private key (PEM, unencrypted).", valueName: "FILE"))
-    var key: String?
+    @OptionGroup var sourceTLS: TLSClientOptions
 
     @Flag(help: "http://: HTTP/2 in the clear with prior knowledge (h2c), for a proxy in front that speaks it; HTTP/1.1 clients are not served.")
     var cleartextHTTP2 = false
 
-    /// The certificate and key, when both are given.
-    var tlsFiles: TLSFiles? { cert.flatMap { cert in key.map { TLSFiles(certificateChain: cert, privateKey: $0) } } }
-
     /// The origin's options from the destination URL and the TLS options.
     func originOptions() throws -> HLSOrigin.Options {
-        var options = try HLSOrigin.Options(url: destination, tls: tlsFiles)
+        var options = try HLSOrigin.Options(url: destination, tls: access.tlsFiles)
         if cleartextHTTP2 { options.transport = .cleartextHTTP2 }
         return options
     }
@@ -128,7 +118,8 @@ struct Stream: AsyncParsableCommand {
     @OptionGroup var limits: LimitOptions
     @OptionGroup var damage: DamageOptions
 
-    var isRTSP: Bool { destination.lowercased().hasPrefix("rtsp://") }
+    var isRTSP: Bool { RTSPURL.hasScheme(destination) }
+    var isSecure: Bool { destination.lowercased().hasPrefix("https://") || destination.lowercased().hasPrefix("rtsps://") }
     var isHTTP: Bool { destination.lowercased().hasPrefix("http://") || destination.lowercased().hasPrefix("https://") }
     var isLive: Bool { pictureInput.isPictures(input) }
 
@@ -141,9 +132,9 @@ struct Stream: AsyncParsableCommand {
         if sdp != nil, input == "-" { throw ValidationError("--sdp reads the input's first sample before sending: give a file, not standard input") }
         if sdp != nil, isRTSP { throw ValidationError("--sdp is for rtp://: an RTSP client gets the description from DESCRIBE") }
         if user != nil, !isRTSP { throw ValidationError("--user is for rtsp:// (RTP over UDP has no authentication)") }
-        if secretFile != nil, !isHTTP, !isRTSP { throw ValidationError("--secret-file is for an HTTP origin or an RTSP server (http://, https://, rtsp://)") }
-        if !isHTTP, cert != nil || key != nil || cleartextHTTP2 { throw ValidationError("--cert, --key and --cleartext-http2 are for an HTTP origin (http://, https://)") }
-        guard expiresIn > 0, expiresIn <= 10 * 365 * 86_400 else { throw ValidationError("--expires-in \(expiresIn): 1 s to ten years") }
+        if access.secretFile != nil, !isHTTP, !isRTSP { throw ValidationError("--secret-file is for an HTTP origin or an RTSP server (http://, https://, rtsp://)") }
+        if !isHTTP, cleartextHTTP2 { throw ValidationError("--cleartext-http2 is for an HTTP origin (http://)") }
+        if isSecure != access.givesCertificate { throw ValidationError("--cert and --key go with https:// and rtsps:// (and those need them)") }
         if let user { _ = try RTSPCredentials(parsing: user) }
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate \(rate): more than 0, at most 1000") }
         if let frames, frames < 1 { throw ValidationError("--frames \(frames): at least 1") }
@@ -164,7 +155,6 @@ struct Stream: AsyncParsableCommand {
             for other in renditions where other.lowercased().hasSuffix(".y4m") || other.lowercased().hasSuffix(".yuv") {
                 throw ValidationError("--rendition \(other): pictures are encoded live for INPUT only; give an encoded stream or a live source")
             }
-            if (cert == nil) != (key == nil) { throw ValidationError("--cert and --key go together") }
             if cleartextHTTP2, destination.lowercased().hasPrefix("https://") { throw ValidationError("--cleartext-http2 is for http:// (https:// offers HTTP/2 by ALPN)") }
             do { _ = try originOptions() } catch { throw ValidationError("\(error)") }
         } else if LiveSource.isLive(input), !isRTSP {
@@ -262,13 +252,15 @@ struct Stream: AsyncParsableCommand {
         var serverOptions = RTSPServer.Options(host: url.host, port: url.port, credentials: try user.map(RTSPCredentials.init(parsing:)),
                                                packetizer: packetizer, paced: !noPace, rate: rate)
         serverOptions.carriesAudio = !noAudio
-        let key = try secretFile.map(URLSigningKey.init(secretFile:))
+        let key = try access.accessKey()
         serverOptions.accessKey = key
+        if url.isSecure { serverOptions.tls = access.tlsFiles }
         let server = try RTSPServer(options: serverOptions)
-        let (verbose, expiresIn) = (verbose, expiresIn)
-        let expires = Int(WallClock.seconds) + expiresIn
+        let hangup = access.reloadingOnHangup { try server.reloadCertificate() }
+        defer { hangup?.restore() }
+        let (verbose, expiresIn, expires) = (verbose, access.expiresIn, access.expiry)
         let listening: @Sendable (Int) -> Void = { port in
-            let plain = "rtsp://\(url.host.contains(":") ? "[\(url.host)]" : url.host):\(port)\(url.path)"
+            let plain = RTSPURL(host: url.host, port: port, path: url.path, isSecure: url.isSecure).description
             if let key, let signed = try? key.signedURL(plain, expires: expires) {
                 printError("serving \(signed) (signed, good for \(expiresIn) s)")
             } else if verbose {
@@ -277,7 +269,7 @@ struct Stream: AsyncParsableCommand {
         }
         // A live source is served until its pictures end (each client told by a BYE), a file
         // until SIGINT; a relayed source until it ends.
-        let relayed = LiveSource.isLive(input) ? try LiveSource(parsing: input, audio: !noAudio) : nil
+        let relayed = LiveSource.isLive(input) ? try LiveSource(parsing: input, audio: !noAudio, trust: sourceTLS.trust) : nil
         if live == nil, relayed == nil { try server.serve(.file(path: input, options: media, loops: loop), at: url.path) }
         let (input, path) = (input, url.path)
         let serving = Task {
@@ -316,23 +308,14 @@ struct Stream: AsyncParsableCommand {
         options.windowSize = window
         options.servesDASH = options.segmenter.format == .fragmentedMP4
         options.lowLatency = lowLatency ? .init(partDuration: MediaTime(seconds: partDuration ?? 0.5, preferredTimescale: 90_000)) : nil
-        let key = try secretFile.map(URLSigningKey.init(secretFile:))
+        let key = try access.accessKey()
         options.accessKey = key
         let origin = try HLSOrigin(options: options)
-        let expires = Int(WallClock.seconds) + expiresIn
-        // SIGHUP reads the certificate and key again (a renewed certificate, as nginx does).
-        let hangup = tlsFiles.map { files in
-            HangupSignal {
-                do {
-                    try origin.reloadCertificate()
-                    printError("reloaded \(files.certificateChain) and \(files.privateKey)")
-                } catch {
-                    printError("warning: the certificate in use stays: \(error)")
-                }
-            }
-        }
+        let (expires, expiresIn) = (access.expiry, access.expiresIn)
+        let hangup = access.reloadingOnHangup { try origin.reloadCertificate() }
         defer { hangup?.restore() }
         let (input, loop, paced, verbose, media, carriesSound) = (input, loop, !noPace, verbose, damage.applied(to: limits.mediaSource), !noAudio)
+        let trust = sourceTLS.trust
         // (--transcode: the stream's size, format and rate replace these.)
         let transcoding = transcode ? TranscodedSamples<MediaFileSamples>.Options(
             encoder: encoder.settings(width: 16, height: 16, format: .yuv420p, frameRate: FrameRate(25, 1)),
@@ -347,7 +330,7 @@ struct Stream: AsyncParsableCommand {
         @Sendable func publish(_ input: String, as rendition: String, tracks: StreamedTracks?) async throws {
             if LiveSource.isLive(input) {
                 // (The sound beside INPUT's picture; a --rendition source's picture alone.)
-                let report = try await origin.publish(try LiveSource(parsing: input, audio: carriesSound && rendition == "video"), rendition: rendition)
+                let report = try await origin.publish(try LiveSource(parsing: input, audio: carriesSound && rendition == "video", trust: trust), rendition: rendition)
                 for medium in report.mediaNotReceived { printError("warning: \(input): \(medium) not relayed") }
             } else {
                 let options = tracks?.sourceOptions(media) ?? media

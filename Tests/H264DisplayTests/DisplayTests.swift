@@ -23,12 +23,15 @@ extension RealTimeDisplay {
 struct DisplayTests {
     static let source = Checkout.root.path + "/Samples/Media/testsrc2-320x240-bframes.264"
 
-    /// Runs `preview` with a page in Chromium until the page has shown the stream to its end.
-    static func play(_ preview: Preview, seconds: Double = 120) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
-        try await withDeadline(seconds: seconds, "a page playing the preview to its end") { try await playToEnd(preview) }
+    /// Plays `preview` in headless Chromium (opened at `page` of the URL the server gives, with
+    /// `chromiumArguments`) until a page ends it.
+    static func play(_ preview: Preview, seconds: Double = 120, page: @escaping @Sendable (String) throws -> String = { $0 },
+                     chromiumArguments: [String] = []) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
+        try await withDeadline(seconds: seconds, "a page playing the preview to its end") { try await playToEnd(preview, page: page, chromiumArguments: chromiumArguments) }
     }
 
-    static func playToEnd(_ preview: Preview) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
+    static func playToEnd(_ preview: Preview, page: @Sendable (String) throws -> String = { $0 },
+                          chromiumArguments: [String] = []) async throws -> (reports: [PageReport], captures: [Int: [UInt8]]) {
         final class Shared: Sendable {
             let url = Mutex<String?>(nil)
             let captures = Mutex<[Int: [UInt8]]>([:])
@@ -41,7 +44,7 @@ struct DisplayTests {
             address = shared.url.withLock { $0 }
             if address == nil { try await Task.sleep(for: .milliseconds(10)) }
         }
-        let browser = try HeadlessChromium(url: try #require(address))
+        let browser = try HeadlessChromium(url: try page(try #require(address)), arguments: chromiumArguments)
         defer { browser.stop() }
         let result = try await reports
         return (result, shared.captures.withLock { $0 })

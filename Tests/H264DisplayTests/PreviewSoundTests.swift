@@ -1,8 +1,10 @@
 import Foundation
 @testable import H264Display
+import H264Network
 import H264Streaming
 import MediaCore
 import TestSupport
+import Synchronization
 import Testing
 
 /// The preview with sound: a file's AAC track decoded by the page's AudioDecoder and played
@@ -49,6 +51,54 @@ struct PreviewSoundTests {
         let (silent, _) = try await RealTimeDisplay.DisplayTests.play(Preview(source: .file(FilePreview(path: path, playsSound: false)),
                                                                               options: .init(server: .init(port: 0), exitsAfterPlayback: true)))
         #expect(silent.first?.sound == nil && silent.first?.framesPresented == 300, "\(String(describing: silent.first))")
+    }
+
+    /// curl's HTTP status and version for `url` over TLS (`version`: `--http2` or `--http1.1`),
+    /// the certificate `ca` trusted.
+    static func status(_ url: String, _ version: String, ca: String) throws -> String {
+        let result = try run("curl", ["-sS", "--max-time", "10", version, "--cacert", ca, "-o", "/dev/null", "-w", "%{http_code} %{http_version}", url])
+        let fields = result.stdoutText.split(separator: " ")
+        guard result.status == 0, fields.count == 2, let code = Int(fields[0]) else { throw TestFailure("curl \(version) \(url): \(result.status) \(result.stderrText)") }
+        return "\(code) \(fields[1])"
+    }
+
+    @Test("over HTTPS by a signed URL: the page by HTTP/2 or HTTP/1.1 (ALPN), its stream by wss://, the sound played with the picture (A/V skew p95 <= 20 ms); the page unsigned, signed by another key or expired: 403",
+          .requires(.ffprobe, .openssl, .curl))
+    func playsOverHTTPSBySignedURL() async throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-preview-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let certificate = try SelfSignedCertificate(in: work)
+        let path = try Self.soundFile("mp4", seconds: 5)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let packets = try Self.soundPackets(path)
+        let key = try URLSigningKey(secret: Array("the preview's test secret, 32 b".utf8))
+        let other = try URLSigningKey(secret: Array("another secret of 32 bytes, too".utf8))
+        var server = DisplayServer.Options(port: 0)
+        server.transport = .tls(TLSFiles(certificateChain: certificate.certificate, privateKey: certificate.privateKey))
+        server.accessKey = key
+        let now = Int(Date().timeIntervalSince1970)
+        let refusals = Mutex<[String: String]>([:])
+        let (reports, _) = try await RealTimeDisplay.DisplayTests.play(
+            Preview(source: .file(FilePreview(path: path)), options: .init(server: server, exitsAfterPlayback: true)),
+            page: { url in
+                #expect(url.hasPrefix("https://127.0.0.1:"), "\(url)")
+                let signed = try key.signedURL(url, expires: now + 600)
+                #expect(try Self.status(signed, "--http2", ca: certificate.certificate) == "200 2")
+                #expect(try Self.status(signed, "--http1.1", ca: certificate.certificate) == "200 1.1")
+                let refused = [("unsigned", url), ("unsigned stream", url + "stream"), ("another key's", try other.signedURL(url, expires: now + 600)),
+                               ("expired", try key.signedURL(url, expires: now - 1))]
+                for (what, refusedURL) in refused { refusals.withLock { $0[what] = (try? Self.status(refusedURL, "--http2", ca: certificate.certificate)) ?? "curl failed" } }
+                return signed
+            },
+            chromiumArguments: [try certificate.chromiumTrust()])
+        #expect(refusals.withLock { $0 } == ["unsigned": "403 2", "unsigned stream": "403 2", "another key's": "403 2", "expired": "403 2"])
+        let report = try #require(reports.first)
+        let sound = try #require(report.sound, "no sound in the report: \(report)")
+        #expect(report.ended && report.framesPresented == 150 && report.framesDropped == 0, "\(report)")
+        #expect(sound.received == packets && sound.decoded >= packets - 1 && sound.decodeErrors == 0 && sound.skipped <= 3, "\(sound), \(packets) packets")
+        #expect(sound.contextState == "running" && sound.skewMs.p95 <= 20, "\(sound)")
+        print("preview over HTTPS, signed (MP4, 5 s): skew p50 \(sound.skewMs.p50) / p95 \(sound.skewMs.p95) ms, \(sound.decoded) of \(packets) AAC frames decoded")
     }
 
     /// A live source is received from the preview's start; the page joins when the browser has

@@ -206,13 +206,10 @@ struct HLSOriginTests {
         #expect(unsigned.stderrText.contains("403"), "\(unsigned.stderrText)")
     }
 
-    /// A self-signed certificate for 127.0.0.1 and its key (EC P-256), made by OpenSSL in `directory`.
+    /// A self-signed certificate for 127.0.0.1 and its key, made by OpenSSL in `directory`.
     static func selfSignedCertificate(in directory: String) throws -> TLSFiles {
-        let files = TLSFiles(certificateChain: directory + "/cert.pem", privateKey: directory + "/key.pem")
-        let made = try run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                                       "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", files.privateKey, "-out", files.certificateChain])
-        guard made.status == 0 else { throw TestFailure("openssl: \(made.stderrText)") }
-        return files
+        let made = try SelfSignedCertificate(in: directory)
+        return TLSFiles(certificateChain: made.certificate, privateKey: made.privateKey)
     }
 
     /// curl's body and HTTP version for `url` (`--http2` or `--http1.1` over TLS, trusting `ca`;
@@ -287,18 +284,14 @@ struct HLSOriginTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("h264kit-tls-page-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let files = try Self.selfSignedCertificate(in: work)
-        let running = try await Running(lowLatency: .init(), transport: .tls(files))
+        let made = try SelfSignedCertificate(in: work)
+        let running = try await Running(lowLatency: .init(), transport: .tls(TLSFiles(certificateChain: made.certificate, privateKey: made.privateKey)))
         defer { running.stop() }
         try await running.waitForSegments(4)  // (more than HOLD-BACK, three targets: Chromium starts that far behind the edge)
-        // The hash Chromium's --ignore-certificate-errors-spki-list takes: SHA-256 of the key, base64.
-        let hash = try run("sh", ["-c", "openssl x509 -in \"$1\" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64", "sh", files.certificateChain])
-        let spki = hash.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(hash.status == 0 && spki.count == 44, "\(hash.stderrText)")
         try Self.livePage(running.url).write(toFile: work + "/live.html", atomically: true, encoding: .utf8)
         let pages = try await StaticHTTPServer(directory: work)
         defer { pages.stop() }
-        let browser = try HeadlessChromium(url: pages.url + "live.html", arguments: ["--ignore-certificate-errors-spki-list=\(spki)"])
+        let browser = try HeadlessChromium(url: pages.url + "live.html", arguments: [try made.chromiumTrust()])
         defer { browser.stop() }
         let played = await pages.waitForRequest(startingWith: "/report?playing", seconds: 40)
         #expect(played != nil, "Chromium did not play the HTTPS origin: \(pages.requests.filter { $0.hasPrefix("/report") })")

@@ -14,11 +14,8 @@ struct HTTPSOriginTests {
 
     /// A self-signed certificate for 127.0.0.1 and its key in `directory` (`name`.pem, `name`-key.pem).
     static func certificate(in directory: String, name: String = "cert") throws -> (certificate: String, key: String) {
-        let files = (directory + "/\(name).pem", directory + "/\(name)-key.pem")
-        let made = try run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                                       "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", files.1, "-out", files.0])
-        guard made.status == 0 else { throw TestFailure("openssl: \(made.stderrText)") }
-        return files
+        let made = try SelfSignedCertificate(in: directory, name: name)
+        return (made.certificate, made.privateKey)
     }
 
     /// `h264kit stream` of the sample, looped, low latency, over TLS on a free port; its URL once it listens.

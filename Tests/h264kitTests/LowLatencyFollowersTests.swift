@@ -181,8 +181,8 @@ struct HTTPStreamOptionTests {
         (["--window", "2"], "--window 2"),
         (["--rendition", "pictures.y4m"], "--rendition pictures.y4m"),
         (["--cert", "cert.pem"], "--cert and --key go together"),
-        (["--cert", "cert.pem", "--key", "key.pem"], "a certificate is for https://"),
-        (["--cert", "/nonexistent/cert.pem", "--key", "key.pem", "--cleartext-http2"], "a certificate is for https://"),
+        (["--cert", "cert.pem", "--key", "key.pem"], "--cert and --key go with https:// and rtsps://"),
+        (["--cert", "/nonexistent/cert.pem", "--key", "key.pem", "--cleartext-http2"], "--cert and --key go with https:// and rtsps://"),
     ])
     func refused(_ options: [String], _ message: String) throws {
         let source = Checkout.root.appendingPathComponent("Samples/Media/testsrc2-320x240-bframes.264").path

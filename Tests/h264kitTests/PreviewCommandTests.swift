@@ -13,7 +13,7 @@ struct PreviewCommandTests {
 
     /// Starts `h264kit preview ARGUMENTS`, waits for the URL on its first line of output and
     /// opens it in headless Chromium; returns once the preview has ended.
-    static func preview(_ arguments: [String], seconds: Double = 90) async throws -> (status: Int32, url: String, stderr: String) {
+    static func preview(_ arguments: [String], seconds: Double = 90, chromiumArguments: [String] = []) async throws -> (status: Int32, url: String, stderr: String) {
         let output = StreamCommandTests.temporaryPath(".txt"), profile = StreamCommandTests.temporaryPath("-chromium")
         defer {
             try? FileManager.default.removeItem(atPath: output)
@@ -29,8 +29,8 @@ struct PreviewCommandTests {
         let address = try #require(url, "no URL printed: \(preview.stderrText)")
         let browser = try ChildProcess(try #require(which("chromium")), [
             "--headless=new", "--no-sandbox", "--no-first-run", "--disable-extensions", "--user-data-dir=\(profile)",
-            "--autoplay-policy=no-user-gesture-required", address,
-        ])
+            "--autoplay-policy=no-user-gesture-required",
+        ] + chromiumArguments + [address])
         defer {
             kill(browser.pid, SIGTERM)
             browser.wait()
@@ -64,6 +64,24 @@ struct PreviewCommandTests {
         }
     }
 
+    @Test("preview --https --cert --key --secret-file: the URL printed is https:// and signed; Chromium (the certificate trusted) plays the file to its end by it, exit 0",
+          .requires(.openssl))
+    func overHTTPSBySignedURL() async throws {
+        let work = StreamCommandTests.temporaryPath("-preview-tls")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let certificate = try SelfSignedCertificate(in: work)
+        try Data("the preview command's secret, 32".utf8).write(to: URL(fileURLWithPath: work + "/secret"))
+        let report = work + "/report.json"
+        let result = try await Self.preview([Self.source, "--exit-after-playback", "--report", report, "--https", "--cert", certificate.certificate,
+                                             "--key", certificate.privateKey, "--secret-file", work + "/secret"],
+                                            chromiumArguments: [try certificate.chromiumTrust()])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.url.hasPrefix("https://127.0.0.1:") && result.url.contains("/token."), "\(result.url)")
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        #expect(fields["framesDecoded"] as? Int == 90 && fields["decodeErrors"] as? Int == 0, "\(fields)")
+    }
+
     @Test("preview of a stream no frame of which decodes: exit 1, the browser's reason on stderr and in the report")
     func undecodable() async throws {
         let report = StreamCommandTests.temporaryPath(".json")
@@ -78,6 +96,7 @@ struct PreviewCommandTests {
           arguments: [
               (["--rate", "8"], "--rate 8"), (["--capture", "1"], "--capture needs --capture-dir"),
               (["--port", "70000"], "--port 70000"), (["--start=-1"], "--start -1"),
+              (["--https"], "--https and --cert/--key go together"), (["--cacert", "x.pem", "--insecure"], "--cacert or --insecure"),
           ])
     func refusals(_ extra: [String], _ message: String) throws {
         let result = try h264kitProcess(["preview", Self.source] + extra)
