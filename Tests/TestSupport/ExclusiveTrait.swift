@@ -16,6 +16,14 @@ public struct ExclusiveTrait: SuiteTrait, TestTrait, TestScoping {
     }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        // An `.alone` test in an `.exclusive` suite runs with no other timely test beside it,
+        // which is more than exclusive: holding the exclusive turn while it waits to be alone
+        // would deadlock with a test that holds its shared turn and waits for the exclusive one
+        // (CI here: the timely tests stopped, every one waiting).
+        if test.traits.contains(where: { $0 is AloneTrait }) {
+            try await function()
+            return
+        }
         await ExclusiveTurn.shared.acquire()
         do {
             try await function()

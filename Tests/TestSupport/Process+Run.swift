@@ -229,6 +229,18 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         }
     }
 
+    /// Waits (at most `seconds` of the wall clock) until `condition` holds, such as its port
+    /// bound; throws, with what the child wrote to standard error, when the child ends first or
+    /// the time runs out (`what` names the wait).
+    public func waitUntil(_ what: String, seconds: Double = 60, _ condition: () -> Bool) throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while !condition() {
+            if let status = wait(seconds: 0) { throw TestFailure("the child ended (status \(status)) before \(what): \(stderrText)") }
+            if ContinuousClock.now >= deadline { throw TestFailure("no \(what) within \(seconds) s: \(stderrText)") }
+            usleep(10_000)
+        }
+    }
+
     /// What the child wrote to standard error (complete once it has ended).
     public var stderrText: String { String(decoding: (try? readFile(errorPath)) ?? Data(), as: UTF8.self) }
 }

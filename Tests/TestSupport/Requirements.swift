@@ -71,9 +71,9 @@ public struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
 /// latency under hundreds of clients, which the peers of three other real-time tests on two
 /// cores turn into a measure of the machine (CI: 300 HLS followers at p95 5.2 s beside them,
 /// 170 ms alone). The rest of the run, at a lower priority, goes on. Use it with `.timely`,
-/// at the test (not the suite), and not with `.exclusive` (alone is more than exclusive; the
-/// two together could deadlock: one test holding the exclusive turn waiting to be alone,
-/// another holding its shared turn waiting for the exclusive one).
+/// at the test (not the suite). In an `.exclusive` suite the alone test does not take the
+/// exclusive turn (alone is more than exclusive; holding it while waiting to be alone would
+/// deadlock with a test that holds its shared turn and waits for the exclusive one).
 public struct AloneTrait: TestTrait, TestScoping {
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         try await RealTimeTurns.shared.holding(alone: true, function)

@@ -9,9 +9,7 @@ import Glibc
 /// (scripts/llhls-followers.py: a blocking reload for the next part, then the part, for 15 s),
 /// directly and through nginx as a caching proxy (scripts/nginx/llhls-cache.conf). The origin's
 /// memory and CPU are read from /proc; its request count from its own once-a-second line.
-// (Each test runs `.alone`: no other timely test beside it, the `.exclusive` ones included;
-// `.exclusive` here as well would hold that turn while waiting to be alone, and deadlock with
-// an exclusive test that holds its shared turn while waiting for it.)
+// (Each test runs `.alone`: no other timely test beside it, the `.exclusive` ones included.)
 @Suite("Low-Latency HLS followers", .requires(.ffmpeg, .python3), .serialized, .timely)
 struct LowLatencyFollowersTests {
     static let followers = Checkout.root.appendingPathComponent("scripts/llhls-followers.py").path

@@ -66,8 +66,10 @@ struct StrayDatagramTests {
                 if from != UInt16(port + 1) { try? relayRTCP.send(datagram, toPort: UInt16(port + 1)) }
             }
         }
-        let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(port)", movie, "--timeout", "5", "--stats", stats])
-        for _ in 0..<6000 where !udpPortIsBound(UInt16(port)) { try await Task.sleep(for: .milliseconds(10)) }
+        // (--timeout 15: ffmpeg, started after the receiver listens, took over 5 s to send its
+        // first packet in CI here beside the corpus suites.)
+        let receiver = try ChildProcess(try h264kitURL(), ["receive", "rtp://127.0.0.1:\(port)", movie, "--timeout", "15", "--stats", stats])
+        try await offThePool { try receiver.waitUntil("its port \(port) bound") { udpPortIsBound(UInt16(port)) } }
         let sent = try await offThePool {
             // (An elementary stream: its parameter sets go in band, as the receiver has no SDP.)
             try run("ffmpeg", ["-v", "error", "-re", "-f", "h264", "-framerate", "30", "-i", source, "-c", "copy", "-f", "rtp", "-ssrc", "1234",

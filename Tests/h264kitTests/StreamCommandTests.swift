@@ -55,9 +55,10 @@ struct StreamCommandTests {
         let muxed = try h264kit(["mux", Self.source, sent])
         try #require(muxed.status == 0, "\(muxed.stderr)")
         let output = ["-c", "copy", "-f", "rtp", "-sdp_file", sdp, "rtp://127.0.0.1:\(port)"]
-        _ = try run("ffmpeg", ["-v", "error", "-i", sent, "-frames:v", "1"] + output)  // writes the SDP (one frame to an unbound loopback port)
+        let dryRun = try run("ffmpeg", ["-v", "error", "-i", sent, "-frames:v", "1"] + output)  // writes the SDP (one frame to an unbound loopback port)
+        try #require(dryRun.status == 0 && FileManager.default.fileExists(atPath: sdp), "ffmpeg wrote no SDP: \(dryRun.stderrText)")
         let receiver = try ChildProcess(try h264kitURL(), ["receive", sdp, movie, "--timeout", "2", "--stats", stats])
-        try Self.waitUntilBound(port)
+        try receiver.waitUntil("its port \(port) bound") { udpPortIsBound(UInt16(port)) }
         let sender = try run("timeout", ["20", "ffmpeg", "-v", "error", "-re", "-i", sent] + output)
         #expect(sender.status == 0, "\(sender.stderrText)")
         #expect(receiver.wait() == 0, "\(receiver.stderrText)")
