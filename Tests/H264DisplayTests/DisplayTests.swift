@@ -183,12 +183,24 @@ extension RealTimeDisplay.DisplayTests {
         return try #require(layer.pageReports.first)
     }
 
+    /// The page's first report that meets `condition` (such as the rate just set applied),
+    /// waiting up to 10 s of the wall clock: on a loaded machine a page's report comes late (CI:
+    /// the report 250 ms after a pause was still the one from before it).
+    static func report(_ layer: DisplayLayer, where condition: (PageReport) -> Bool) async throws -> PageReport {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let report = layer.pageReports.first, condition(report) { return report }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestFailure("no report as waited for within 10 s; the last: \(String(describing: layer.pageReports.first))")
+    }
+
     @Test("the control timebase drives the page: pause holds the frame and stops the clock; rate 2 plays twice as fast; a seek lands on the exact frame; a flush empties the queues")
     func timebaseSemantics() async throws {
         try await Self.withLoopedPage { layer in
             // Pause: the clock and the frame on screen stay.
             layer.setRate(0)
-            let paused = try await Self.freshReport(layer)
+            let paused = try await Self.report(layer) { $0.rate == 0 }
             try await Task.sleep(for: .seconds(1))
             let stillPaused = try await Self.freshReport(layer)
             #expect(abs(stillPaused.time - paused.time) < 0.001 && stillPaused.framesPresented == paused.framesPresented && stillPaused.presentedTime == paused.presentedTime,
@@ -196,7 +208,7 @@ extension RealTimeDisplay.DisplayTests {
 
             // Rate 2 for 3 seconds of wall clock: 6 seconds of media, within 5%.
             layer.setRate(2)
-            let start = try await Self.freshReport(layer)
+            let start = try await Self.report(layer) { $0.rate == 2 }
             let wall = ContinuousClock.now
             try await Task.sleep(for: .seconds(3))
             let end = try #require(layer.pageReports.first)

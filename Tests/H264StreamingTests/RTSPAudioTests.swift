@@ -184,7 +184,8 @@ struct RTSPAudioTests {
         let report = try await RTSPClient(url: try RTSPURL(parsing: "rtsp://127.0.0.1:\(port)/live"), options: .init(transport: transport)).record(to: .init(path: movie))
         let expected = try Self.sourceSound(source)
         let sound = try #require(report.sound, "\(report)")
-        #expect(sound.lipSync == .senderReports && sound.samples == expected.frames.count && sound.packetsLost == 0 && report.mediaNotReceived.isEmpty, "\(sound)")
+        #expect(sound.lipSync == .senderReports && sound.samples == expected.frames.count && sound.packetsLost == 0 && report.mediaNotReceived.isEmpty,
+                "\(sound); the stream: \(report.ending), \(report.samples) samples, \(report.depacketizer)")
         #expect(try ffmpegFrameHashes(movie) == ffmpegFrameHashes(source), "the pictures")
         let frames = RTPStreamingTests.Framemd5(try run("ffmpeg", ["-v", "error", "-i", movie, "-map", "0:a:0", "-c", "copy", "-f", "framemd5", "-"]).stdoutText)
             .dataHashes(stream: 0)
