@@ -34,15 +34,57 @@ timely="[./]($names)(/|$)"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+
+# The tests of a log that started and have not ended (the last cases started, for a
+# parameterized one).
+unfinished() {
+    sed -nE 's/^(\[timely\] )?◇ Test (.*) started\.$/\2/p' "$1" | grep -v "^case " | sort > "$1.started"
+    sed -nE 's/^(\[timely\] )?[✔✘➜] Test (.*) (passed|failed|skipped)( after .*|\.|:.*)?$/\2/p' "$1" | sort -u > "$1.ended"
+    grep -Fxv -f "$1.ended" "$1.started"
+    grep -E "◇ Test case .* started\.$" "$1" | tail -n 4 | sed 's/^/the last case started: /'
+}
+
+# A watchdog for each test process: one that prints nothing for TEST_STALL_SECONDS (600), or
+# runs past TEST_TIME_LIMIT (3000 s), is ended, after saying which tests it had started and not
+# ended, what its threads were waiting in and which child processes it had. (A test that waits
+# forever otherwise ends only when CI's own time runs out, saying nothing.)
+watchdog() {  # name pid log
+    local name=$1 pid=$2 log=$3 start=$SECONDS quiet elapsed
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 10
+        quiet=$(( $(date +%s) - $(stat -c %Y "$log" 2>/dev/null || date +%s) ))
+        elapsed=$(( SECONDS - start ))
+        if [ "$quiet" -ge "${TEST_STALL_SECONDS:-600}" ] || [ "$elapsed" -ge "${TEST_TIME_LIMIT:-3000}" ]; then
+            {
+                echo "test.sh: $name ended by its watchdog: $quiet s without output, $elapsed s in all"
+                unfinished "$log" | sed "s/^/test.sh: $name still running: /"
+                echo "test.sh: $name's threads wait in: $(for f in /proc/"$pid"/task/*/wchan; do cat "$f" 2>/dev/null; echo; done | sort | uniq -c | sort -rn | tr -s ' \n' ' ')"
+                ps --ppid "$pid" -o pid=,stat=,etime=,args= 2>/dev/null | cut -c1-200 | sed "s/^/test.sh: $name's child: /"
+            } | tee -a "$out/watchdog.log"
+            touch "$out/$name.watchdog"
+            kill -KILL "$pid"
+            return
+        fi
+    done
+}
+
 # The timely tests run at most TIMELY_WIDTH at once (4): real-time tests beside heavy peers
 # (Chromium, 300 HTTP followers, GStreamer) each slow the others on two cores.
 "$bin" --testing-library swift-testing --parallel --experimental-maximum-parallelization-width "${TIMELY_WIDTH:-4}" --filter "$timely" \
     > >(sed -u 's/^/[timely] /' | tee "$out/timely.log") 2>&1 &
 timely_pid=$!
-nice -n 10 "$bin" --testing-library swift-testing --parallel --skip "$timely" 2>&1 | tee "$out/rest.log"
-rest=${PIPESTATUS[0]}
+nice -n 10 "$bin" --testing-library swift-testing --parallel --skip "$timely" > >(tee "$out/rest.log") 2>&1 &
+rest_pid=$!
+watchdog timely "$timely_pid" "$out/timely.log" &
+timely_watchdog=$!
+watchdog rest "$rest_pid" "$out/rest.log" &
+rest_watchdog=$!
+wait "$rest_pid"
+rest=$?
 wait "$timely_pid"
 timely_status=$?
+kill "$timely_watchdog" "$rest_watchdog" 2>/dev/null
+wait "$timely_watchdog" "$rest_watchdog" 2>/dev/null
 sleep 1  # the prefixing pipe's last lines
 
 # What failed, last (a CI log is often read from its end): each failing test and the issues it
@@ -54,6 +96,7 @@ for name in rest timely; do
          /✘ Test / && !/Test run with/ { print }' "$out/$name.log" \
         | sed "s/^/test.sh: $name failed: /" | tail -n 60
 done
+[ -f "$out/watchdog.log" ] && cat "$out/watchdog.log"
 echo "test.sh: the rest: $(grep -E "^. Test run with" "$out/rest.log" | tail -n 1)"
 echo "test.sh: the timely: $(grep -E "Test run with" "$out/timely.log" | tail -n 1 | sed 's/^\[timely\] //')"
 if [ "$rest" -ne 0 ]; then exit "$rest"; fi

@@ -551,3 +551,39 @@ struct PlayerResourcesTests {
         }
     }
 }
+
+extension RealTimeDisplay.DisplayTests {
+    @Test("a browser that freezes mid-play (every one of its processes stopped): the preview, cancelled, ends within 5 s, and stopping the frozen browser does not wait on it")
+    func frozenBrowser() async throws {
+        // 30 s of pictures: the page is still playing when it freezes.
+        let path = try Checkout.temporaryFile(try x264Stream(frames: 750, arguments: ["--preset", "ultrafast"]))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let preview = Preview(source: .file(FilePreview(path: path)), options: .init(server: .init(port: 0), exitsAfterPlayback: true))
+        let address = Mutex<String?>(nil)
+        let running = Task { try await preview.run(onListening: { url in address.withLock { $0 = url } }) }
+        defer { running.cancel() }
+        var url: String?
+        for _ in 0..<6000 where url == nil {
+            url = address.withLock { $0 }
+            if url == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let browser = try HeadlessChromium(url: try #require(url))
+        try await Task.sleep(for: .seconds(4))
+        let frozen = [browser.process.pid] + HeadlessChromium.descendants(of: browser.process.pid)
+        for pid in frozen { kill(pid, SIGSTOP) }
+        try await Task.sleep(for: .seconds(2))
+        let clock = ContinuousClock()
+        let cancelled = clock.now
+        running.cancel()
+        let reports = try await withDeadline(seconds: 30, "the cancelled preview") { try await running.value }
+        #expect(clock.now - cancelled < .seconds(5), "the cancelled preview took \(clock.now - cancelled)")
+        #expect(reports.first.map { !$0.ended && $0.framesPresented > 0 } == true, "the page played, and had not ended: \(reports)")
+        let stopping = clock.now
+        browser.stop(grace: 2)
+        #expect(clock.now - stopping < .seconds(5), "stopping the frozen browser took \(clock.now - stopping)")
+        // (A killed process ends as the kernel gets to it: a zombie, or gone, within moments.)
+        let ended: @Sendable (Int32) -> Bool = { kill($0, 0) != 0 || (try? String(contentsOfFile: "/proc/\($0)/stat", encoding: .utf8))?.contains(") Z") == true }
+        for _ in 0..<300 where !frozen.allSatisfy(ended) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(frozen.allSatisfy(ended), "every process of the frozen browser ended: \(frozen.filter { !ended($0) }) did not")
+    }
+}

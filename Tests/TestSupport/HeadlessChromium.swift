@@ -23,10 +23,35 @@ public final class HeadlessChromium: @unchecked Sendable {
 
     /// Ends the browser and removes its profile, and the directory of its singleton socket
     /// (Chromium makes one in the temporary directory per browser and leaves it when killed).
-    public func stop() {
+    /// A browser that does not end within `grace` seconds of SIGTERM (hung, or frozen: a
+    /// stopped process keeps SIGTERM pending) is killed, with every process under it: stopping
+    /// never waits on the browser (CI once waited for one until its time ran out).
+    public func stop(grace: Double = 5) {
+        let processes = Self.descendants(of: process.pid)
         kill(process.pid, SIGTERM)
-        _ = process.wait()
+        if process.wait(seconds: grace) == nil {
+            kill(process.pid, SIGKILL)
+            _ = process.wait()
+        }
+        // Its renderer, GPU and network processes end with it; one frozen or hung does not.
+        for pid in processes { kill(pid, SIGKILL) }
         Self.removeProfile(profile)
+    }
+
+    /// Every process under `pid` (a browser's renderer, GPU and network processes), from /proc.
+    public static func descendants(of pid: Int32) -> [Int32] {
+        var children: [pid_t: [pid_t]] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let child = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, let parent = pid_t(fields[1]) { children[parent, default: []].append(child) }
+        }
+        var found: [pid_t] = [], queue = [pid]
+        while let next = queue.popLast() {
+            for child in children[next] ?? [] { found.append(child); queue.append(child) }
+        }
+        return found
     }
 
     /// Removes a Chromium profile and the socket directory its `SingletonSocket` link names.

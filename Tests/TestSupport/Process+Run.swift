@@ -200,9 +200,15 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         return false
     }
 
-    /// Waits for the child to end: its exit status, or 128 + the signal that ended it.
-    @discardableResult public func wait() -> Int32 {
+    /// Waits for the child to end: its exit status, or 128 + the signal that ended it. A child
+    /// still running after `limit` seconds (300) is killed, and its ``stderrText`` says so: a
+    /// test never waits forever on a peer or a command that does not end (its expectation of
+    /// the status then fails, naming why).
+    @discardableResult public func wait(limit: Double = 300) -> Int32 {
         if let waited { return waited }
+        if let status = wait(seconds: limit) { return status }
+        killedAfter = limit
+        kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
@@ -241,8 +247,13 @@ public final class ChildProcess: @unchecked Sendable {  // (driven by one thread
         }
     }
 
-    /// What the child wrote to standard error (complete once it has ended).
-    public var stderrText: String { String(decoding: (try? readFile(errorPath)) ?? Data(), as: UTF8.self) }
+    /// What the child wrote to standard error (complete once it has ended), after a note when
+    /// ``wait(limit:)`` killed it.
+    public var stderrText: String {
+        let text = String(decoding: (try? readFile(errorPath)) ?? Data(), as: UTF8.self)
+        return killedAfter.map { "[killed by the test: still running after \($0) s] " + text } ?? text
+    }
+    private var killedAfter: Double?
 }
 
 /// The frame hashes of `-f framemd5` output (the last field of each line that is not a comment).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,18 +65,36 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
     public let description: String
 }
 
+/// Whether a caller of ``withDeadline(seconds:_:_:)`` has been answered (once, by the body or the clock).
+private final class DeadlineAnswer: Sendable {
+    private let given = Atomic<Bool>(false)
+    func claim() -> Bool { given.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
+}
+
+/// Runs `body`, and throws ``DeadlineExceeded`` once `seconds` have passed without it ending:
+/// `body` is then cancelled and *not waited for*. (A task group would wait for it, and a body
+/// that does not answer cancellation, such as one blocked on a hung browser, then held the
+/// test, and CI's run, until its time ran out.) Cancelling the caller cancels `body`.
 public func withDeadline<T: Sendable>(seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            return nil
+    let work = Task(executorPreference: TimelyExecutor.isCurrentThreadTimely ? TimelyExecutor.shared : nil) { try await body() }
+    let answer = DeadlineAnswer()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let timer = Task(executorPreference: TimelyExecutor.shared) {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                guard !Task.isCancelled, answer.claim() else { return }
+                work.cancel()
+                continuation.resume(throwing: DeadlineExceeded(description: "\(what): not done in \(seconds) s"))
+            }
+            Task(executorPreference: TimelyExecutor.shared) {
+                let result = await work.result
+                timer.cancel()
+                guard answer.claim() else { return }
+                continuation.resume(with: result)
+            }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw DeadlineExceeded(description: "\(what): not done in \(seconds) s")
-        }
-        return value
+    } onCancel: {
+        work.cancel()
     }
 }
 
