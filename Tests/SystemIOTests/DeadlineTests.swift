@@ -4,8 +4,10 @@ import TestSupport
 
 /// The tests' own bound on waiting (``withDeadline(seconds:_:_:)``): it must end a test even
 /// when what it bounds does not answer cancellation (CI once ran out of time behind a test
-/// whose body waited on a frozen browser).
-@Suite("Test deadline")
+/// whose body waited on a frozen browser). Timely: its figures are of the clock, and in the
+/// other test process the cooperative pool is held by blocking work for minutes (CI here: a
+/// body of `42` not run within 30 s).
+@Suite("Test deadline", .timely)
 struct DeadlineTests {
     @Test("a body that ignores cancellation: the deadline throws on time, without waiting for it")
     func deafBody() async throws {
