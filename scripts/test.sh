@@ -61,7 +61,6 @@ watchdog() {  # name pid log
                 echo "test.sh: $name's threads wait in: $(for f in /proc/"$pid"/task/*/wchan; do cat "$f" 2>/dev/null; echo; done | sort | uniq -c | sort -rn | tr -s ' \n' ' ')"
                 ps --ppid "$pid" -o pid=,stat=,etime=,args= 2>/dev/null | cut -c1-200 | sed "s/^/test.sh: $name's child: /"
             } | tee -a "$out/watchdog.log"
-            touch "$out/$name.watchdog"
             kill -KILL "$pid"
             return
         fi
